@@ -1,0 +1,74 @@
+"""Core models shared by every layer: messages, tool specs, events, usage, errors, ids.
+
+Depends on the standard library and pydantic only.
+"""
+
+from .error import (
+    ConfigError,
+    HarnessError,
+    LimitExceeded,
+    PathEscapeError,
+    ProviderError,
+    StreamCutError,
+    ToolError,
+    UnknownNameError,
+)
+from .event import (
+    ApprovalDecided,
+    ApprovalRequested,
+    Event,
+    MessagesInjected,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    SubagentUpdate,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnFinished,
+)
+from .ids import new_id
+from .message import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolResultMessage,
+    ToolSpec,
+    UserMessage,
+)
+from .usage import PRICES, Usage, price_for
+
+__all__ = [
+    "PRICES",
+    "ApprovalDecided",
+    "ApprovalRequested",
+    "AssistantMessage",
+    "ConfigError",
+    "Event",
+    "HarnessError",
+    "LimitExceeded",
+    "Message",
+    "MessagesInjected",
+    "PathEscapeError",
+    "ProviderError",
+    "RunFailed",
+    "RunFinished",
+    "RunStarted",
+    "StreamCutError",
+    "SubagentUpdate",
+    "SystemMessage",
+    "TextDelta",
+    "ToolCall",
+    "ToolCallFinished",
+    "ToolCallStarted",
+    "ToolError",
+    "ToolResultMessage",
+    "ToolSpec",
+    "TurnFinished",
+    "UnknownNameError",
+    "Usage",
+    "UserMessage",
+    "new_id",
+    "price_for",
+]

@@ -1,0 +1,93 @@
+"""Conversation messages, tool calls and tool definitions.
+
+Messages are immutable once made. Each carries a private ``wire`` slot that a provider may
+use to cache the message's request form, so a long history is not re-serialised from
+scratch on every call.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    _wire: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @property
+    def wire(self) -> dict[str, Any]:
+        """Per-provider cache of this message's request form (keyed by wire format name)."""
+        return self._wire
+
+
+class ToolCall(_Frozen):
+    """A call the model asked for. ``arguments`` is the raw JSON text the model produced."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+    def parsed_arguments(self) -> dict[str, Any]:
+        """The arguments as a dict. Raises ``ValueError`` with a readable reason."""
+        text = self.arguments.strip() or "{}"
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(
+                f"arguments are not valid JSON ({exc.msg} at char {exc.pos}): {text[:200]!r}"
+            ) from None
+        if not isinstance(value, dict):
+            raise ValueError(f"arguments must be a JSON object, got {type(value).__name__}")
+        return value
+
+    def brief(self, width: int = 60) -> str:
+        """``name(arg=…)`` shortened to ``width`` characters, for progress lines."""
+        try:
+            args = self.parsed_arguments()
+            inner = ", ".join(f"{k}={v!r}" for k, v in args.items())
+        except ValueError:
+            inner = self.arguments
+        text = f"{self.name}({inner})"
+        return text if len(text) <= width else text[: width - 1] + "…"
+
+
+class SystemMessage(_Frozen):
+    role: Literal["system"] = "system"
+    content: str
+
+
+class UserMessage(_Frozen):
+    role: Literal["user"] = "user"
+    content: str
+
+
+class AssistantMessage(_Frozen):
+    role: Literal["assistant"] = "assistant"
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+class ToolResultMessage(_Frozen):
+    role: Literal["tool"] = "tool"
+    tool_call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+
+
+Message = Annotated[
+    SystemMessage | UserMessage | AssistantMessage | ToolResultMessage,
+    Field(discriminator="role"),
+]
+
+
+class ToolSpec(_Frozen):
+    """What the model is told about a tool: name, description, JSON schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]

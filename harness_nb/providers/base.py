@@ -1,0 +1,88 @@
+"""The provider interface every LLM client implements.
+
+A provider turns a ``ModelRequest`` (system prompt, history, tool specs) into a
+``ModelResponse`` (one assistant message, usage, stop reason). ``stream`` yields
+``TextChunk``s while the answer arrives and ends with the ``ModelResponse``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
+
+from ..core import AssistantMessage, Message, ToolSpec, Usage
+
+
+@dataclass(slots=True)
+class ModelRequest:
+    """One LLM call. ``agent`` names the calling agent (scripted models key on it)."""
+
+    system: str
+    messages: Sequence[Message]
+    tools: Sequence[ToolSpec] = ()
+    agent: str = "main"
+    max_tokens: int | None = None
+    temperature: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True, frozen=True)
+class TextChunk:
+    """A piece of answer text as it streams in."""
+
+    text: str
+
+
+class ModelResponse(BaseModel):
+    """A whole answer. ``stop_reason`` is normalised: ``end_turn``, ``tool_use``,
+    ``max_tokens``, ``refusal`` (or the server's own word for anything else)."""
+
+    message: AssistantMessage
+    usage: Usage
+    stop_reason: str = "end_turn"
+    model: str = ""
+
+
+StreamItem = TextChunk | ModelResponse
+
+
+class Provider(ABC):
+    """An LLM client. Subclasses implement at least one of ``complete`` / ``stream``."""
+
+    name: ClassVar[str] = "provider"
+    streaming: bool = True
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+
+    @property
+    def model_id(self) -> str:
+        """The ``provider/model`` string this provider answers for."""
+        return f"{self.name}/{self.model}"
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """Return the whole answer (default: collect ``stream``)."""
+        response: ModelResponse | None = None
+        async for item in self.stream(request):
+            if isinstance(item, ModelResponse):
+                response = item
+        if response is None:  # pragma: no cover - a broken subclass
+            raise RuntimeError(f"{type(self).__name__}.stream ended without a response")
+        return response
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        """Yield text chunks, then the ``ModelResponse`` (default: one chunk from ``complete``)."""
+        response = await self.complete(request)
+        if response.message.content:
+            yield TextChunk(response.message.content)
+        yield response
+
+    async def aclose(self) -> None:
+        """Release connections. Safe to call twice."""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.model_id}>"

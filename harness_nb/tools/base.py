@@ -1,0 +1,219 @@
+"""Tools: one definition gives the model its description and schema and runs the call.
+
+A tool is either a typed async function decorated with ``@tool`` (its docstring is the
+description, its parameters become a pydantic model and so a JSON schema) or a small
+``Tool`` subclass. ``invoke`` is the single boundary where arguments are validated and
+every failure becomes a result the model can read.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from ..core import Event, ToolCall, ToolError, ToolSpec
+
+
+@dataclass
+class ToolContext:
+    """What a running tool may use: the working directory, the call, the event sink and the
+    engine that called it (``engine`` is typed loosely so tools need not import the engine)."""
+
+    workdir: Path
+    call: ToolCall
+    agent: str = "main"
+    emit: Callable[[Event], Any] = lambda _event: None
+    engine: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class ToolOutcome:
+    """The text the model sees for one call, and whether it is an error."""
+
+    content: str
+    is_error: bool = False
+    duration: float = 0.0
+
+
+class Tool(ABC):
+    """Base class for tools. Set ``name``, ``description`` and ``Params`` and implement ``run``.
+
+    ``read_only`` tools never change files or state; ``long_running`` tools (the delegation
+    tool) escape the per-tool timeout; ``coordination`` tools are never given to a subagent.
+    """
+
+    name: str
+    description: str
+    Params: type[BaseModel]
+    read_only: bool = False
+    long_running: bool = False
+    coordination: bool = False
+
+    _spec: ToolSpec | None = None
+
+    def spec(self) -> ToolSpec:
+        """The model-facing definition (cached: schemas are built once)."""
+        if self._spec is None:
+            self._spec = ToolSpec(
+                name=self.name, description=self.description, parameters=_schema(self.Params)
+            )
+        return self._spec
+
+    @abstractmethod
+    async def run(self, params: Any, ctx: ToolContext) -> str:
+        """Do the work and return the text the model reads. Raise ``ToolError`` to refuse."""
+
+    def __repr__(self) -> str:
+        return f"<tool {self.name}>"
+
+
+class _ParamsBase(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _schema(model: type[BaseModel]) -> dict[str, Any]:
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+    return schema
+
+
+class FunctionTool(Tool):
+    """A tool made from ``async def fn(ctx: ToolContext, <typed params>) -> str``."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Awaitable[str]],
+        *,
+        name: str | None = None,
+        read_only: bool = False,
+        long_running: bool = False,
+        coordination: bool = False,
+    ) -> None:
+        self.fn = fn
+        self.name = name or fn.__name__
+        self.description = inspect.cleandoc(fn.__doc__ or "").strip()
+        if not self.description:
+            raise TypeError(f"tool {self.name!r} needs a docstring: it is what the model reads")
+        self.read_only = read_only
+        self.long_running = long_running
+        self.coordination = coordination
+        self.Params = _params_model(fn, self.name)
+
+    async def run(self, params: Any, ctx: ToolContext) -> str:
+        return await self.fn(ctx, **dict(params))
+
+
+def _params_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:
+    hints = get_type_hints(fn, include_extras=True)
+    fields: dict[str, Any] = {}
+    params = list(inspect.signature(fn).parameters.values())
+    if not params or params[0].name != "ctx":
+        raise TypeError(f"tool function {name!r} must take `ctx` as its first parameter")
+    for p in params[1:]:
+        default = ... if p.default is inspect.Parameter.empty else p.default
+        fields[p.name] = (hints.get(p.name, Any), default)
+    camel = "".join(part.title() for part in name.split("_")) + "Params"
+    return create_model(camel, __base__=_ParamsBase, **fields)
+
+
+def tool(
+    fn: Callable[..., Awaitable[str]] | None = None,
+    *,
+    name: str | None = None,
+    read_only: bool = False,
+    long_running: bool = False,
+    coordination: bool = False,
+) -> Any:
+    """Decorator: turn a typed async function into a ``FunctionTool``."""
+
+    def wrap(f: Callable[..., Awaitable[str]]) -> FunctionTool:
+        return FunctionTool(
+            f, name=name, read_only=read_only, long_running=long_running, coordination=coordination
+        )
+
+    return wrap(fn) if fn is not None else wrap
+
+
+class ToolRegistry:
+    """An ordered set of tools by name."""
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for t in tools:
+            self.add(t)
+
+    def add(self, t: Tool) -> None:
+        """Add or replace a tool."""
+        self._tools[t.name] = t
+
+    def remove(self, name: str) -> None:
+        self._tools.pop(name, None)
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def specs(self) -> list[ToolSpec]:
+        return [t.spec() for t in self._tools.values()]
+
+    def subset(self, names: Iterable[str]) -> ToolRegistry:
+        """A new registry holding only the named tools that exist here (order kept)."""
+        wanted = set(names)
+        return ToolRegistry(t for n, t in self._tools.items() if n in wanted)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __repr__(self) -> str:
+        return f"ToolRegistry({', '.join(self._tools)})"
+
+
+def _validation_message(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(x) for x in err["loc"]) or "(arguments)"
+        parts.append(f"{loc}: {err['msg']}")
+    return "; ".join(parts)
+
+
+async def invoke(t: Tool, call: ToolCall, ctx: ToolContext) -> ToolOutcome:
+    """Validate ``call``'s arguments against ``t`` and run it. Every failure except
+    cancellation becomes an error outcome the model can read and act on."""
+    start = time.perf_counter()
+    try:
+        raw = call.parsed_arguments()
+    except ValueError as exc:
+        return ToolOutcome(f"error: {exc}. Send the arguments as one JSON object.", True)
+    try:
+        params = t.Params.model_validate(raw)
+    except ValidationError as exc:
+        return ToolOutcome(
+            f"error: bad arguments for {t.name}: {_validation_message(exc)}", True
+        )
+    try:
+        content = await t.run(params, ctx)
+    except ToolError as exc:
+        return ToolOutcome(f"error: {exc}", True, time.perf_counter() - start)
+    except Exception as exc:  # a crashing tool must not crash the loop
+        return ToolOutcome(
+            f"error: {t.name} failed: {type(exc).__name__}: {exc}", True, time.perf_counter() - start
+        )
+    return ToolOutcome(content, False, time.perf_counter() - start)
