@@ -1,0 +1,224 @@
+"""Hooks around every tool call, and the approval channel.
+
+``before_tool`` returns ``Allow``, ``Deny(reason)`` or ``Ask(reason, risk)``; ``after_tool``
+may replace the outcome. ``Ask`` goes to the run's approval channel, an async callable
+``(call, reason, risk) -> Approved | Denied``; with no channel the call is denied (fail
+closed). Approval is therefore a hook, never an ``if`` inside the loop.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeAlias
+
+from ..core import ToolCall
+from ..tools import ToolContext, ToolOutcome
+
+
+@dataclass(frozen=True, slots=True)
+class Allow:
+    """Run the call."""
+
+
+@dataclass(frozen=True, slots=True)
+class Deny:
+    """Do not run the call; the model reads ``reason``."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """Ask the person (through the approval channel) before running the call."""
+
+    reason: str
+    risk: str = "medium"
+
+
+Decision: TypeAlias = Allow | Deny | Ask
+ALLOW = Allow()
+
+
+@dataclass(frozen=True, slots=True)
+class Approved:
+    """The person approved the call."""
+
+    feedback: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Denied:
+    """The person (or a policy) denied the call; ``feedback`` reaches the model."""
+
+    feedback: str = ""
+
+
+ApprovalChannel: TypeAlias = Callable[[ToolCall, str, str], Awaitable[Approved | Denied]]
+NO_CHANNEL_FEEDBACK = "no approval channel: denied"
+
+
+class Hook:
+    """Base class: override either method. Both may be plain or async."""
+
+    async def before_tool(self, call: ToolCall, ctx: ToolContext) -> Decision:
+        return ALLOW
+
+    async def after_tool(self, call: ToolCall, outcome: ToolOutcome, ctx: ToolContext) -> ToolOutcome:
+        return outcome
+
+
+class HookRegistry:
+    """An ordered list of hooks. For ``before_tool`` the first ``Deny`` wins, then the first
+    ``Ask``; ``after_tool`` hooks are applied in order, each seeing the previous outcome."""
+
+    def __init__(self, hooks: Iterable[Hook] = ()) -> None:
+        self.hooks: list[Hook] = list(hooks)
+
+    def add(self, hook: Hook) -> None:
+        self.hooks.append(hook)
+
+    def with_hooks(self, *hooks: Hook) -> HookRegistry:
+        """A new registry: these hooks plus ``hooks`` (a child's copy; the parent is untouched)."""
+        return HookRegistry([*self.hooks, *hooks])
+
+    async def before_tool(self, call: ToolCall, ctx: ToolContext) -> Decision:
+        ask: Ask | None = None
+        for hook in self.hooks:
+            decision = await hook.before_tool(call, ctx)
+            if isinstance(decision, Deny):
+                return decision
+            if isinstance(decision, Ask) and ask is None:
+                ask = decision
+        return ask or ALLOW
+
+    async def after_tool(self, call: ToolCall, outcome: ToolOutcome, ctx: ToolContext) -> ToolOutcome:
+        for hook in self.hooks:
+            outcome = await hook.after_tool(call, outcome, ctx)
+        return outcome
+
+    def __len__(self) -> int:
+        return len(self.hooks)
+
+
+@dataclass(frozen=True, slots=True)
+class DangerRule:
+    """Ask when argument ``field`` of tool ``tool`` matches ``pattern``."""
+
+    tool: str
+    field: str
+    pattern: str
+    reason: str
+    risk: str = "high"
+
+
+DEFAULT_DANGER_RULES: tuple[DangerRule, ...] = (
+    DangerRule("bash", "command", r"\brm\s+(-\w*[rRf]\w*\s+|--recursive|--force)", "recursive or forced delete"),
+    DangerRule("bash", "command", r"\bgit\s+push\b.*(--force\b|\s-f\b|--force-with-lease)", "force push"),
+    DangerRule("bash", "command", r"\bgit\s+(reset\s+--hard|clean\s+-\w*f)", "discards local changes"),
+    DangerRule("bash", "command", r"\b(curl|wget)\b[^|;&]*\|\s*(sudo\s+)?(ba|z|da)?sh\b", "pipes a download into a shell"),
+    DangerRule("bash", "command", r"(^|[;&|]\s*)sudo\b", "runs as root"),
+    DangerRule("bash", "command", r"\b(mkfs(\.\w+)?|dd\s+if=|shred)\b|>\s*/dev/sd", "writes to a disk device"),
+    DangerRule("bash", "command", r"\bchmod\s+-R\s+0?777\b", "opens permissions recursively"),
+    DangerRule("bash", "command", r":\(\)\s*\{\s*:\|:&\s*\}\s*;\s*:", "fork bomb"),
+    DangerRule("bash", "command", r"\b(pip|pip3|uv\s+pip|conda|npm|apt(-get)?)\s+(install|uninstall|remove)\b", "changes installed packages", "medium"),
+    DangerRule("write_file", "path", r"(^|/)(\.env(\..*)?|\.git/.*|\.ssh/.*|id_rsa.*)$|^(/|~)|(^|/)\.\.(/|$)", "writes a sensitive file or outside the workdir"),
+    DangerRule("edit_file", "path", r"(^|/)(\.env(\..*)?|\.git/.*|\.ssh/.*)$|^(/|~)|(^|/)\.\.(/|$)", "edits a sensitive file or outside the workdir"),
+)
+
+
+class DangerHook(Hook):
+    """``Ask`` for risky calls: shell commands and file writes matching ``rules``, and every
+    call of a tool named in ``always_ask`` (``run_python`` by default)."""
+
+    def __init__(
+        self,
+        rules: Sequence[DangerRule] = DEFAULT_DANGER_RULES,
+        *,
+        always_ask: Iterable[str] = ("run_python",),
+    ) -> None:
+        self.rules = [(r, re.compile(r.pattern)) for r in rules]
+        self.always_ask = frozenset(always_ask)
+
+    async def before_tool(self, call: ToolCall, ctx: ToolContext) -> Decision:
+        if call.name in self.always_ask:
+            return Ask(f"{call.name} always asks for approval", "medium")
+        relevant = [(r, rx) for r, rx in self.rules if r.tool == call.name]
+        if not relevant:
+            return ALLOW
+        try:
+            args = call.parsed_arguments()
+        except ValueError:
+            return ALLOW  # the tool boundary reports the bad arguments
+        for rule, rx in relevant:
+            value = args.get(rule.field)
+            if isinstance(value, str) and rx.search(value):
+                return Ask(rule.reason, rule.risk)
+        return ALLOW
+
+
+class AskAllHook(Hook):
+    """``Ask`` before every tool that is not read-only (the ``always`` approval policy)."""
+
+    async def before_tool(self, call: ToolCall, ctx: ToolContext) -> Decision:
+        engine = ctx.engine
+        t = engine.tools.get(call.name) if engine is not None else None
+        if t is not None and t.read_only:
+            return ALLOW
+        return Ask(f"{call.name} changes files or state", "medium")
+
+
+class DenyToolsHook(Hook):
+    """Deny every call to one of ``names`` at run time, whatever the tool list says."""
+
+    def __init__(self, names: Iterable[str], reason: str) -> None:
+        self.names = frozenset(names)
+        self.reason = reason
+
+    async def before_tool(self, call: ToolCall, ctx: ToolContext) -> Decision:
+        if call.name in self.names:
+            return Deny(f"{call.name}: {self.reason}")
+        return ALLOW
+
+
+class OffloadHook(Hook):
+    """Move a tool result longer than ``limit`` characters to ``folder/<call id>.txt``; the
+    model sees the head, the tail and the path (so it can read the rest with read_file)."""
+
+    def __init__(self, folder: Path, *, limit: int = 20_000, keep: int = 2_000) -> None:
+        self.folder = folder
+        self.limit = limit
+        self.keep = keep
+
+    async def after_tool(self, call: ToolCall, outcome: ToolOutcome, ctx: ToolContext) -> ToolOutcome:
+        text = outcome.content
+        if len(text) <= self.limit:
+            return outcome
+        import asyncio
+
+        path = await asyncio.to_thread(self._write, call.id, text)
+        try:
+            shown = path.relative_to(ctx.workdir)
+        except ValueError:
+            shown = path
+        omitted = len(text) - 2 * self.keep
+        content = (
+            f"{text[: self.keep]}\n[… {omitted:,} characters omitted; the full output "
+            f"({len(text):,} characters) is in {shown} — read it with read_file …]\n"
+            f"{text[-self.keep :]}"
+        )
+        return ToolOutcome(content, outcome.is_error, outcome.duration)
+
+    def _write(self, call_id: str, text: str) -> Path:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        safe = re.sub(r"[^\w.-]", "_", call_id) or "call"
+        target = self.folder / f"{safe}.txt"
+        fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+        return target

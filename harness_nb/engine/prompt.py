@@ -1,0 +1,84 @@
+"""System prompts: the agent's own prompt, the working directory, the environment and any
+preloaded skills, assembled once per engine."""
+
+from __future__ import annotations
+
+import logging
+import platform
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+log = logging.getLogger("harness_nb.engine")
+
+MAIN_SYSTEM_PROMPT = """\
+You are an assistant working inside a Jupyter notebook, next to the person's data and code.
+Work in small, checkable steps. Use the tools to look before you change anything; prefer
+reading files and inspecting variables over guessing. When a sub-task is self-contained
+(searching a codebase, summarising a dataset, reviewing a file), delegate it with the
+`task` tool so your own context stays small. Answer concisely in Markdown; name files
+with their paths."""
+
+
+def skill_dirs(workdir: Path, home: Path | None = None) -> list[Path]:
+    """Folders searched for ``<name>.md`` or ``<name>/SKILL.md`` skill files, first wins."""
+    home = home or Path.home()
+    return [
+        workdir / ".harness_nb" / "skills",
+        workdir / "skills",
+        workdir / ".claude" / "skills",
+        home / ".harness_nb" / "skills",
+        home / ".claude" / "skills",
+    ]
+
+
+def load_skill(name: str, folders: Sequence[Path]) -> str | None:
+    """The text of skill ``name`` from the first folder holding it, or ``None``."""
+    for folder in folders:
+        for candidate in (folder / f"{name}.md", folder / name / "SKILL.md"):
+            if candidate.is_file():
+                return candidate.read_text(encoding="utf-8")
+    return None
+
+
+class PromptBuilder:
+    """Builds the system prompt once: ``system_prompt`` + working directory + environment +
+    one section per preloaded skill (a skill that cannot be found is logged and skipped)."""
+
+    def __init__(
+        self,
+        system_prompt: str = MAIN_SYSTEM_PROMPT,
+        *,
+        workdir: Path,
+        skills: Sequence[str] = (),
+        skill_texts: Mapping[str, str] | None = None,
+        environment: bool = True,
+    ) -> None:
+        self.system_prompt = system_prompt
+        self.workdir = workdir
+        self.skills = list(skills)
+        self.skill_texts = dict(skill_texts or {})
+        self.environment = environment
+        self._built: str | None = None
+
+    def build(self) -> str:
+        if self._built is None:
+            self._built = self._assemble()
+        return self._built
+
+    def _assemble(self) -> str:
+        parts = [self.system_prompt.strip(), f"Working directory: {self.workdir}"]
+        if self.environment:
+            parts.append(
+                f"Environment: Python {sys.version.split()[0]} on {platform.system()}; "
+                f"today is {time.strftime('%Y-%m-%d')}."
+            )
+        folders = skill_dirs(self.workdir)
+        for name in self.skills:
+            body = self.skill_texts.get(name) or load_skill(name, folders)
+            if not body or not body.strip():
+                log.warning("skill %r not found in %s; skipped", name, ", ".join(map(str, folders)))
+                continue
+            parts.append(f"## Preloaded skill: {name}\n\n{body.strip()}")
+        return "\n\n".join(parts)

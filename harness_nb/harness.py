@@ -1,0 +1,210 @@
+"""``Harness``: the plain-Python entry point (no IPython needed).
+
+    from harness_nb import Harness
+    h = Harness(model="openai/gpt-4o-mini", workdir=".")
+    result = await h.run("Summarise data.csv")
+    print(result.final_text, result.usage)
+
+A harness owns one main conversation, its tools and hooks, and the provider. The model and
+keys come from the arguments, else from the environment (``HARNESS_NB_MODEL``,
+``OPENAI_API_KEY``, ...).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+from .core import ConfigError, Event
+from .engine import (
+    MAIN_SYSTEM_PROMPT,
+    AgentEngine,
+    ApprovalChannel,
+    AskAllHook,
+    DangerHook,
+    EventSink,
+    Hook,
+    HookRegistry,
+    Limits,
+    MemorySession,
+    OffloadHook,
+    PromptBuilder,
+    RunResult,
+)
+from .providers.base import Provider
+from .tools import Tool, ToolRegistry
+
+ApprovalPolicy = Literal["dangerous", "always", "never"]
+
+NO_MODEL_MESSAGE = (
+    "no model configured. Pass Harness(model='openai/gpt-4o-mini') (or 'anthropic/…', "
+    "'ollama/…', 'openai-compatible/…'), set the HARNESS_NB_MODEL environment variable, or in "
+    "a notebook run  %config HarnessNB.model = 'openai/gpt-4o-mini'. To work offline, use "
+    "'scripted/<script.yaml>' or 'replay/<cassette.jsonl>'."
+)
+
+
+class Harness:
+    """One main agent conversation with its tools, hooks and provider.
+
+    ``approval_policy``: ``"dangerous"`` asks before risky shell commands and writes (and
+    always before ``run_python``), ``"always"`` asks before every tool that changes
+    anything, ``"never"`` asks nothing. Asking goes to ``approval`` (an async callable
+    ``(call, reason, risk) -> Approved | Denied``); without one, asked calls are denied.
+    """
+
+    def __init__(
+        self,
+        model: str | Provider | None = None,
+        *,
+        workdir: str | Path = ".",
+        api_key: str | None = None,
+        base_url: str | None = None,
+        system_prompt: str = MAIN_SYSTEM_PROMPT,
+        tools: Iterable[Tool] | None = None,
+        extra_tools: Iterable[Tool] = (),
+        hooks: Iterable[Hook] = (),
+        approval: ApprovalChannel | None = None,
+        approval_policy: ApprovalPolicy = "dangerous",
+        max_turns: int = 50,
+        token_budget: int | None = None,
+        wall_time: float | None = None,
+        tool_timeout: float = 60.0,
+        offload_chars: int = 20_000,
+        record_to: str | Path | None = None,
+        transcripts: bool = True,
+        skills: Iterable[str] = (),
+    ) -> None:
+        self.workdir = Path(workdir).expanduser().resolve()
+        if not self.workdir.is_dir():
+            raise ConfigError(f"workdir {self.workdir} is not a folder; create it or pass another")
+        self._model = model if model is not None else os.environ.get("HARNESS_NB_MODEL") or None
+        self._api_key = api_key
+        self._base_url = base_url
+        self._record_to = record_to
+        self._provider: Provider | None = model if isinstance(model, Provider) else None
+        self.system_prompt = system_prompt
+        self.skills = list(skills)
+        self.approval = approval
+        self.approval_policy = approval_policy
+        self.limits = Limits(
+            max_turns=max_turns, token_budget=token_budget, wall_time=wall_time, tool_timeout=tool_timeout
+        )
+        self.transcripts = transcripts
+        if tools is None:
+            from .tools.builtin import builtin_tools
+
+            tools = builtin_tools()
+        self.tools = ToolRegistry([*tools, *extra_tools])
+        self.hooks = HookRegistry(self._policy_hooks(approval_policy))
+        self.hooks.add(OffloadHook(self.state_dir / "offload", limit=offload_chars))
+        for h in hooks:
+            self.hooks.add(h)
+        self.session = self._new_session()
+        self._engine: AgentEngine | None = None
+
+    @property
+    def state_dir(self) -> Path:
+        """``<workdir>/.harness_nb``: sessions, offloaded outputs, teams, cassettes."""
+        return self.workdir / ".harness_nb"
+
+    @property
+    def model(self) -> str | None:
+        """The ``provider/model`` string in use (``None`` when nothing is configured)."""
+        if self._provider is not None:
+            return self._provider.model_id
+        return self._model if isinstance(self._model, str) else None
+
+    @property
+    def provider(self) -> Provider:
+        """The main agent's provider, created on first use. Raises ``ConfigError`` when no model
+        is configured (a clear message saying how to configure one, never a fake answer)."""
+        if self._provider is None:
+            if not self._model:
+                raise ConfigError(NO_MODEL_MESSAGE)
+            from .providers.factory import create_provider
+
+            self._provider = create_provider(
+                str(self._model),
+                api_key=self._api_key,
+                base_url=self._base_url,
+                record_to=self._resolve_record_path(),
+                workdir=self.workdir,
+            )
+        return self._provider
+
+    def _resolve_record_path(self) -> Path | None:
+        if self._record_to is None:
+            return None
+        p = Path(self._record_to)
+        return p if p.is_absolute() else self.workdir / p
+
+    @staticmethod
+    def _policy_hooks(policy: ApprovalPolicy) -> list[Hook]:
+        if policy == "dangerous":
+            return [DangerHook()]
+        if policy == "always":
+            return [AskAllHook()]
+        if policy == "never":
+            return []
+        raise ConfigError(f"approval_policy must be 'dangerous', 'always' or 'never', not {policy!r}")
+
+    def _new_session(self) -> MemorySession:
+        session = MemorySession()
+        if self.transcripts:
+            session.transcript = self.state_dir / "sessions" / f"{session.id}.jsonl"
+        return session
+
+    def new_conversation(self) -> None:
+        """Forget the conversation so far; the next ``run`` starts fresh."""
+        self.session.close()
+        self.session = self._new_session()
+        self._engine = None
+
+    @property
+    def engine(self) -> AgentEngine:
+        """The main agent's engine (built on first use, rebuilt after ``new_conversation``)."""
+        if self._engine is None:
+            self._engine = AgentEngine(
+                self.provider,
+                self.tools,
+                hooks=self.hooks,
+                session=self.session,
+                prompt_builder=PromptBuilder(self.system_prompt, workdir=self.workdir, skills=self.skills),
+                limits=self.limits,
+                approval=self.approval,
+                workdir=self.workdir,
+                agent="main",
+                services={"harness": self},
+            )
+        return self._engine
+
+    async def run(self, prompt: str, *, on_event: EventSink | None = None) -> RunResult:
+        """Run the main agent on ``prompt`` in the ongoing conversation."""
+        engine = self.engine
+        engine.approval = self.approval
+        return await engine.run(prompt, on_event=on_event)
+
+    async def run_stream(self, prompt: str) -> AsyncIterator[Event]:
+        """Yield the events of a main-agent run as they happen."""
+        engine = self.engine
+        engine.approval = self.approval
+        async for event in engine.run_stream(prompt):
+            yield event
+
+    async def aclose(self) -> None:
+        """Close the provider's connections and the transcript."""
+        self.session.close()
+        if self._provider is not None:
+            await self._provider.aclose()
+
+    async def __aenter__(self) -> Harness:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"<Harness model={self.model!r} workdir={str(self.workdir)!r}>"

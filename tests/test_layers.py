@@ -1,0 +1,119 @@
+"""Imports point downward only (DESIGN.md §1): notebook → harness → team → subagents →
+engine → tools / providers → core. Only notebook/ imports IPython, ipywidgets or ipykernel.
+
+The check reads every module's import statements (function-level imports included), so a
+lazy import cannot sneak a layer crossing past it.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "harness_nb"
+
+RANK = {
+    "core": 0,
+    "providers": 1,
+    "tools": 1,
+    "engine": 2,
+    "subagents": 3,
+    "team": 4,
+    "harness": 5,
+    "testing": 5,
+    "notebook": 6,
+}
+# same-rank layers that must not import each other
+SIBLINGS_FORBIDDEN = {("providers", "tools"), ("tools", "providers")}
+NOTEBOOK_ONLY = {"IPython", "ipywidgets", "ipykernel", "traitlets", "comm"}
+CORE_ALLOWED_THIRD_PARTY = {"pydantic", "pydantic_core", "typing_extensions"}
+
+
+def layer_of(module_path: Path) -> str | None:
+    rel = module_path.relative_to(PACKAGE)
+    if rel.parts == ("__init__.py",):
+        return None  # the package facade loads layers lazily on purpose
+    head = rel.parts[0]
+    return head.removesuffix(".py")
+
+
+def imported_modules(path: Path) -> list[tuple[int, str]]:
+    """(line, absolute dotted name) of every import in the file."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    package_parts = list(rel.parts[:-1]) if rel.name != "__init__" else list(rel.parts[:-1])
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package_parts[: len(package_parts) - node.level + 1]
+                name = ".".join([*base, node.module] if node.module else base)
+                found.append((node.lineno, name))
+                if node.module is None:  # from . import x
+                    found += [(node.lineno, f"{name}.{a.name}") for a in node.names]
+            else:
+                found.append((node.lineno, node.module or ""))
+    return found
+
+
+def target_layer(dotted: str) -> str | None:
+    parts = dotted.split(".")
+    if parts[0] != "harness_nb" or len(parts) < 2:
+        return None
+    return parts[1] if parts[1] in RANK else None
+
+
+MODULES = sorted(p for p in PACKAGE.rglob("*.py") if layer_of(p))
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_imports_point_downward(path: Path) -> None:
+    layer = layer_of(path)
+    assert layer in RANK, f"{path} is in no known layer; add it to DESIGN.md §1 and RANK"
+    problems = []
+    for line, name in imported_modules(path):
+        top = name.split(".")[0]
+        if top in NOTEBOOK_ONLY and layer != "notebook" and not (layer == "testing" and top != "ipywidgets"):
+            problems.append(f"line {line}: {layer}/ imports {name} (only notebook/ may)")
+        if layer == "core" and top not in CORE_ALLOWED_THIRD_PARTY and top != "harness_nb":
+            import sys
+
+            if top not in sys.stdlib_module_names:
+                problems.append(f"line {line}: core/ imports third-party {name}")
+        target = target_layer(name)
+        if target is None or target == layer:
+            continue
+        if RANK[target] > RANK[layer] or (layer, target) in SIBLINGS_FORBIDDEN:
+            problems.append(f"line {line}: {layer}/ imports {name} ({target}/ is not below {layer}/)")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_checker_catches_a_crossing(tmp_path: Path) -> None:
+    """The detector itself must be able to fail: an engine module importing the notebook."""
+    fake = PACKAGE / "engine" / "_layer_probe.py"
+    fake.write_text("def f():\n    from ..notebook import extension\n    import IPython\n")
+    try:
+        with pytest.raises(AssertionError) as info:
+            test_imports_point_downward(fake)
+        assert "engine/ imports harness_nb.notebook" in str(info.value)
+        assert "engine/ imports IPython" in str(info.value)
+    finally:
+        fake.unlink()
+
+
+def test_engine_runs_without_ipython_installed_in_the_process() -> None:
+    """Importing the engine and the harness must not pull IPython into the process."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, harness_nb.engine, harness_nb.harness, harness_nb.providers.scripted;"
+        "bad=[m for m in ('IPython','ipywidgets','ipykernel') if m in sys.modules];"
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
