@@ -18,7 +18,7 @@ from typing import Any, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from ..core import Event, ToolCall, ToolError, ToolSpec
+from ..core import Event, HarnessError, ToolCall, ToolSpec
 
 
 @dataclass
@@ -210,7 +210,7 @@ async def invoke(t: Tool, call: ToolCall, ctx: ToolContext) -> ToolOutcome:
         )
     try:
         content = await t.run(params, ctx)
-    except ToolError as exc:
+    except HarnessError as exc:  # ToolError and friends: messages written for the model
         return ToolOutcome(f"error: {exc}", True, time.perf_counter() - start)
     except Exception as exc:  # a crashing tool must not crash the loop
         return ToolOutcome(
