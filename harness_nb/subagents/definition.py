@@ -1,0 +1,254 @@
+"""What a subagent is: ``SubAgentDefinition`` and the Claude Code compatibility rules.
+
+A definition comes from code (the built-ins, ``AgentRegistry.register``) or from an agent
+file (``loader.py``). Agent files written for Claude Code use its tool names and model
+aliases, so the translation lives here, next to the model, and both paths share it.
+
+Tool names (``normalize_tool_names``):
+
+- Claude Code names map onto ours, case-insensitively: ``Read``/``NotebookRead`` ->
+  ``read_file``, ``Write`` -> ``write_file``, ``Edit``/``MultiEdit`` -> ``edit_file``,
+  ``Bash`` -> ``bash``, ``Glob`` -> ``glob``, ``Grep`` -> ``grep``, ``LS`` -> ``ls``,
+  ``Task``/``Agent`` -> ``task`` (which ``resolve_tools`` always strips again).
+- A permission pattern such as ``Bash(git:*)`` reduces to its tool (``bash``). harness_nb
+  does not enforce command patterns, so the pattern is reported, not silently trusted.
+- A lowercase ``snake_case`` name passes through unchanged: it is one of ours or a custom
+  tool registered in code, and ``resolve_tools`` intersects with the parent's tools anyway.
+- Anything else (``WebFetch``, ``TodoWrite``, ``mcp__server__tool``, ...) names a tool
+  harness_nb does not have and is dropped, with a note the loader turns into a warning.
+
+``tools`` is ``None`` when nothing was listed (inherit every tool of the parent). A list,
+even an empty one, is an allowlist: if every listed name was dropped the agent gets *no*
+tools rather than all of them, so a typo or a foreign tool name fails closed. For the same
+reason an explicit ``tools: []`` means "no tools"; leave the key out to inherit.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+logger = logging.getLogger("harness_nb.subagents")
+
+NAME_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
+NAME_RULE = "lowercase letters, digits and hyphens, starting with a letter or digit"
+
+# Keyed by lowercase so "read", "READ" and "Read" all map the same way.
+CLAUDE_TOOL_NAMES: dict[str, str] = {
+    "read": "read_file",
+    "notebookread": "read_file",
+    "write": "write_file",
+    "edit": "edit_file",
+    "multiedit": "edit_file",
+    "bash": "bash",
+    "glob": "glob",
+    "grep": "grep",
+    "ls": "ls",
+    "task": "task",
+    "agent": "task",
+}
+
+# Claude Code's model aliases only make sense inside Claude Code; see ``normalize_model``.
+CLAUDE_MODEL_ALIASES = frozenset({"sonnet", "opus", "haiku", "opusplan"})
+
+_OUR_TOOL_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_PATTERN = re.compile(r"^\s*([A-Za-z_][\w-]*)\s*\((.*)\)\s*$", re.DOTALL)
+_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+@dataclass
+class ToolNames:
+    """Result of ``normalize_tool_names``: our names, the names dropped because harness_nb
+    has no such tool, and the ``Tool(pattern)`` entries reduced to their whole tool."""
+
+    names: list[str]
+    dropped: list[str] = field(default_factory=list)
+    patterns: list[str] = field(default_factory=list)
+
+
+def split_names(raw: Any) -> list[str]:
+    """Turn a comma string, a single string or a list into a list of stripped names.
+
+    Commas inside a pattern's parentheses (``Bash(git add, git commit:*)``) do not split.
+    """
+    if raw is None:
+        return []
+    items = raw if isinstance(raw, list | tuple | set | frozenset) else [raw]
+    out: list[str] = []
+    for item in items:
+        # A YAML list item may itself be a comma string ("- Read, Grep").
+        out.extend(_split_top_level_commas(str(item)))
+    return out
+
+
+def _split_top_level_commas(text: str) -> list[str]:
+    parts: list[str] = []
+    depth = 0
+    start = 0
+    for i, char in enumerate(text):
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth = max(depth - 1, 0)
+        elif char == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def normalize_tool_names(raw: Any) -> ToolNames:
+    """Map a raw tool list (Claude Code or ours) onto harness_nb tool names, keeping order."""
+    result = ToolNames(names=[])
+    for item in split_names(raw):
+        match = _PATTERN.match(item)
+        name = match.group(1) if match else item
+        mapped = CLAUDE_TOOL_NAMES.get(name.lower())
+        if mapped is None and _OUR_TOOL_NAME.match(name) and not name.startswith("mcp__"):
+            mapped = name
+        if mapped is None:
+            result.dropped.append(item)
+            continue
+        if match:
+            result.patterns.append(item)
+        if mapped not in result.names:
+            result.names.append(mapped)
+    return result
+
+
+def normalize_model(raw: Any) -> tuple[str | None, str | None]:
+    """Return ``(model, note)``: ``None`` means the parent's model.
+
+    ``inherit`` and an empty value mean the parent's model. A bare Claude Code alias
+    (``sonnet``, ``opus``, ``haiku``) also does, with a note: agent collections written for
+    Claude Code use them everywhere, and pinning them would make every such agent need an
+    Anthropic key. Anything else (``openai/gpt-4o``) is kept as written.
+    """
+    if raw is None:
+        return None, None
+    text = str(raw).strip()
+    if not text or text.lower() == "inherit":
+        return None, None
+    if text.lower() in CLAUDE_MODEL_ALIASES:
+        return None, (
+            f"model {text!r} is a Claude Code alias: using the parent's model "
+            f"(write provider/model, e.g. anthropic/claude-sonnet-4-5, to pin one)"
+        )
+    return text, None
+
+
+def canonical_key(key: str) -> str:
+    """``maxTurns``, ``max-turns`` and ``max_turns`` all become ``max_turns``."""
+    return _CAMEL_BOUNDARY.sub("_", key.strip()).replace("-", "_").lower()
+
+
+class SubAgentDefinition(BaseModel):
+    """One kind of subagent: who it is, what it may use and how it is told to behave.
+
+    ``description`` is what the main model reads when deciding whom to delegate to, so it
+    is required. ``tools`` is an allowlist (``None`` = inherit the parent's tools, see the
+    module docstring), ``disallowed_tools`` is always subtracted, ``model`` ``None`` means
+    the parent's model, ``max_turns`` ``None`` means the engine's default. Keys the model
+    does not know are kept in ``extra``. camelCase and snake_case keys are both accepted.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(description=f"Identifier: {NAME_RULE}.")
+    description: str = Field(min_length=1)
+    system_prompt: str = ""
+    tools: list[str] | None = None
+    disallowed_tools: list[str] = Field(default_factory=list)
+    model: str | None = None
+    max_turns: int | None = Field(default=None, ge=1)
+    skills: list[str] = Field(default_factory=list)
+    background: bool = False
+    color: str | None = None
+    source: str = "builtin"
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _canonical_keys(cls, data: Any) -> Any:
+        # Fold every spelling onto the field names; keys we do not know go to ``extra``
+        # instead of failing, because agent files carry all sorts of tool-specific keys.
+        if not isinstance(data, dict):
+            return data
+        known = set(cls.model_fields)
+        out: dict[str, Any] = {}
+        extra = dict(data.get("extra") or {})
+        for key, value in data.items():
+            if key == "extra":
+                continue
+            canon = canonical_key(str(key))
+            if canon in known:
+                out[canon] = value
+            else:
+                extra[str(key)] = value
+        out["extra"] = extra
+        return out
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _check_name(cls, value: Any) -> Any:
+        text = str(value).strip() if isinstance(value, str | int) else value
+        if isinstance(text, str) and not re.match(NAME_PATTERN, text):
+            raise ValueError(f"name {text!r} must be {NAME_RULE} (e.g. code-reviewer)")
+        return text
+
+    @field_validator("description", "system_prompt", mode="before")
+    @classmethod
+    def _strip_text(cls, value: Any) -> Any:
+        if value is None:
+            return ""
+        return value.strip() if isinstance(value, str) else value
+
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _allowlist(cls, value: Any, info: ValidationInfo) -> list[str] | None:
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        result = normalize_tool_names(value)
+        if result.dropped:
+            # The loader reports drops per file; this is for definitions built in code.
+            logger.warning(
+                "agent %r: tools: dropped names harness_nb has no tool for: %s",
+                info.data.get("name", "?"),
+                ", ".join(result.dropped),
+            )
+        return result.names
+
+    @field_validator("disallowed_tools", mode="before")
+    @classmethod
+    def _denylist(cls, value: Any) -> list[str]:
+        # Unknown names here would block tools we do not have; dropping them is harmless.
+        return normalize_tool_names(value).names
+
+    @field_validator("skills", mode="before")
+    @classmethod
+    def _skills(cls, value: Any) -> list[str]:
+        return split_names(value)
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _model(cls, value: Any) -> str | None:
+        text = None if value is None else str(value).strip()
+        return None if not text or text.lower() == "inherit" else text
+
+    @field_validator("color", mode="before")
+    @classmethod
+    def _color(cls, value: Any) -> str | None:
+        # YAML reads "color: 0xff0000" or "color: 123" as a number; a color is a string.
+        return None if value is None else str(value)
+

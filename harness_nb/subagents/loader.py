@@ -1,0 +1,305 @@
+"""Read subagent definitions from Markdown files with YAML frontmatter.
+
+An agent file looks like Claude Code's::
+
+    ---
+    name: code-reviewer
+    description: Reviews notebook code for bugs. Use after writing analysis code.
+    tools: Read, Grep, Glob
+    ---
+    You are a careful reviewer ...
+
+The frontmatter is parsed with a real YAML parser. Popular agent collections also hold
+descriptions with an unquoted ``: `` inside, which YAML rejects but Claude Code loads, so
+on a YAML error a line-based reader (``_lenient_mapping``) gets a second try and the file
+loads with a warning saying so.
+
+Nothing here raises for a bad file: each file that is skipped, or only partly understood,
+gives exactly one warning string naming the file and the reason, and loading goes on.
+Reads are synchronous on purpose: this runs once at start-up over a few small files.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from .definition import (
+    NAME_RULE,
+    SubAgentDefinition,
+    canonical_key,
+    normalize_model,
+    normalize_tool_names,
+    split_names,
+)
+
+MAX_FILE_BYTES = 1024 * 1024
+# Every warning for a file that was not loaded reads "<file>: skipped: <reason>".
+SKIPPED = ": skipped: "
+
+_TOOL_FIELDS = ("tools", "disallowed_tools")
+_LIST_FIELDS = frozenset({"tools", "disallowed_tools", "skills"})
+_FIELD_KEYS = frozenset(SubAgentDefinition.model_fields) - {"source", "extra"}
+# Extra keys seen in real agent collections; the lenient reader only starts a new key at
+# a known name, so that "user: ..." lines inside an <example> stay part of the description.
+_COMMON_EXTRA_KEYS = frozenset(
+    {"category", "version", "tags", "author", "permission_mode", "hooks", "mcp_servers"}
+)
+_KEY_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*)\s*:(?:\s+(.*))?$")
+
+
+@dataclass
+class LoadResult:
+    """Definitions read, in file order, and one readable warning per troublesome file."""
+
+    definitions: list[SubAgentDefinition] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def extend(self, other: LoadResult) -> None:
+        """Append another result's definitions and warnings to this one."""
+        self.definitions.extend(other.definitions)
+        self.warnings.extend(other.warnings)
+
+
+class _Skip(Exception):
+    """This file is not a usable definition; the message says why."""
+
+
+def load_agent_dir(path: Path, *, label: str | None = None) -> LoadResult:
+    """Load every ``*.md`` file under ``path`` (subfolders too), in sorted path order.
+
+    A missing folder gives an empty result and no warning. Hidden files and folders
+    (``.git``, ``.DS_Store``) are ignored. ``label`` replaces ``path`` at the start of each
+    warning so messages read ``agents/bad.md: ...`` rather than an absolute path.
+    """
+    result = LoadResult()
+    shown = label if label is not None else str(path)
+    if not path.exists():
+        return result
+    if not path.is_dir():
+        result.warnings.append(f"{shown}{SKIPPED}not a folder")
+        return result
+    files = sorted(
+        (p for p in path.rglob("*.md") if p.is_file()),
+        key=lambda p: p.relative_to(path).parts,
+    )
+    for file in files:
+        relative = file.relative_to(path)
+        if any(part.startswith(".") for part in relative.parts):
+            continue
+        result.extend(load_agent_file(file, label=f"{shown}/{relative.as_posix()}"))
+    return result
+
+
+def load_agent_file(path: Path, *, label: str | None = None) -> LoadResult:
+    """Load one agent file: one definition, or none and one warning saying why."""
+    shown = label if label is not None else str(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise _Skip(f"file is {size:,} bytes; agent files are limited to 1 MiB")
+        data = path.read_bytes()
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise _Skip(f"not UTF-8 text (bad byte at offset {exc.start})") from exc
+    except OSError as exc:
+        return LoadResult(warnings=[f"{shown}{SKIPPED}cannot read: {exc.strerror or exc}"])
+    except _Skip as exc:
+        return LoadResult(warnings=[f"{shown}{SKIPPED}{exc}"])
+    return parse_agent_text(text, source=str(path), label=shown)
+
+
+def parse_agent_text(text: str, *, source: str, label: str | None = None) -> LoadResult:
+    """Parse the text of an agent file. ``source`` is recorded on the definition."""
+    shown = label if label is not None else source
+    notes: list[str] = []
+    try:
+        definition = _parse(text, source, notes)
+    except _Skip as exc:
+        return LoadResult(warnings=[f"{shown}{SKIPPED}{exc}"])
+    warnings = [f"{shown}: " + "; ".join(notes)] if notes else []
+    return LoadResult(definitions=[definition], warnings=warnings)
+
+
+def _parse(text: str, source: str, notes: list[str]) -> SubAgentDefinition:
+    front, body, first_line = _split_frontmatter(text)
+    raw = _read_mapping(front, first_line, notes)
+
+    fields: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    for key, value in raw.items():
+        canon = canonical_key(str(key))
+        if canon in _FIELD_KEYS:
+            fields[canon] = value
+        else:
+            extra[str(key)] = value
+
+    if not _text(fields.get("name")):
+        raise _Skip(f"no name in the frontmatter (add one, e.g. 'name: my-agent': {NAME_RULE})")
+    if not _text(fields.get("description")):
+        raise _Skip(
+            "no description in the frontmatter (the main agent reads it to decide "
+            "when to delegate)"
+        )
+
+    for key in _TOOL_FIELDS:
+        if key in fields and not _blank(fields[key]):
+            fields[key] = _tool_list(key, fields[key], notes)
+    if "model" in fields:
+        fields["model"], note = normalize_model(fields["model"])
+        if note:
+            notes.append(note)
+    # A prompt in the frontmatter and one in the body are both kept, frontmatter first.
+    prompt_parts = [_text(fields.pop("system_prompt", None)), body.strip()]
+    fields["system_prompt"] = "\n\n".join(p for p in prompt_parts if p)
+
+    if extra:
+        notes.append("unknown keys kept in extra: " + ", ".join(sorted(extra)))
+    try:
+        return SubAgentDefinition.model_validate({**fields, "extra": extra, "source": source})
+    except ValidationError as exc:
+        raise _Skip(_describe(exc)) from exc
+
+
+def _split_frontmatter(text: str) -> tuple[str, str, int]:
+    """Return (frontmatter, body, 1-based file line of the first frontmatter line)."""
+    if not text.strip():
+        raise _Skip("empty file")
+    # A BOM can survive when the text did not come through load_agent_file.
+    lines = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    start = 0
+    while start < len(lines) and not lines[start].strip():
+        start += 1
+    if lines[start].rstrip() != "---":
+        raise _Skip("no frontmatter (an agent file starts with a '---' line)")
+    for end in range(start + 1, len(lines)):
+        if lines[end].rstrip() == "---":
+            front = "\n".join(lines[start + 1 : end])
+            return front, "\n".join(lines[end + 1 :]), start + 2
+    raise _Skip(f"frontmatter opened at line {start + 1} is never closed with '---'")
+
+
+def _read_mapping(front: str, first_line: int, notes: list[str]) -> dict[Any, Any]:
+    try:
+        loaded = yaml.safe_load(front)
+    except yaml.YAMLError as exc:
+        where = _yaml_error_line(exc, first_line)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        lenient = _lenient_mapping(front)
+        if lenient is None:
+            raise _Skip(f"invalid YAML{where}: {problem}") from exc
+        notes.append(
+            f"loaded leniently: invalid YAML{where}: {problem} "
+            "(quote the value, e.g. description: \"...\", to make it valid YAML)"
+        )
+        return lenient
+    if loaded is None:
+        raise _Skip("frontmatter is empty (expected name and description)")
+    if not isinstance(loaded, dict):
+        kind = "a list" if isinstance(loaded, list) else f"a {type(loaded).__name__}"
+        raise _Skip(f"frontmatter is {kind}, not a mapping of keys (name: ..., description: ...)")
+    return loaded
+
+
+def _yaml_error_line(exc: Any, first_line: int) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    if mark is None:
+        return ""
+    return f" at line {first_line + mark.line}"
+
+
+def _lenient_mapping(front: str) -> dict[str, Any] | None:
+    """Read ``key: value`` lines the way Claude Code tolerates; None if no name+description.
+
+    A line starts a new key only at column 0 and only for a known key not seen yet; every
+    other line continues the previous value. This keeps ``Context: ...`` or ``user: ...``
+    lines of an unquoted multi-line description inside that description.
+    """
+    values: dict[str, list[str]] = {}
+    keys: dict[str, str] = {}
+    current: str | None = None
+    for line in front.split("\n"):
+        match = _KEY_LINE.match(line)
+        if match:
+            canon = canonical_key(match.group(1))
+            if (canon in _FIELD_KEYS or canon in _COMMON_EXTRA_KEYS) and canon not in keys:
+                current = canon
+                keys[canon] = match.group(1)
+                values[canon] = [match.group(2) or ""]
+                continue
+        if current is not None:
+            values[current].append(line)
+    parsed = {canon: _lenient_value(canon, lines) for canon, lines in values.items()}
+    if not _text(parsed.get("name")) or not _text(parsed.get("description")):
+        return None
+    return {keys[canon]: value for canon, value in parsed.items()}
+
+
+def _lenient_value(canon: str, lines: list[str]) -> Any:
+    head, rest = lines[0].strip(), lines[1:]
+    if canon in _LIST_FIELDS:
+        # "- Read" item lines, or a comma string / flow list, possibly over several lines.
+        dashed = [ln.strip()[1:] for ln in rest if ln.strip().startswith("-")]
+        joined = ",".join(dashed) if not head and dashed else " ".join([head, *rest]).strip()
+        flow = joined.startswith("[") and joined.endswith("]")
+        items = [_unquote(item) for item in split_names(joined[1:-1] if flow else joined)]
+        # As in YAML: "tools:" with nothing after it is null (inherit), "tools: []" a list.
+        return items if items or flow else None
+    if head in {"|", "|-", "|+", ">", ">-", ">+"}:
+        return textwrap.dedent("\n".join(rest)).strip()
+    text = "\n".join([head, *rest]).strip()
+    if text.startswith("'"):
+        return _unquote(text)  # single quotes have no escapes
+    # Collections that trip YAML write "Examples:\n\n<example>..." unquoted and mean
+    # newlines, as in a double-quoted string; a literal backslash-n is never intended.
+    return _unquote(text).replace("\\n", "\n").replace("\\t", "\t")
+
+
+def _unquote(text: str) -> str:
+    if len(text) >= 2 and text[0] == text[-1] == "'":
+        return text[1:-1].replace("''", "'")
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        return text[1:-1].replace('\\"', '"')
+    return text
+
+
+def _tool_list(key: str, raw: Any, notes: list[str]) -> list[str]:
+    result = normalize_tool_names(raw)
+    # An unknown name in disallowed_tools blocks a tool we do not have: nothing to say.
+    if result.dropped and key == "tools":
+        note = f"tools: dropped names harness_nb has no tool for: {', '.join(result.dropped)}"
+        if not result.names:
+            # Say so loudly: an emptied allowlist means no tools, never "inherit all".
+            note += " (no listed tool is left, so this agent gets no tools)"
+        notes.append(note)
+    elif key == "tools" and not result.names:
+        notes.append("tools is an empty list, so this agent gets no tools (omit it to inherit)")
+    if result.patterns:
+        effect = "allows" if key == "tools" else "blocks"
+        notes.append(
+            f"{key}: {', '.join(result.patterns)} {effect} the whole tool "
+            "(harness_nb does not enforce tool patterns)"
+        )
+    return result.names
+
+
+def _describe(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error["loc"]) or "frontmatter"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    return message if message.startswith(f"{where} ") else f"{where}: {message}"
+
+
+def _text(value: Any) -> str:
+    return value.strip() if isinstance(value, str) else ("" if value is None else str(value))
+
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())

@@ -1,0 +1,94 @@
+"""resolve_tools: a subagent's tools only ever narrow down the delegation chain (DESIGN §4)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness_nb.subagents.definition import SubAgentDefinition
+from harness_nb.subagents.permission import COORDINATION_TOOLS, resolve_tools
+
+POOL = ["read_file", "write_file", "bash", "edit_file", "task"]
+
+
+def agent(**fields: object) -> SubAgentDefinition:
+    return SubAgentDefinition.model_validate({"name": "child", "description": "d", **fields})
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        ({}, {"bash", "edit_file", "read_file", "write_file"}),
+        ({"tools": ["read_file", "nonexist"]}, {"read_file"}),
+        ({"disallowed_tools": ["bash", "write_file"]}, {"edit_file", "read_file"}),
+        ({"tools": ["read_file", "task"]}, {"read_file"}),
+    ],
+)
+def test_design_vectors(fields: dict[str, object], expected: set[str]) -> None:
+    assert set(resolve_tools(agent(**fields), POOL)) == expected
+
+
+def test_keeps_the_parents_order_and_drops_duplicates() -> None:
+    parent = ["grep", "read_file", "bash", "grep", "ls"]
+    assert resolve_tools(agent(tools=["ls", "grep", "read_file"]), parent) == [
+        "grep",
+        "read_file",
+        "ls",
+    ]
+
+
+def test_claude_code_names_resolve_against_ours() -> None:
+    defn = agent(tools="Read, Bash(git:*), Task", disallowedTools="Write")
+    assert resolve_tools(defn, [*POOL, "grep"]) == ["read_file", "bash"]
+
+
+def test_empty_allowlist_gives_no_tools_and_none_inherits() -> None:
+    assert resolve_tools(agent(tools=[]), POOL) == []
+    assert resolve_tools(agent(tools=["WebFetch"]), POOL) == []
+    assert resolve_tools(agent(tools=None), POOL) == POOL[:4]
+
+
+def test_every_coordination_tool_is_stripped_even_when_allowed() -> None:
+    parent = ["read_file", *sorted(COORDINATION_TOOLS)]
+    defn = agent(tools=parent)
+    assert resolve_tools(defn, parent) == ["read_file"]
+    assert COORDINATION_TOOLS >= {"task", "task_output", "task_stop", "send_message", "ask_user"}
+
+
+NAMES = st.sampled_from(
+    [*POOL, "glob", "grep", "ls", "list_variables", *sorted(COORDINATION_TOOLS), "junk", "Read"]
+)
+TOOL_LISTS = st.none() | st.lists(NAMES, max_size=8)
+DEFINITIONS = st.builds(
+    lambda tools, disallowed: agent(tools=tools, disallowed_tools=disallowed),
+    TOOL_LISTS,
+    st.lists(NAMES, max_size=5),
+)
+
+
+# No example database: these tests must not leave a .hypothesis folder in the repo.
+@settings(database=None)
+@given(parent=st.lists(NAMES, max_size=12), defn=DEFINITIONS)
+def test_result_is_a_subset_of_the_parent_without_coordination(
+    parent: list[str], defn: SubAgentDefinition
+) -> None:
+    result = resolve_tools(defn, parent)
+    assert set(result) <= set(parent)
+    assert not set(result) & COORDINATION_TOOLS
+    assert not set(result) & set(defn.disallowed_tools)
+    assert len(result) == len(set(result))
+    # Order follows the parent: the result is a subsequence of the parent's list.
+    positions = [parent.index(name) for name in result]
+    assert positions == sorted(positions)
+
+
+@settings(database=None)
+@given(parent=st.lists(NAMES, max_size=12), first=DEFINITIONS, second=DEFINITIONS)
+def test_a_grandchild_never_holds_more_than_its_parent(
+    parent: list[str], first: SubAgentDefinition, second: SubAgentDefinition
+) -> None:
+    child = resolve_tools(first, parent)
+    grandchild = resolve_tools(second, child)
+    assert set(grandchild) <= set(child) <= set(parent)
+    assert resolve_tools(first, child) == child  # resolving again is stable
