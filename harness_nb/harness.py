@@ -26,6 +26,7 @@ from .engine import (
     DangerHook,
     EventSink,
     Hook,
+    Injector,
     HookRegistry,
     Limits,
     MemorySession,
@@ -34,6 +35,17 @@ from .engine import (
     RunResult,
 )
 from .providers.base import Provider
+from .subagents import (
+    AgentRegistry,
+    BackgroundApprovals,
+    MessageRouter,
+    SubagentHandle,
+    SubagentRunner,
+    TaskTool,
+    TaskTracker,
+    TrackerRoute,
+    coordination_tools,
+)
 from .tools import Tool, ToolRegistry
 
 ApprovalPolicy = Literal["dangerous", "always", "never"]
@@ -76,6 +88,11 @@ class Harness:
         record_to: str | Path | None = None,
         transcripts: bool = True,
         skills: Iterable[str] = (),
+        agent_dirs: Iterable[str | Path] = (),
+        include_user_agents: bool = True,
+        background_approvals: BackgroundApprovals = "deny",
+        max_concurrency: int = 4,
+        max_depth: int = 3,
     ) -> None:
         self.workdir = Path(workdir).expanduser().resolve()
         if not self.workdir.is_dir():
@@ -93,11 +110,27 @@ class Harness:
             max_turns=max_turns, token_budget=token_budget, wall_time=wall_time, tool_timeout=tool_timeout
         )
         self.transcripts = transcripts
+        self.registry = AgentRegistry(
+            self.workdir,
+            extra_dirs=[Path(d).expanduser() for d in agent_dirs],
+            include_user=include_user_agents,
+        )
+        self.tracker = TaskTracker()
+        self.runner = SubagentRunner(
+            provider_factory=self._make_provider,
+            max_depth=max_depth,
+            background_approvals=background_approvals,
+        )
+        self.router = MessageRouter([TrackerRoute(self.tracker)])
+        self.task_tool = TaskTool(self.registry, self.runner, self.tracker, max_concurrency=max_concurrency)
         if tools is None:
             from .tools.builtin import builtin_tools
 
             tools = builtin_tools()
-        self.tools = ToolRegistry([*tools, *extra_tools])
+        self.tools = ToolRegistry(
+            [*tools, *extra_tools, self.task_tool, *coordination_tools(self.tracker, self.router)]
+        )
+        self.injectors: list[Injector] = [self.tracker.completion_texts]
         self.hooks = HookRegistry(self._policy_hooks(approval_policy))
         self.hooks.add(OffloadHook(self.state_dir / "offload", limit=offload_chars))
         for h in hooks:
@@ -124,16 +157,19 @@ class Harness:
         if self._provider is None:
             if not self._model:
                 raise ConfigError(NO_MODEL_MESSAGE)
-            from .providers.factory import create_provider
-
-            self._provider = create_provider(
-                str(self._model),
-                api_key=self._api_key,
-                base_url=self._base_url,
-                record_to=self._resolve_record_path(),
-                workdir=self.workdir,
-            )
+            self._provider = self._make_provider(str(self._model), main=True)
         return self._provider
+
+    def _make_provider(self, model: str, *, main: bool = False) -> Provider:
+        from .providers.factory import create_provider
+
+        return create_provider(
+            model,
+            api_key=self._api_key if main else None,
+            base_url=self._base_url if main else None,
+            record_to=self._resolve_record_path(),
+            workdir=self.workdir,
+        )
 
     def _resolve_record_path(self) -> Path | None:
         if self._record_to is None:
@@ -177,6 +213,7 @@ class Harness:
                 approval=self.approval,
                 workdir=self.workdir,
                 agent="main",
+                injectors=self.injectors,
                 services={"harness": self},
             )
         return self._engine
@@ -194,8 +231,33 @@ class Harness:
         async for event in engine.run_stream(prompt):
             yield event
 
+    async def run_subagent(self, name: str, prompt: str, *, on_event: EventSink | None = None) -> RunResult:
+        """Run subagent ``name`` directly on ``prompt`` in the foreground, bypassing the main
+        model (the ``%@name`` path). Its usage shows on its task entry (``fg-N``)."""
+        definition = self.registry.get(name)
+        engine = self.engine
+        engine.approval = self.approval
+        _, result = await self.task_tool.run_child(definition, prompt, engine, emit=on_event, wrap=False)
+        return result
+
+    def start_subagent(
+        self, name: str, prompt: str, *, description: str = "", on_event: EventSink | None = None
+    ) -> SubagentHandle:
+        """Start subagent ``name`` in the background and return a handle at once: ``await``
+        it for the ``RunResult``, ``cancel()`` it, or ``send(message)`` to steer it. Must be
+        called with an event loop running."""
+        definition = self.registry.get(name)
+        engine = self.engine
+        engine.approval = self.approval
+        entry = self.task_tool.launch_background(
+            definition, prompt, engine, description=description, emit=on_event
+        )
+        return SubagentHandle(self.tracker, entry)
+
     async def aclose(self) -> None:
-        """Close the provider's connections and the transcript."""
+        """Cancel background tasks, close the providers' connections and the transcript."""
+        await self.tracker.aclose()
+        await self.runner.aclose()
         self.session.close()
         if self._provider is not None:
             await self._provider.aclose()

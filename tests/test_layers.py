@@ -22,6 +22,10 @@ RANK = {
     "subagents": 3,
     "team": 4,
     "harness": 5,
+    "cli": 5,
+    "textview": 5,
+    "__main__": 5,
+    "demo": 5,
     "testing": 5,
     "notebook": 6,
 }

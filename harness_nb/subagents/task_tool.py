@@ -1,0 +1,309 @@
+"""The delegation tool ``task``: the main model's only way to start subagents.
+
+Its schema is generated from the registry (``subagent_type`` is an enum of the registered
+names; the description lists each agent), so a new agent file is delegable at once.
+Modes, checked in this order: team (``team_name``), background, chain, parallel (``tasks``),
+single. Results follow the seed's XML style::
+
+    <task id="fg-1" state="completed"><task_result>…</task_result></task>
+    <task id="fg-2" state="error">…</task>
+    <task id="bg-1" state="running"/>
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from ..core import Event, HarnessError, SubagentUpdate, ToolError, ToolSpec
+from ..engine import AgentEngine, RunResult
+from ..tools import Tool, ToolContext
+from .definition import SubAgentDefinition
+from .registry import AgentRegistry
+from .runner import SubagentRunner, progress_line
+from .tracker import TaskEntry, TaskTracker
+
+MAX_PARALLEL_TASKS = 8
+
+
+class _Item(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    subagent_type: str
+    prompt: str
+    description: str = ""
+
+
+class TaskParams(BaseModel):
+    """Arguments of ``task``; which ones are set decides the mode."""
+
+    model_config = ConfigDict(extra="forbid")
+    subagent_type: str | None = None
+    prompt: str | None = None
+    description: str = ""
+    background: bool = False
+    tasks: list[_Item] | None = None
+    chain: list[_Item] | None = None
+    team_name: str | None = None
+    name: str | None = None
+
+
+TeamSpawner = Callable[..., Any]
+
+
+class SubagentFailed(HarnessError):
+    """A subagent run raised; ``task_id`` names its task entry, ``__cause__`` the error."""
+
+    def __init__(self, task_id: str, agent: str, cause: BaseException) -> None:
+        super().__init__(f"subagent {agent} ({task_id}) failed: {type(cause).__name__}: {cause}")
+        self.task_id = task_id
+        self.agent = agent
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    task_id: str
+    xml: str
+    result: RunResult | None  # None when the subagent failed
+
+
+class TaskTool(Tool):
+    """Delegate bounded work to subagents: single, background, parallel, chain or team."""
+
+    name = "task"
+    Params = TaskParams
+    long_running = True  # a foreground subagent may run longer than the per-tool timeout
+    coordination = True
+
+    def __init__(
+        self,
+        registry: AgentRegistry,
+        runner: SubagentRunner,
+        tracker: TaskTracker,
+        *,
+        max_concurrency: int = 4,
+        team_spawner: TeamSpawner | None = None,
+    ) -> None:
+        self.registry = registry
+        self.runner = runner
+        self.tracker = tracker
+        self.max_concurrency = max_concurrency
+        self.team_spawner = team_spawner
+        self._spec_version: int | None = None
+
+    @property
+    def description(self) -> str:  # type: ignore[override]
+        return self.spec().description
+
+    def spec(self) -> ToolSpec:
+        """The schema, rebuilt whenever the registry's set of agents has changed."""
+        if self._spec is None or self._spec_version != self.registry.version:
+            self._spec = _build_spec(self.registry.list())
+            self._spec_version = self.registry.version
+        return self._spec
+
+    async def run(self, params: TaskParams, ctx: ToolContext) -> str:
+        parent: AgentEngine = ctx.engine
+        if params.team_name:
+            return await self._team(params, ctx)
+        if params.tasks and params.chain:
+            raise ToolError("give either `tasks` (parallel) or `chain` (sequential), not both")
+        if params.chain:
+            return await self._chain(params.chain, parent, ctx)
+        if params.tasks:
+            return await self._parallel(params.tasks, parent, ctx)
+        if not params.subagent_type or not params.prompt:
+            raise ToolError(
+                "give `subagent_type` and `prompt` (one task), `tasks` (parallel) or `chain` (sequential)"
+            )
+        definition = self.registry.get(params.subagent_type)
+        if params.background:
+            return self._background(definition, params.prompt, params.description, parent, ctx)
+        return (await self._foreground(definition, params.prompt, params.description, parent, ctx)).xml
+
+    async def run_child(
+        self,
+        definition: SubAgentDefinition,
+        prompt: str,
+        parent: AgentEngine,
+        *,
+        description: str = "",
+        emit: Callable[[Event], Any] | None = None,
+        wrap: bool = True,
+    ) -> tuple[str, RunResult]:
+        """Run one subagent in the foreground, tracked as ``fg-N``. Returns (task id, result);
+        a failure is recorded on the task entry and re-raised."""
+        entry = self.tracker.start("subagent", definition.name, prompt, description=description, background=False)
+        try:
+            result = await self.runner.run(
+                definition, prompt, parent, task_id=entry.id, emit=self._sink(entry.id, emit), wrap=wrap
+            )
+        except asyncio.CancelledError:
+            self.tracker.cancel(entry.id)
+            raise
+        except Exception as exc:
+            self.tracker.finish(entry.id, f"{type(exc).__name__}: {exc}", failed=True)
+            raise SubagentFailed(entry.id, definition.name, exc) from exc
+        self.tracker.finish(entry.id, result.final_text, usage=result.usage)
+        entry.meta["run_result"] = result
+        parent.add_child_usage(result.usage)
+        return entry.id, result
+
+    async def _foreground(
+        self, definition: SubAgentDefinition, prompt: str, description: str, parent: AgentEngine, ctx: ToolContext
+    ) -> _Outcome:
+        """``run_child`` for the model: never raises except on cancellation, so one failure
+        does not lose the results of its siblings."""
+        try:
+            task_id, result = await self.run_child(definition, prompt, parent, description=description, emit=ctx.emit)
+        except SubagentFailed as exc:
+            return _Outcome(exc.task_id, f'<task id="{exc.task_id}" state="error">{exc}</task>', None)
+        xml = f'<task id="{task_id}" state="completed"><task_result>{result.final_text}</task_result></task>'
+        return _Outcome(task_id, xml, result)
+
+    def launch_background(
+        self,
+        definition: SubAgentDefinition,
+        prompt: str,
+        parent: AgentEngine,
+        *,
+        description: str = "",
+        emit: Callable[[Event], Any] | None = None,
+    ) -> TaskEntry:
+        """Start a subagent as an asyncio task owned by the tracker and return its entry at
+        once. Messages queued with ``tracker.add_pending`` reach it at its next turn."""
+        self.runner.check_depth(parent)
+        entry = self.tracker.start("subagent", definition.name, prompt, description=description, background=True)
+        sink = self._sink(entry.id, emit)
+
+        async def body() -> None:
+            try:
+                result = await self.runner.run(
+                    definition,
+                    prompt,
+                    parent,
+                    task_id=entry.id,
+                    background=True,
+                    emit=sink,
+                    injectors=[lambda: self.tracker.drain_pending(entry.id)],
+                )
+            except asyncio.CancelledError:
+                self.tracker.cancel(entry.id)
+                raise
+            except Exception as exc:
+                self.tracker.finish(entry.id, f"{type(exc).__name__}: {exc}", failed=True)
+                return
+            entry.meta["run_result"] = result
+            self.tracker.finish(entry.id, result.final_text, usage=result.usage)
+            parent.add_child_usage(result.usage)
+
+        entry.task = asyncio.get_running_loop().create_task(body(), name=f"subagent:{definition.name}:{entry.id}")
+        return entry
+
+    def _background(
+        self, definition: SubAgentDefinition, prompt: str, description: str, parent: AgentEngine, ctx: ToolContext
+    ) -> str:
+        entry = self.launch_background(definition, prompt, parent, description=description, emit=ctx.emit)
+        return f'<task id="{entry.id}" state="running"/>'
+
+    async def _parallel(self, items: list[_Item], parent: AgentEngine, ctx: ToolContext) -> str:
+        if len(items) > MAX_PARALLEL_TASKS:
+            raise ToolError(f"at most {MAX_PARALLEL_TASKS} parallel tasks at once, got {len(items)}; split them")
+        definitions = [self.registry.get(i.subagent_type) for i in items]
+        gate = asyncio.Semaphore(self.max_concurrency)
+
+        async def one(definition: SubAgentDefinition, item: _Item) -> str:
+            async with gate:
+                return (await self._foreground(definition, item.prompt, item.description, parent, ctx)).xml
+
+        async with asyncio.TaskGroup() as group:
+            tasks = [
+                group.create_task(one(d, i), name=f"parallel:{d.name}:{n}")
+                for n, (d, i) in enumerate(zip(definitions, items, strict=True))
+            ]
+        return "\n".join(t.result() for t in tasks)
+
+    async def _chain(self, steps: list[_Item], parent: AgentEngine, ctx: ToolContext) -> str:
+        definitions = [self.registry.get(s.subagent_type) for s in steps]
+        previous = ""
+        last_id = ""
+        for n, (definition, step) in enumerate(zip(definitions, steps, strict=True), start=1):
+            prompt = step.prompt.replace("{previous}", previous)
+            outcome = await self._foreground(definition, prompt, step.description, parent, ctx)
+            if outcome.result is None:
+                return (
+                    f'<task state="error">chain stopped at step {n} of {len(steps)} '
+                    f"({definition.name}): {outcome.xml}</task>"
+                )
+            previous, last_id = outcome.result.final_text, outcome.task_id
+        return f'<task id="{last_id}" state="completed" steps="{len(steps)}"><task_result>{previous}</task_result></task>'
+
+    async def _team(self, params: TaskParams, ctx: ToolContext) -> str:
+        if self.team_spawner is None:
+            raise ToolError("teams are not available in this harness")
+        if not params.subagent_type or not params.prompt:
+            raise ToolError("spawning a teammate needs `subagent_type`, `prompt` and `team_name` (and `name`)")
+        definition = self.registry.get(params.subagent_type)
+        return str(await self.team_spawner(definition, params, ctx))
+
+    def _sink(self, task_id: str, emit: Callable[[Event], Any] | None) -> Callable[[Event], None]:
+        """Child events go to the parent's event stream and, as lines, to the task's log."""
+        tracker = self.tracker
+
+        def sink(event: Event) -> None:
+            if emit is not None:
+                emit(event)
+            inner = event.event if isinstance(event, SubagentUpdate) else event
+            line = progress_line(inner)
+            if line is not None:
+                tracker.log(task_id, line)
+
+        return sink
+
+
+def _build_spec(definitions: list[SubAgentDefinition]) -> ToolSpec:
+    names = [d.name for d in definitions]
+    listing = "\n".join(f"- {d.name}: {' '.join(d.description.split())}" for d in definitions)
+    agent = {"type": "string", "enum": names, "description": "Which subagent runs the task."}
+    prompt = {
+        "type": "string",
+        "description": "The whole task. The subagent cannot see this conversation: put every file "
+        "path, fact and requirement it needs here.",
+    }
+    title = {"type": "string", "description": "A 3-5 word title shown in the notebook."}
+    item = {
+        "type": "object",
+        "properties": {"subagent_type": agent, "prompt": prompt, "description": title},
+        "required": ["subagent_type", "prompt"],
+        "additionalProperties": False,
+    }
+    description = (
+        "Delegate a bounded task to a subagent with its own context and a narrower tool set; you "
+        "get back only its final report. Modes: one task (subagent_type + prompt); "
+        "background=true to return at once (the result arrives later as "
+        "<background-task-completed>; use task_output / task_stop / send_message with its id); "
+        "tasks=[...] to run several in parallel; chain=[...] to run in order, where {previous} "
+        "in a prompt is replaced by the previous step's result; team_name (+ name) to start a "
+        "long-lived teammate.\nAvailable subagents:\n" + listing
+    )
+    return ToolSpec(
+        name="task",
+        description=description,
+        parameters={
+            "type": "object",
+            "properties": {
+                "subagent_type": agent,
+                "prompt": prompt,
+                "description": title,
+                "background": {"type": "boolean", "description": "Run in the background and return at once."},
+                "tasks": {"type": "array", "items": item, "maxItems": MAX_PARALLEL_TASKS, "description": "Parallel tasks."},
+                "chain": {"type": "array", "items": item, "description": "Sequential steps; {previous} = last result."},
+                "team_name": {"type": "string", "description": "Spawn a long-lived teammate in this team."},
+                "name": {"type": "string", "description": "The teammate's name (with team_name)."},
+            },
+            "additionalProperties": False,
+        },
+    )

@@ -1,0 +1,85 @@
+"""Plain-text rendering of run events: what a terminal, a log or the command line shows.
+
+``TextView`` turns the event stream into readable lines: the answer text as it streams,
+one line per tool call and result, one line per subagent step (indented under it), and
+approvals. Used by ``python -m harness_nb`` and by terminal IPython (no widgets there).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from .core import (
+    ApprovalDecided,
+    ApprovalRequested,
+    Event,
+    MessagesInjected,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    SubagentUpdate,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+
+
+def preview(text: str, width: int = 100) -> str:
+    """The first line of ``text``, at most ``width`` characters, with a marker if cut."""
+    lines = text.strip().splitlines() or [""]
+    first = lines[0]
+    more = len(lines) > 1 or len(first) > width
+    return (first[: width - 1] + "…") if len(first) > width else first + (" …" if more else "")
+
+
+class TextView:
+    """Writes a run's events to ``out`` as text. ``show_text`` streams the answer."""
+
+    def __init__(self, out: TextIO | None = None, *, show_text: bool = True) -> None:
+        self.out = out or sys.stdout
+        self.show_text = show_text
+        self._mid_line = False
+
+    def __call__(self, event: Event) -> None:
+        self.render(event, indent="")
+
+    def _line(self, text: str) -> None:
+        if self._mid_line:
+            self.out.write("\n")
+            self._mid_line = False
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def render(self, event: Event, indent: str) -> None:
+        if isinstance(event, SubagentUpdate):
+            inner = event.event
+            if isinstance(inner, TextDelta | RunStarted | MessagesInjected):
+                return
+            if isinstance(inner, RunFinished):
+                self._line(f"{indent}  ↳ {event.agent} [{event.task_id}] done · {inner.usage.summary()}")
+                return
+            self.render(inner, indent=f"{indent}  ↳ {event.agent} [{event.task_id}] ")
+            return
+        if isinstance(event, TextDelta):
+            if self.show_text and not indent:
+                self.out.write(event.text)
+                self.out.flush()
+                self._mid_line = not event.text.endswith("\n")
+        elif isinstance(event, ToolCallStarted):
+            self._line(f"{indent}→ {event.call.brief(90)}")
+        elif isinstance(event, ToolCallFinished):
+            mark = "✗" if event.is_error else "←"
+            self._line(f"{indent}{mark} {event.call.name}: {preview(event.result)}")
+        elif isinstance(event, ApprovalRequested):
+            self._line(f"{indent}? approval needed for {event.call.brief(90)} ({event.reason}, risk {event.risk})")
+        elif isinstance(event, ApprovalDecided):
+            verdict = "approved" if event.approved else f"denied ({event.feedback})" if event.feedback else "denied"
+            self._line(f"{indent}  {verdict}: {event.call.name}")
+        elif isinstance(event, MessagesInjected):
+            for text in event.texts:
+                self._line(f"{indent}⇢ {preview(text)}")
+        elif isinstance(event, RunFinished):
+            self._line(f"{indent}── {event.stop_reason} · {event.usage.summary()}")
+        elif isinstance(event, RunFailed):
+            self._line(f"{indent}── {'interrupted' if event.interrupted else 'failed: ' + event.error}")
