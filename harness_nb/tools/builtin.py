@@ -1,0 +1,28 @@
+"""The built-in tool set every agent starts from."""
+
+from __future__ import annotations
+
+from .base import FunctionTool, Tool
+from .files import edit_file, ls, read_file, write_file
+from .search import glob, grep
+from .shell import bash
+
+READ_ONLY_TOOLS = ("read_file", "ls", "glob", "grep")
+"""Names of the built-in tools that never change anything (the ``explore`` agent's set)."""
+
+_ALL: tuple[FunctionTool, ...] = (read_file, write_file, edit_file, ls, glob, grep, bash)
+
+
+def builtin_tools() -> list[Tool]:
+    """Fresh instances of the built-in tools, so each registry owns its own (a caller may
+    rename or re-flag one without touching another agent's)."""
+    return [
+        FunctionTool(
+            t.fn,
+            name=t.name,
+            read_only=t.read_only,
+            long_running=t.long_running,
+            coordination=t.coordination,
+        )
+        for t in _ALL
+    ]

@@ -1,0 +1,41 @@
+"""Path confinement: every file tool sees only the working directory.
+
+A path from the model is resolved against the working directory with symlinks followed,
+and refused unless the real location is inside it. Checking the *resolved* path is what
+stops ``..`` tricks and symlinks (to files or folders) that lead out of the workdir.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..core import PathEscapeError, ToolError
+
+
+def resolve_in_workdir(workdir: Path, path: str) -> Path:
+    """The real absolute location of ``path`` if it lies inside ``workdir``.
+
+    Relative paths are taken from ``workdir``; absolute paths are allowed when they point
+    inside it. The target need not exist (``write_file`` creates it). Raises
+    ``PathEscapeError`` when the resolved path is outside, ``ToolError`` when the path
+    cannot be resolved at all.
+    """
+    root = workdir.resolve()
+    try:
+        # expanduser so "~/x" is judged as the home folder the model meant, not as a
+        # folder literally named "~" inside the workdir.
+        resolved = (root / Path(path).expanduser()).resolve(strict=False)
+    except (OSError, RuntimeError, ValueError) as exc:
+        # ValueError: an embedded NUL byte; RuntimeError/OSError: a symlink loop.
+        raise ToolError(f"cannot use path {path!r}: {exc}") from None
+    if not resolved.is_relative_to(root):
+        raise PathEscapeError(
+            f"path {path!r} is outside the working directory {root}; use a path inside it"
+        )
+    return resolved
+
+
+def display_path(workdir: Path, resolved: Path) -> str:
+    """``resolved`` relative to ``workdir`` in ``/`` form (``.`` for the workdir itself),
+    so outputs read the same on every machine and match what the model can pass back."""
+    return resolved.relative_to(workdir.resolve()).as_posix()
