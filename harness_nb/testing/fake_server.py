@@ -1,0 +1,480 @@
+"""A fake LLM server on loopback HTTP, speaking OpenAI Chat Completions and Anthropic
+Messages, streamed or not. For tests and benchmarks of the real HTTP providers.
+
+It answers ``POST /v1/chat/completions`` and ``POST /v1/messages`` (also without
+``/v1``) from a script of steps, one step per request, in order::
+
+    {"text": "Looking.",                                    # the answer text
+     "tool_calls": [{"name": "grep", "arguments": {"pattern": "x"}, "id": "call_1"}],
+     "usage": {"input_tokens": 12, "output_tokens": 3, "cache_read_tokens": 0},
+     "stop_reason": "end_turn",   # optional: end_turn | tool_use | max_tokens | refusal
+     "delay": 0.2}                # optional: seconds before answering
+
+    {"fault": "rate_limit", "retry_after": 0.1}   # 429, with Retry-After when given
+    {"fault": "server_error"}                     # 500
+    {"fault": "overloaded"}                       # 529 overloaded_error (503 on OpenAI paths)
+    {"fault": "drop_mid_stream"}                  # part of a tool call, then the socket closes
+    {"fault": "malformed_json"}                   # 200 whose body (or an SSE event) is not JSON
+    {"fault": "unauthorized", "echo_key": True}   # 401, echoing the key the client sent
+    {"raw": "<body>", "status": 200, "content_type": "text/event-stream"}   # sent verbatim
+
+Streams fragment text and tool-call arguments over several events like the real APIs and
+end with the usage chunk / ``message_stop``. Every request is kept in ``requests``.
+
+    async with FakeLLMServer(steps) as srv: ...            # on the running loop
+    with FakeLLMServer(steps).in_thread() as srv: ...      # own thread, for sync code
+    python -m harness_nb.testing.fake_server --port 0 --latency 0.1 --script s.json --loop
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import itertools
+import json
+import signal
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+__all__ = ["FakeLLMServer", "ReceivedRequest"]
+
+_ROUTES = {"openai": "/chat/completions", "anthropic": "/messages"}
+_OPENAI_STOP = {
+    "end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length",
+    "refusal": "content_filter",
+}
+# fault: (status on OpenAI paths, status on Anthropic paths, error type, message)
+_HTTP_FAULTS = {
+    "rate_limit": (429, 429, "rate_limit_error", "Rate limit reached"),
+    "server_error": (500, 500, "api_error", "Internal server error"),
+    "overloaded": (503, 529, "overloaded_error", "Overloaded"),
+    "unauthorized": (401, 401, "authentication_error", "Incorrect API key provided: {key}."),
+}
+_DROP_CALL = {"name": "write_file", "arguments": {"path": "notes.txt", "content": "hello world"}}
+_STREAM_HEADERS = {"Content-Type": "text/event-stream", "Transfer-Encoding": "chunked"}
+
+
+@dataclass
+class ReceivedRequest:
+    """A request the server received: ``body`` is the parsed JSON (or the text if not JSON)."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any = None
+
+    @property
+    def api_key(self) -> str:
+        """The key the client sent (``Authorization: Bearer`` or ``x-api-key``)."""
+        bearer = self.headers.get("authorization", "").removeprefix("Bearer ")
+        return self.headers.get("x-api-key") or bearer
+
+
+@dataclass
+class FakeLLMServer:
+    """A loopback HTTP/1.1 server answering LLM API calls from ``steps`` (see module doc).
+
+    ``latency`` delays every answer (a step's ``delay`` overrides it); ``loop`` cycles the
+    script forever. When the script runs out the server answers 400 saying so."""
+
+    steps: Sequence[Mapping[str, Any]] = ()
+    latency: float = 0.0
+    loop: bool = False
+    host: str = "127.0.0.1"
+    port: int = 0
+    requests: list[ReceivedRequest] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._script = list(self.steps)
+        self._cursor = 0
+        self._ids = itertools.count(1)
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>``."""
+        return f"http://{self.host}:{self.port}"
+
+    def add(self, *steps: Mapping[str, Any]) -> None:
+        """Append steps to the script."""
+        self._script.extend(steps)
+
+    @property
+    def remaining(self) -> int:
+        """Steps not yet used."""
+        return len(self._script) - self._cursor
+
+    # -- lifetime ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Listen on ``host:port`` (port 0 picks a free one)."""
+        self._server = await asyncio.start_server(self._connection, self.host, self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def aclose(self) -> None:
+        """Stop listening and end every open connection."""
+        if self._server is not None:
+            self._server.close()
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
+            self._server = None
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    @contextlib.contextmanager
+    def in_thread(self) -> Iterator[Self]:
+        """Run the server on its own event loop in a thread, for sync code and benchmarks."""
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="fake-llm-server", daemon=True)
+        thread.start()
+        try:
+            asyncio.run_coroutine_threadsafe(self.start(), loop).result()
+            yield self
+        finally:
+            asyncio.run_coroutine_threadsafe(self.aclose(), loop).result()
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join()
+            loop.close()
+
+    # -- HTTP ------------------------------------------------------------------------------
+
+    def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        # Our own task (not asyncio's) so that aclose() can cancel and await it cleanly.
+        task = asyncio.create_task(self._serve(reader, writer), name="fake-llm-connection")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while (request := await _read_request(reader)) is not None:
+                self.requests.append(request)
+                if not await self._answer(request, writer):
+                    break
+        except (ConnectionError, asyncio.IncompleteReadError, ValueError):
+            pass  # the client went away or sent something that is not HTTP
+        finally:
+            writer.close()
+
+    def _next_step(self) -> Mapping[str, Any] | None:
+        if self._cursor >= len(self._script):
+            if not (self.loop and self._script):
+                return None
+            self._cursor = 0
+        step = self._script[self._cursor]
+        self._cursor += 1
+        return step
+
+    async def _answer(self, request: ReceivedRequest, writer: asyncio.StreamWriter) -> bool:
+        """Answer one request; ``False`` when the connection must close."""
+        path = request.path.split("?")[0].rstrip("/")
+        api = next((a for a, suffix in _ROUTES.items() if path.endswith(suffix)), "")
+        if not api or request.method != "POST":
+            await _send_json(writer, 404, _error(api, "not_found_error", f"no route {path}"))
+            return True
+        step = self._next_step()
+        if step is None:
+            message = f"fake server: script exhausted after {self._cursor} steps"
+            await _send_json(writer, 400, _error(api, "invalid_request_error", message))
+            return True
+        await asyncio.sleep(step.get("delay", self.latency))
+        body = request.body if isinstance(request.body, dict) else {}
+        fault = step.get("fault")
+        if "raw" in step:
+            await _send_raw(writer, step)
+        elif fault in _HTTP_FAULTS:
+            openai_status, anthropic_status, kind, message = _HTTP_FAULTS[fault]
+            shown = request.api_key if step.get("echo_key", True) else "***"
+            headers = {"Retry-After": str(step["retry_after"])} if "retry_after" in step else {}
+            status = anthropic_status if api == "anthropic" else openai_status
+            await _send_json(writer, status, _error(api, kind, message.format(key=shown)), headers)
+        elif fault == "malformed_json" and body.get("stream"):
+            name = "event: content_block_delta\n" if api == "anthropic" else ""
+            await _send_events(writer, [name + 'data: {"delta": oops\n\n'])
+        elif fault == "malformed_json":
+            await _send_bytes(writer, 200, "application/json", b'{"id": "broken", "choices": [')
+        elif fault == "drop_mid_stream":
+            events = self._events(api, {"tool_calls": step.get("tool_calls") or [_DROP_CALL]}, {})
+            # The start of the message and of the tool call, up to its first argument piece;
+            # then the connection closes without the chunked body's end.
+            writer.write(_head(200, _STREAM_HEADERS))
+            for event in events[: 3 if api == "openai" else 4]:
+                writer.write(_chunk(event))
+            await writer.drain()
+            return False
+        elif fault is not None:
+            raise ValueError(f"fake server: unknown fault {fault!r}")
+        elif body.get("stream"):
+            await _send_events(writer, self._events(api, step, body))
+        else:
+            await _send_json(writer, 200, self._answer_body(api, step, body))
+        return True
+
+    # -- answers ---------------------------------------------------------------------------
+
+    def _calls(self, api: str, step: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+        """``(id, name, arguments JSON text)`` for each tool call of a step."""
+        prefix = "call_" if api == "openai" else "toolu_"
+        out = []
+        for call in step.get("tool_calls") or []:
+            arguments = call.get("arguments", {})
+            text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+            out.append((call.get("id") or f"{prefix}fake{next(self._ids)}", call["name"], text))
+        return out
+
+    def _answer_body(
+        self, api: str, step: Mapping[str, Any], body: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        text, calls, stop = step.get("text", ""), self._calls(api, step), _stop(step)
+        usage, model = _usage(step, body), body.get("model", "fake")
+        if api == "openai":
+            message: dict[str, Any] = {"role": "assistant", "content": text or None}
+            if calls:
+                message["tool_calls"] = [
+                    {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
+                    for i, n, a in calls
+                ]
+            choice = {"index": 0, "message": message, "finish_reason": _OPENAI_STOP.get(stop, stop)}
+            return {"id": f"chatcmpl-fake{next(self._ids)}", "object": "chat.completion",
+                    "model": model, "choices": [choice], "usage": _openai_usage(usage)}
+        content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+        content += [
+            {"type": "tool_use", "id": i, "name": n, "input": _object(a)} for i, n, a in calls
+        ]
+        return {"id": f"msg_fake{next(self._ids)}", "type": "message", "role": "assistant",
+                "model": model, "content": content, "stop_reason": stop, "stop_sequence": None,
+                "usage": _anthropic_usage(usage)}
+
+    def _events(self, api: str, step: Mapping[str, Any], body: Mapping[str, Any]) -> list[str]:
+        """The SSE events of a streamed answer, as text."""
+        text, calls, stop = step.get("text", ""), self._calls(api, step), _stop(step)
+        usage, model = _usage(step, body), body.get("model", "fake")
+        if api == "openai":
+            with_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            ident = f"chatcmpl-fake{next(self._ids)}"
+            return _openai_events(ident, model, text, calls, stop, usage if with_usage else None)
+        return _anthropic_events(f"msg_fake{next(self._ids)}", model, text, calls, stop, usage)
+
+
+def _openai_events(
+    ident: str, model: str, text: str, calls: list[tuple[str, str, str]], stop: str,
+    usage: Mapping[str, int] | None,
+) -> list[str]:
+    base = {"id": ident, "object": "chat.completion.chunk", "model": model}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        return _sse(dict(base, choices=[{"index": 0, "delta": delta, "finish_reason": finish}]))
+
+    events = [chunk({"role": "assistant", "content": ""})]
+    events += [chunk({"content": piece}) for piece in _pieces(text, 16)]
+    for index, (call_id, name, arguments) in enumerate(calls):
+        function = {"name": name, "arguments": ""}
+        events.append(chunk({"tool_calls": [
+            {"index": index, "id": call_id, "type": "function", "function": function}
+        ]}))
+        events += [
+            chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+            for piece in _pieces(arguments, 8)
+        ]
+    events.append(chunk({}, _OPENAI_STOP.get(stop, stop)))
+    if usage is not None:
+        events.append(_sse(dict(base, choices=[], usage=_openai_usage(usage))))
+    return [*events, "data: [DONE]\n\n"]
+
+
+def _anthropic_events(
+    ident: str, model: str, text: str, calls: list[tuple[str, str, str]], stop: str,
+    usage: Mapping[str, int],
+) -> list[str]:
+    message: dict[str, Any] = {"id": ident, "type": "message", "role": "assistant", "model": model,
+               "content": [], "stop_reason": None, "stop_sequence": None,
+               "usage": dict(_anthropic_usage(usage), output_tokens=1)}
+    events = [_sse({"type": "message_start", "message": message}, named=True)]
+    blocks: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+    if text:
+        deltas = [{"type": "text_delta", "text": p} for p in _pieces(text, 16)]
+        blocks.append(({"type": "text", "text": ""}, deltas))
+    for call_id, name, arguments in calls:
+        deltas = [{"type": "input_json_delta", "partial_json": p} for p in _pieces(arguments, 8)]
+        blocks.append(({"type": "tool_use", "id": call_id, "name": name, "input": {}}, deltas))
+    for index, (block, deltas) in enumerate(blocks):
+        start = {"type": "content_block_start", "index": index, "content_block": block}
+        events.append(_sse(start, named=True))
+        if index == 0:
+            events.append(_sse({"type": "ping"}, named=True))
+        events += [
+            _sse({"type": "content_block_delta", "index": index, "delta": d}, named=True)
+            for d in deltas
+        ]
+        events.append(_sse({"type": "content_block_stop", "index": index}, named=True))
+    delta = {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
+             "usage": {"output_tokens": usage["output_tokens"]}}
+    return [*events, _sse(delta, named=True), _sse({"type": "message_stop"}, named=True)]
+
+
+# -- wire helpers --------------------------------------------------------------------------
+
+
+def _stop(step: Mapping[str, Any]) -> str:
+    return str(step.get("stop_reason") or ("tool_use" if step.get("tool_calls") else "end_turn"))
+
+
+def _usage(step: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str, int]:
+    # Without a scripted usage, a deterministic estimate: about four characters a token.
+    given = step.get("usage") or {}
+    out_chars = len(step.get("text", "")) + len(json.dumps(step.get("tool_calls") or []))
+    return {
+        "input_tokens": int(given.get("input_tokens", len(json.dumps(body)) // 4)),
+        "output_tokens": int(given.get("output_tokens", out_chars // 4 + 1)),
+        "cache_read_tokens": int(given.get("cache_read_tokens", 0)),
+    }
+
+
+def _openai_usage(u: Mapping[str, int]) -> dict[str, Any]:
+    prompt = u["input_tokens"] + u["cache_read_tokens"]  # OpenAI counts the cached part in
+    return {"prompt_tokens": prompt, "completion_tokens": u["output_tokens"],
+            "total_tokens": prompt + u["output_tokens"],
+            "prompt_tokens_details": {"cached_tokens": u["cache_read_tokens"]}}
+
+
+def _anthropic_usage(u: Mapping[str, int]) -> dict[str, Any]:
+    return {"input_tokens": u["input_tokens"], "output_tokens": u["output_tokens"],
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": u["cache_read_tokens"]}
+
+
+def _object(arguments: str) -> Any:
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        return {}
+
+
+def _error(api: str, kind: str, message: str) -> dict[str, Any]:
+    if api == "anthropic":
+        return {"type": "error", "error": {"type": kind, "message": message}}
+    return {"error": {"message": message, "type": kind, "code": None}}
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _sse(data: Mapping[str, Any], *, named: bool = False) -> str:
+    # Anthropic names every event after its type; OpenAI sends bare data lines.
+    head = f"event: {data['type']}\n" if named else ""
+    return f"{head}data: {json.dumps(data)}\n\n"
+
+
+def _chunk(text: str | bytes) -> bytes:
+    data = text.encode() if isinstance(text, str) else text
+    return f"{len(data):x}\r\n".encode() + data + b"\r\n"
+
+
+async def _read_request(reader: asyncio.StreamReader) -> ReceivedRequest | None:
+    line = await reader.readline()
+    if not line.strip():
+        return None
+    method, target, _version = line.decode("latin-1").split(" ", 2)
+    headers: dict[str, str] = {}
+    while (raw := await reader.readline()) not in (b"\r\n", b"\n", b""):
+        name, _, value = raw.decode("latin-1").partition(":")
+        headers[name.strip().lower()] = value.strip()
+    data = await reader.readexactly(int(headers.get("content-length", "0")))
+    try:
+        body: Any = json.loads(data) if data else None
+    except ValueError:
+        body = data.decode("utf-8", "replace")
+    return ReceivedRequest(method, target, headers, body)
+
+
+def _head(status: int, headers: Mapping[str, str]) -> bytes:
+    reason = "Overloaded" if status == 529 else HTTPStatus(status).phrase
+    lines = [f"HTTP/1.1 {status} {reason}", *(f"{k}: {v}" for k, v in headers.items())]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+async def _send_bytes(
+    writer: asyncio.StreamWriter, status: int, content_type: str, data: bytes,
+    headers: Mapping[str, str] | None = None,
+) -> None:
+    fields = {"Content-Type": content_type, "Content-Length": str(len(data)), **(headers or {})}
+    writer.write(_head(status, fields) + data)
+    await writer.drain()
+
+
+async def _send_json(
+    writer: asyncio.StreamWriter, status: int, body: Any, headers: Mapping[str, str] | None = None
+) -> None:
+    await _send_bytes(writer, status, "application/json", json.dumps(body).encode(), headers)
+
+
+async def _send_events(writer: asyncio.StreamWriter, events: Sequence[str | bytes]) -> None:
+    writer.write(_head(200, _STREAM_HEADERS))
+    for event in events:
+        writer.write(_chunk(event))
+        await writer.drain()
+    writer.write(b"0\r\n\r\n")
+    await writer.drain()
+
+
+async def _send_raw(writer: asyncio.StreamWriter, step: Mapping[str, Any]) -> None:
+    raw = step["raw"]
+    data = raw.encode() if isinstance(raw, str) else bytes(raw)
+    status = int(step.get("status", 200))
+    content_type = str(step.get("content_type", "text/event-stream"))
+    if content_type.startswith("text/event-stream") and status == 200:
+        # Odd-sized pieces so that events and UTF-8 characters straddle network reads.
+        await _send_events(writer, [data[i : i + 97] for i in range(0, len(data), 97)])
+    else:
+        await _send_bytes(writer, status, content_type, data, step.get("headers"))
+
+
+# -- command line --------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Serve until interrupted; print the URL on the first line of output."""
+    parser = argparse.ArgumentParser(description="A fake OpenAI / Anthropic API server.")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
+    parser.add_argument("--script", type=Path, help="JSON list of steps (default: one greeting)")
+    parser.add_argument("--loop", action="store_true", help="cycle the script forever")
+    args = parser.parse_args(argv)
+    steps = json.loads(args.script.read_text()) if args.script else [{"text": "Hello."}]
+    if isinstance(steps, dict):
+        steps = steps["steps"]
+    loop = args.loop or not args.script
+    server = FakeLLMServer(steps, latency=args.latency, loop=loop, host=args.host, port=args.port)
+    asyncio.run(_serve_until_stopped(server))
+
+
+async def _serve_until_stopped(server: FakeLLMServer) -> None:
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        asyncio.get_running_loop().add_signal_handler(sig, stop.set)
+    async with server:
+        print(server.url, flush=True)
+        await stop.wait()
+
+
+if __name__ == "__main__":
+    main()

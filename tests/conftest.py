@@ -1,0 +1,34 @@
+"""Fixtures shared across the suite. Keep them generic: no test-specific behaviour here."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+# The shared folder sits beside the repository, locally and in CI.
+FIXTURES = Path(__file__).parents[2] / "shared" / "fixtures"
+
+
+@pytest.fixture
+def fixtures_dir() -> Path:
+    """The captured real API streams (see its README.md)."""
+    if not FIXTURES.is_dir():
+        pytest.fail(f"captured streams not found at {FIXTURES}: the shared/ folder must sit beside the repo")
+    return FIXTURES
+
+
+@pytest.fixture
+def no_provider_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Clear the provider variables so that a developer's real keys never leak into a test."""
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OLLAMA_HOST"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
