@@ -1,0 +1,43 @@
+"""LLM providers: the interface, ``create_provider`` and the concrete clients.
+
+The clients (and so httpx) are imported on first use: ``import harness_nb.providers``
+stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from .base import ModelRequest, ModelResponse, Provider, TextChunk
+from .factory import create_provider
+
+if TYPE_CHECKING:
+    from .anthropic import AnthropicProvider
+    from .cassette import RecordingProvider, ReplayProvider
+    from .openai import OpenAIProvider
+
+_LAZY = {
+    "OpenAIProvider": ".openai",
+    "AnthropicProvider": ".anthropic",
+    "RecordingProvider": ".cassette",
+    "ReplayProvider": ".cassette",
+}
+
+__all__ = [
+    "AnthropicProvider",
+    "ModelRequest",
+    "ModelResponse",
+    "OpenAIProvider",
+    "Provider",
+    "RecordingProvider",
+    "ReplayProvider",
+    "TextChunk",
+    "create_provider",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,294 @@
+"""Anthropic Messages API: ``anthropic/<model>``.
+
+The wire format differs from Chat Completions in ways that matter: the system prompt is a
+top-level field, tool results travel as ``tool_result`` blocks in a *user* message, roles
+must alternate (so consecutive same-role messages are merged into one), tool-call
+arguments are objects, and ``max_tokens`` is required.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import httpx
+
+from ..core import (
+    AssistantMessage,
+    ConfigError,
+    Message,
+    ProviderError,
+    SystemMessage,
+    ToolCall,
+    ToolResultMessage,
+    ToolSpec,
+    Usage,
+    UserMessage,
+)
+from .base import ModelRequest, ModelResponse, StreamItem
+from .http import HTTPProvider, Payload, RetryPolicy, stream_cut
+
+API_VERSION = "2023-06-01"
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+DEFAULT_MAX_TOKENS = 8192
+
+
+def wire_messages(
+    system: str, messages: Sequence[Message]
+) -> tuple[str, list[dict[str, Any]]]:
+    """``(system, messages)`` for the API. Empty text blocks are dropped (the API rejects
+    them), same-role neighbours merged, and a system message inside the history is added
+    to the system prompt (the API has no other place for it)."""
+    systems = [system] if system else []
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, SystemMessage):
+            systems.append(message.content)
+            continue
+        if "anthropic" not in message.wire:
+            message.wire["anthropic"] = _blocks(message)
+        role, blocks = message.wire["anthropic"]
+        if not blocks:
+            continue
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)  # our own list, the cached one stays intact
+        else:
+            out.append({"role": role, "content": list(blocks)})
+    return "\n\n".join(systems), out
+
+
+def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
+    if isinstance(message, ToolResultMessage):
+        block: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": message.tool_call_id,
+            "content": message.content,
+        }
+        if message.is_error:
+            block["is_error"] = True
+        return "user", [block]
+    if isinstance(message, AssistantMessage):
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": message.content}]
+        for call in message.tool_calls:
+            try:
+                arguments = call.parsed_arguments()
+            except ValueError:
+                arguments = {}  # the engine already told the model its JSON was broken
+            blocks.append(
+                {"type": "tool_use", "id": call.id, "name": call.name, "input": arguments}
+            )
+        return "assistant", [b for b in blocks if b.get("text") != ""]
+    assert isinstance(message, UserMessage)
+    return "user", [{"type": "text", "text": message.content}] if message.content else []
+
+
+def wire_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    """The ``tools`` array."""
+    return [
+        {"name": t.name, "description": t.description, "input_schema": t.parameters}
+        for t in tools
+    ]
+
+
+def usage_of(raw: Mapping[str, Any]) -> Usage:
+    """Normalised usage (Anthropic's ``input_tokens`` already excludes cached tokens)."""
+    return Usage(
+        input_tokens=int(raw.get("input_tokens") or 0),
+        output_tokens=int(raw.get("output_tokens") or 0),
+        cache_read_tokens=int(raw.get("cache_read_input_tokens") or 0),
+        cache_write_tokens=int(raw.get("cache_creation_input_tokens") or 0),
+    )
+
+
+@dataclass
+class _Block:
+    kind: str
+    text: list[str] = field(default_factory=list)
+    id: str = ""
+    name: str = ""
+    initial_input: Any = None
+
+
+class MessageStream:
+    """Assembles Messages API events into one answer: ``message_start`` (usage),
+    ``content_block_start`` / ``_delta`` / ``_stop`` for text and tool_use blocks,
+    ``message_delta`` (stop reason, output usage), ``message_stop``; ``ping`` is ignored."""
+
+    def __init__(self, provider: str, model: str) -> None:
+        self.provider = provider
+        self.model = model
+        self.blocks: dict[int, _Block] = {}
+        self.usage: dict[str, Any] = {}
+        self.stop_reason: str | None = None
+        self.stopped = False
+
+    def feed(self, event: Any) -> str:
+        """Take one event; return the text it adds."""
+        if event is None:
+            return ""  # a stray [DONE]: nothing to add
+        kind = event.get("type")
+        if kind == "message_start":
+            message = event.get("message") or {}
+            self.model = message.get("model") or self.model
+            self.usage.update(message.get("usage") or {})
+        elif kind == "content_block_start":
+            start = event.get("content_block") or {}
+            block = self.blocks[event.get("index", len(self.blocks))] = _Block(
+                kind=start.get("type", ""),
+                id=start.get("id", ""),
+                name=start.get("name", ""),
+                initial_input=start.get("input"),
+            )
+            if block.kind == "text" and start.get("text"):
+                block.text.append(start["text"])
+                return str(start["text"])
+        elif kind == "content_block_delta":
+            delta = event.get("delta") or {}
+            block = self.blocks.setdefault(event.get("index", 0), _Block(kind="text"))
+            if delta.get("type") == "text_delta":
+                block.text.append(delta.get("text", ""))
+                return str(delta.get("text", ""))
+            if delta.get("type") == "input_json_delta":
+                block.text.append(delta.get("partial_json", ""))
+        elif kind == "message_delta":
+            self.stop_reason = (event.get("delta") or {}).get("stop_reason") or self.stop_reason
+            self.usage.update(event.get("usage") or {})  # running totals: later values win
+        elif kind == "message_stop":
+            self.stopped = True
+        return ""
+
+    def response(self, cut: str | None) -> ModelResponse:
+        """The whole answer; ``StreamCutError`` if the server never said why it stopped."""
+        blocks = [self.blocks[i] for i in sorted(self.blocks)]
+        text = "".join("".join(b.text) for b in blocks if b.kind == "text")
+        calls = [_tool_call(b) for b in blocks if b.kind == "tool_use"]
+        if not self.stopped and self.stop_reason is None:
+            raise stream_cut(self.provider, cut or "no message_stop", text, calls)
+        return ModelResponse(
+            message=AssistantMessage(content=text, tool_calls=tuple(calls)),
+            usage=usage_of(self.usage).priced(self.model),
+            stop_reason=self.stop_reason or "end_turn",
+            model=self.model,
+        )
+
+
+def _tool_call(block: _Block) -> ToolCall:
+    # The raw text is kept even when incomplete (cut by max_tokens): the engine turns it
+    # into a readable error instead of the parser failing here.
+    arguments = "".join(block.text)
+    if not arguments:
+        arguments = json.dumps(block.initial_input) if block.initial_input else "{}"
+    return ToolCall(id=block.id, name=block.name, arguments=arguments)
+
+
+class AnthropicProvider(HTTPProvider):
+    """Anthropic's Messages API (``anthropic/<model>``).
+
+    The key comes from ``api_key`` or ``ANTHROPIC_API_KEY``; the base URL from ``base_url``,
+    ``ANTHROPIC_BASE_URL`` or ``https://api.anthropic.com``. ``max_tokens`` (required by
+    the API) is the request's, else this default. ``request_options`` are added to every
+    request body."""
+
+    name: ClassVar[str] = "anthropic"
+    key_hint: ClassVar[str] = "ANTHROPIC_API_KEY (or the api_key setting)"
+    base_url_hint: ClassVar[str] = "the base URL (ANTHROPIC_BASE_URL or the base_url setting)"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        request_options: Mapping[str, Any] | None = None,
+        streaming: bool = True,
+        transport: httpx.AsyncBaseTransport | None = None,
+        retry: RetryPolicy | None = None,
+        max_retries: int | None = None,
+        timeout: httpx.Timeout | float | None = None,
+    ) -> None:
+        key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+        if not key:
+            raise ConfigError(
+                f"no API key for anthropic/{model}: set ANTHROPIC_API_KEY (or the api_key setting)"
+            )
+        super().__init__(
+            model,
+            base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL,
+            api_key=key,
+            transport=transport,
+            retry=retry,
+            max_retries=max_retries,
+            timeout=timeout,
+        )
+        self.max_tokens = max_tokens
+        self.request_options = dict(request_options or {})
+        self.streaming = streaming
+
+    def headers(self) -> dict[str, str]:
+        return {"x-api-key": self.api_key() or "", "anthropic-version": API_VERSION}
+
+    def event_error(self, payload: Payload) -> ProviderError | None:
+        data = payload.data if isinstance(payload.data, dict) else {}
+        if payload.event != "error" and data.get("type") != "error":
+            return None
+        error = data.get("error") or {}
+        return self.api_error(None, str(error.get("type") or ""), str(error.get("message") or ""))
+
+    def body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
+        """The request body for ``request``."""
+        system, messages = wire_messages(request.system, request.messages)
+        body: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": request.max_tokens or self.max_tokens,
+            "messages": messages,
+        }
+        if system:
+            body["system"] = system
+        if request.tools:
+            body["tools"] = wire_tools(request.tools)
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if stream:
+            body["stream"] = True
+        body.update(self.request_options)
+        return body
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """One non-streamed answer."""
+        data = await self.post_json("/v1/messages", self.body(request, stream=False))
+        with self.reading(data):
+            return self._answer(data)
+
+    def _answer(self, data: Any) -> ModelResponse:
+        if not isinstance(data, dict) or not isinstance(data.get("content"), list):
+            raise ProviderError(
+                f"the answer has no content: {self.scrub(json.dumps(data)[:300])}",
+                provider=self.name,
+            )
+        text = "".join(b.get("text", "") for b in data["content"] if b.get("type") == "text")
+        calls = [
+            ToolCall(
+                id=b.get("id", ""),
+                name=b.get("name", ""),
+                arguments=json.dumps(b.get("input") or {}),
+            )
+            for b in data["content"]
+            if b.get("type") == "tool_use"
+        ]
+        model = data.get("model") or self.model
+        return ModelResponse(
+            message=AssistantMessage(content=text, tool_calls=tuple(calls)),
+            usage=usage_of(data.get("usage") or {}).priced(model),
+            stop_reason=data.get("stop_reason") or "end_turn",
+            model=model,
+        )
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        """Text chunks as they arrive, then the whole answer."""
+        body, answer = self.body(request, stream=True), MessageStream(self.name, self.model)
+        async for item in self.stream_answer("/v1/messages", body, answer):
+            yield item

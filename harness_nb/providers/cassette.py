@@ -1,0 +1,288 @@
+"""Record a real provider's answers to a cassette, and replay them offline.
+
+A cassette is JSONL, one line per LLM call::
+
+    {"hash": "…", "agent": "main", "model": "openai/gpt-4o-mini",
+     "request": {"system": "…", "messages": [...], "tools": [...]},
+     "response": {ModelResponse as JSON}}
+
+A request is matched by the sha256 of the canonical JSON of its system prompt, messages
+and tool specs: not the model name (a cassette recorded on one model replays under any
+name) and not the calling agent. The working directory's path is written as
+``{workdir}`` so that a cassette recorded on one machine replays on another, and known API
+keys are redacted before anything is written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ..core import ConfigError, ProviderError
+from .base import ModelRequest, ModelResponse, Provider, StreamItem, TextChunk
+from .http import HTTPProvider, scrub
+
+_KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+
+
+def request_record(
+    request: ModelRequest, *, workdir: Path | None = None, secrets: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The meaningful fields of ``request`` as plain JSON, normalised for matching."""
+    record = {
+        "system": request.system,
+        "messages": [m.model_dump(mode="json") for m in request.messages],
+        "tools": [
+            {"name": t.name, "description": t.description, "parameters": t.parameters}
+            for t in request.tools
+        ],
+    }
+    place = str(workdir) if workdir else None
+
+    def clean(text: str) -> str:
+        text = text.replace(place, "{workdir}") if place else text
+        return scrub(text, secrets)
+
+    result: dict[str, Any] = _map_strings(record, clean)
+    return result
+
+
+def request_hash(record: dict[str, Any]) -> str:
+    """sha256 of the canonical JSON of a request record."""
+    canonical = json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _map_strings(value: Any, fn: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return fn(value)
+    if isinstance(value, list):
+        return [_map_strings(v, fn) for v in value]
+    if isinstance(value, dict):
+        return {k: _map_strings(v, fn) for k, v in value.items()}
+    return value
+
+
+def _env_secrets() -> list[str]:
+    return [v for v in (os.environ.get(name) for name in _KEY_VARIABLES) if v]
+
+
+class RecordingProvider(Provider):
+    """Forwards every call to ``inner`` and appends each request/response pair to the
+    cassette at ``path`` (append-only, one flushed line per call; never headers or keys)."""
+
+    def __init__(self, inner: Provider, path: str | Path, *, workdir: Path | None = None) -> None:
+        super().__init__(inner.model)
+        # Look like the wrapped provider: callers branch on ``name`` (e.g. model aliases).
+        self.name = inner.name  # type: ignore[misc]
+        self.inner = inner
+        self.path = Path(path)
+        self.workdir = workdir
+        self.streaming = inner.streaming
+        self._lock = asyncio.Lock()
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """Forward, then record."""
+        response = await self.inner.complete(request)
+        await self._append(request, response)
+        return response
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        """Forward the stream; record the answer before handing it on."""
+        async for item in self.inner.stream(request):
+            if isinstance(item, ModelResponse):
+                await self._append(request, item)
+            yield item
+
+    async def _append(self, request: ModelRequest, response: ModelResponse) -> None:
+        secrets = _env_secrets()
+        if isinstance(self.inner, HTTPProvider):
+            secrets += self.inner.secret_values()
+        record = request_record(request, workdir=self.workdir, secrets=secrets)
+        line = {
+            "hash": request_hash(record),
+            "agent": request.agent,
+            "model": self.inner.model_id,
+            "request": record,
+            "response": _map_strings(response.model_dump(mode="json"), lambda s: scrub(s, secrets)),
+        }
+        text = json.dumps(line, ensure_ascii=False) + "\n"
+        async with self._lock:  # concurrent subagents must not interleave lines
+            await asyncio.to_thread(self._write, text)
+
+    def _write(self, text: str) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+
+    async def aclose(self) -> None:
+        """Close the wrapped provider."""
+        await self.inner.aclose()
+
+    def __repr__(self) -> str:
+        return f"<RecordingProvider {self.inner!r} to {self.path}>"
+
+
+@dataclass
+class _Entry:
+    line: int
+    agent: str
+    request: dict[str, Any]
+    response: ModelResponse
+
+
+class ReplayProvider(Provider):
+    """Answers from a cassette, offline (``replay/<path>``). The same request recorded
+    several times is answered in recorded order; a request not in the cassette is a
+    ``ProviderError`` naming the nearest recorded request and what differs."""
+
+    name: ClassVar[str] = "replay"
+
+    def __init__(self, path: str | Path, *, workdir: Path | None = None) -> None:
+        super().__init__(str(path))
+        self.path = Path(path)
+        self.workdir = workdir
+        if not self.path.is_file():
+            raise ConfigError(
+                f"cassette {self.path} not found: record one first (create_provider(..., "
+                "record_to=PATH)) or check the path after 'replay/'"
+            )
+        self._entries: list[_Entry] | None = None
+        self._by_hash: dict[str, list[_Entry]] = {}
+        self._served: dict[str, int] = {}
+        self._lock = asyncio.Lock()
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """The recorded answer to ``request``."""
+        async with self._lock:
+            if self._entries is None:
+                self._entries = await asyncio.to_thread(self._load)
+        record = request_record(request, workdir=self.workdir, secrets=_env_secrets())
+        key = request_hash(record)
+        matches = self._by_hash.get(key)
+        if not matches:
+            raise self._miss(record, request.agent)
+        served = self._served.get(key, 0)
+        self._served[key] = served + 1
+        return matches[min(served, len(matches) - 1)].response.model_copy(deep=True)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        """The recorded text in a few chunks, then the recorded answer."""
+        response = await self.complete(request)
+        text = response.message.content
+        step = max(1, -(-len(text) // 4))
+        for start in range(0, len(text), step):
+            yield TextChunk(text[start : start + step])
+        yield response
+
+    def _load(self) -> list[_Entry]:
+        entries = []
+        with self.path.open(encoding="utf-8") as f:
+            for number, raw in enumerate(f, 1):
+                if not raw.strip():
+                    continue
+                try:
+                    data = json.loads(raw)
+                    entry = _Entry(
+                        number,
+                        str(data.get("agent", "main")),
+                        data["request"],
+                        ModelResponse.model_validate(data["response"]),
+                    )
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise ConfigError(
+                        f"cassette {self.path} line {number} is not a recorded call ({exc}); "
+                        "re-record it"
+                    ) from None
+                entries.append(entry)
+                # Re-hash rather than trust the stored hash, so the format may evolve.
+                self._by_hash.setdefault(request_hash(entry.request), []).append(entry)
+        return entries
+
+    def _miss(self, record: dict[str, Any], agent: str) -> ProviderError:
+        entries = self._entries or []
+        where = f"no recorded answer for this request (agent {agent!r}) in {self.path}"
+        if not entries:
+            return ProviderError(f"{where}: the cassette is empty", provider=self.name)
+        nearest = max(entries, key=lambda e: _closeness(e, record, agent))
+        return ProviderError(
+            f"{where} ({len(entries)} recorded). Nearest: line {nearest.line} (agent "
+            f"{nearest.agent!r}); {first_difference(nearest.request, record)}. Re-record the "
+            "cassette, or make the run match the recording.",
+            provider=self.name,
+        )
+
+
+def _closeness(entry: _Entry, record: dict[str, Any], agent: str) -> tuple[int, ...]:
+    recorded, now = entry.request["messages"], record["messages"]
+    prefix = next(
+        (i for i, (a, b) in enumerate(zip(recorded, now, strict=False)) if a != b),
+        min(len(recorded), len(now)),
+    )
+    return (
+        prefix,
+        entry.request["system"] == record["system"],
+        entry.request["tools"] == record["tools"],
+        entry.agent == agent,
+        -abs(len(recorded) - len(now)),
+    )
+
+
+def first_difference(recorded: dict[str, Any], now: dict[str, Any]) -> str:
+    """Where two request records first differ, as ``path: recorded … vs now …``."""
+    if recorded["system"] != now["system"]:
+        at = _first_char_diff(recorded["system"], now["system"])
+        return (
+            f"the system prompt differs at char {at}: recorded "
+            f"{_window(recorded['system'], at)!r} vs now {_window(now['system'], at)!r}"
+        )
+    if recorded["tools"] != now["tools"]:
+        names_then = [t["name"] for t in recorded["tools"]]
+        names_now = [t["name"] for t in now["tools"]]
+        if names_then != names_now:
+            return f"tools: recorded [{', '.join(names_then)}] vs now [{', '.join(names_now)}]"
+        return _describe(recorded["tools"], now["tools"], "tools")
+    then, current = recorded["messages"], now["messages"]
+    for i, (a, b) in enumerate(zip(then, current, strict=False)):
+        if a != b:
+            return _describe(a, b, f"messages[{i}]")
+    extra = current[len(then) :] or then[len(current) :]
+    first = extra[0] if extra else {}
+    return (
+        f"messages: recorded {len(then)} vs now {len(current)} (first extra: "
+        f"{first.get('role', '?')} {_window(str(first.get('content', '')), 0)!r})"
+    )
+
+
+def _describe(a: Any, b: Any, path: str) -> str:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b)):
+            if a.get(key) != b.get(key):
+                return _describe(a.get(key), b.get(key), f"{path}.{key}")
+    if isinstance(a, list) and isinstance(b, list):
+        for i, (x, y) in enumerate(zip(a, b, strict=False)):
+            if x != y:
+                return _describe(x, y, f"{path}[{i}]")
+        return f"{path}: recorded {len(a)} items vs now {len(b)}"
+    if isinstance(a, str) and isinstance(b, str):
+        at = _first_char_diff(a, b)
+        return f"{path}: recorded {_window(a, at)!r} vs now {_window(b, at)!r}"
+    return f"{path}: recorded {a!r} vs now {b!r}"
+
+
+def _first_char_diff(a: str, b: str) -> int:
+    pairs = enumerate(zip(a, b, strict=False))
+    return next((i for i, (x, y) in pairs if x != y), min(len(a), len(b)))
+
+
+def _window(text: str, at: int, width: int = 60) -> str:
+    start = max(0, at - 20)
+    piece = text[start : start + width]
+    return ("…" if start else "") + piece + ("…" if start + width < len(text) else "")

@@ -1,0 +1,91 @@
+"""``create_provider("provider/model")``: the one way a model string becomes a provider.
+
+Provider modules are imported only when one is created, so importing ``harness_nb``
+does not import httpx.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..core import ConfigError
+from .base import Provider
+
+PREFIXES = ("openai", "openai-compatible", "ollama", "anthropic", "scripted", "replay")
+_EXAMPLES = (
+    "openai/gpt-4o-mini, anthropic/claude-sonnet-4-5, ollama/qwen2.5:7b, "
+    "openai-compatible/meta-llama/Llama-3-8B, scripted/script.yaml, replay/cassette.jsonl"
+)
+
+
+def parse_model(model: str) -> tuple[str, str]:
+    """Split ``provider/model`` at the first ``/``; the model part may hold more ``/``
+    and ``:`` (``openai-compatible/meta-llama/Llama-3-8B``, ``ollama/qwen2.5:7b``)."""
+    prefix, slash, rest = model.strip().partition("/")
+    if not slash or prefix not in PREFIXES:
+        what = f"unknown provider {prefix!r}" if slash else "no provider prefix"
+        raise ConfigError(
+            f"model {model!r}: {what}. Write provider/model with a provider of "
+            f"{', '.join(PREFIXES)}; for example {_EXAMPLES}"
+        )
+    if not rest.strip():
+        raise ConfigError(f"model {model!r}: the model name after {prefix + '/'!r} is missing")
+    return prefix, rest.strip()
+
+
+def create_provider(
+    model: str,
+    *,
+    api_key: str | None = None,
+    base_url: str | None = None,
+    transport: Any = None,
+    record_to: str | Path | None = None,
+    workdir: Path | None = None,
+    **options: Any,
+) -> Provider:
+    """The provider for ``model`` (``provider/model``).
+
+    ``api_key`` and ``base_url`` override the environment (``OPENAI_API_KEY``,
+    ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``, ``OLLAMA_HOST``);
+    ``transport`` is an ``httpx.AsyncBaseTransport`` for tests; ``options`` go to the
+    provider's constructor (``max_retries``, ``retry``, ``timeout``, ``empty_content``,
+    ``max_tokens``, ``request_options``, ``streaming``). ``scripted/`` and ``replay/``
+    paths are taken relative to ``workdir`` unless absolute. With ``record_to``, every
+    call is also appended to that cassette.
+    """
+    prefix, name = parse_model(model)
+    provider: Provider
+    if prefix in ("openai", "openai-compatible", "ollama"):
+        from . import openai
+
+        cls = {
+            "openai": openai.OpenAIProvider,
+            "openai-compatible": openai.OpenAICompatibleProvider,
+            "ollama": openai.OllamaProvider,
+        }[prefix]
+        provider = cls(name, api_key=api_key, base_url=base_url, transport=transport, **options)
+    elif prefix == "anthropic":
+        from .anthropic import AnthropicProvider
+
+        provider = AnthropicProvider(
+            name, api_key=api_key, base_url=base_url, transport=transport, **options
+        )
+    elif prefix == "scripted":
+        from .scripted import ScriptedProvider
+
+        provider = ScriptedProvider.from_file(_under(workdir, name), **options)
+    else:
+        from .cassette import ReplayProvider
+
+        provider = ReplayProvider(_under(workdir, name), workdir=workdir)
+    if record_to is not None:
+        from .cassette import RecordingProvider
+
+        provider = RecordingProvider(provider, _under(workdir, str(record_to)), workdir=workdir)
+    return provider
+
+
+def _under(workdir: Path | None, path: str) -> Path:
+    p = Path(path).expanduser()
+    return p if p.is_absolute() or workdir is None else Path(workdir) / p

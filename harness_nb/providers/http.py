@@ -1,0 +1,487 @@
+"""HTTP plumbing shared by the OpenAI and Anthropic providers.
+
+Everything that touches httpx lives here: the client and its timeouts, retries with
+backoff, reading server-sent events (framed by httpx-sse), turning HTTP statuses and
+transport failures into one ``ProviderError`` a person can act on, and keeping the API key
+out of every message. The vendor modules only map requests and parse payloads.
+
+Retried: connect errors, timeouts and dropped connections before the first event,
+HTTP 408/409/429/5xx/529, and an overloaded or rate-limit error event that arrives first.
+Never retried: any other 4xx, and anything after the first event of a stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import email.utils
+import json
+import logging
+import random
+import re
+import time
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, ClassVar, Protocol, Self, TypeVar, cast
+
+import httpx
+from httpx_sse import EventSource, SSEError
+from pydantic import SecretStr
+
+from ..core import ProviderError, StreamCutError, ToolCall
+from .base import ModelResponse, Provider, StreamItem, TextChunk
+
+log = logging.getLogger("harness_nb.providers")
+
+# Connect fails fast; a long generation may legitimately take minutes between bytes.
+DEFAULT_TIMEOUT = httpx.Timeout(300.0, connect=10.0)
+_RETRYABLE_KINDS = frozenset({"overloaded_error", "rate_limit_error", "api_error", "server_error"})
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently to retry a request that may succeed on a later try.
+
+    Retry ``n`` (0-based) waits ``base_delay * 2**n`` capped at ``max_delay``, jittered into
+    ``[d/2, d]`` so that many clients do not retry in lockstep. A server's ``Retry-After``
+    replaces that wait, up to ``max_retry_after``. ``sleep`` is injectable for tests.
+    """
+
+    max_retries: int = 3
+    base_delay: float = 0.5
+    max_delay: float = 20.0
+    max_retry_after: float = 60.0
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+
+    def delay(self, attempt: int, retry_after: float | None = None) -> float:
+        """Seconds to wait before retry number ``attempt``."""
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.max_retry_after)
+        ceiling = min(self.max_delay, self.base_delay * 2**attempt)
+        return ceiling * (0.5 + random.random() / 2)
+
+
+class Assembler(Protocol):
+    """Builds one answer from a stream's payloads (one per wire format)."""
+
+    def feed(self, data: Any) -> str:
+        """Take one payload's data; return the text it adds."""
+
+    def response(self, cut: str | None) -> ModelResponse:
+        """The whole answer; ``StreamCutError`` (saying ``cut``) if it never finished."""
+
+
+@dataclass(slots=True)
+class Payload:
+    """One server-sent event: its ``event`` name and JSON ``data`` (``None`` for ``[DONE]``)."""
+
+    event: str
+    data: Any
+
+
+def parse_retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds the server asked us to wait: ``retry-after-ms``, or ``Retry-After`` given as
+    seconds or as an HTTP date. ``None`` when absent or unreadable."""
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            return float(millis) / 1000
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def scrub(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every secret removed, and any token sharing 8 characters in a row with
+    one: servers echo keys partly masked (``sk-proj-****abcd``), so exact matching is not
+    enough."""
+    for secret in secrets:
+        if not secret:
+            continue
+        text = text.replace(secret, "[redacted]")
+        if len(secret) < 12:
+            continue
+        grams = {secret[i : i + 8] for i in range(len(secret) - 7)}
+
+        def redact(match: re.Match[str], grams: set[str] = grams) -> str:
+            token = match.group(0)
+            hit = any(token[i : i + 8] in grams for i in range(len(token) - 7))
+            return "[redacted]" if hit else token
+
+        text = re.sub(r"[^\s\"',;:=]{8,}", redact, text)
+    return text
+
+
+def stream_cut(provider: str, reason: str, text: str, calls: Sequence[ToolCall]) -> StreamCutError:
+    """The error for a stream that ended before the answer did, saying what had arrived."""
+    got = [f"{len(text)} characters of text" + (f" ({_snip(text)!r})" if text else "")]
+    for call in calls:
+        size = len(call.arguments)
+        got.append(f"a call to {call.name or '?'} with {size} characters of arguments")
+    return StreamCutError(
+        f"the response stream was cut ({reason}) before the answer finished; received "
+        f"{', '.join(got)}. The partial answer was discarded; retry the request.",
+        provider=provider,
+        retryable=True,
+    )
+
+
+def _snip(text: str, width: int = 60) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+class _BlankLineAtEOF:
+    """The response as httpx-sse reads it, plus a blank line at the end of the body.
+
+    The SSE spec drops an event that is not followed by a blank line; some servers (and
+    the captured fixtures) end the last event without one. ``eof`` tells a truncated last
+    event apart from a malformed one."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.headers = response.headers
+        self._response = response
+        self.eof = False
+
+    async def aiter_text(self) -> AsyncIterator[str]:
+        async for text in self._response.aiter_text():
+            yield text
+        self.eof = True
+        yield "\n\n"
+
+
+class EventStream:
+    """The decoded events of one streamed answer.
+
+    ``prime()`` reads the first event while a failure can still be retried. Iteration
+    then stops early with ``cut`` set to the reason when the connection fails, so that the
+    caller can say what it had received."""
+
+    def __init__(self, provider: HTTPProvider, response: httpx.Response) -> None:
+        self._provider = provider
+        self._response = response
+        self._tail = _BlankLineAtEOF(response)
+        self._events = EventSource(cast(httpx.Response, self._tail)).aiter_sse()
+        self._first: Payload | None = None
+        self.cut: str | None = None
+
+    async def prime(self) -> None:
+        """Read the first event (transport errors and error events propagate)."""
+        self._first = await self._read()
+
+    async def __aiter__(self) -> AsyncIterator[Payload]:
+        if self._first is not None:
+            yield self._first
+        while self.cut is None:
+            try:
+                payload = await self._read()
+            except (httpx.HTTPError, SSEError) as exc:
+                self.cut = self._provider.translate(exc, mid_stream=True).message
+                return
+            if payload is None:
+                return
+            yield payload
+
+    async def _read(self) -> Payload | None:
+        async for sse in self._events:
+            data = sse.data.strip()
+            if not data:
+                continue
+            if data == "[DONE]":
+                return Payload(sse.event, None)
+            try:
+                value = json.loads(data)
+            except json.JSONDecodeError:
+                if self._tail.eof:
+                    self.cut = "the connection closed inside an event"
+                    return None
+                shown = self._provider.scrub(_snip(data))
+                raise ProviderError(
+                    f"the server sent an event that is not JSON: {shown!r}",
+                    provider=self._provider.name,
+                ) from None
+            payload = Payload(sse.event, value)
+            error = self._provider.event_error(payload)
+            if error is not None:
+                raise error
+            return payload
+        return None
+
+    async def aclose(self) -> None:
+        """Close the event reader and the response."""
+        await self._events.aclose()
+        await self._response.aclose()
+
+
+class HTTPProvider(Provider):
+    """A provider reached over HTTP with one ``httpx.AsyncClient``.
+
+    Subclasses set ``key_hint`` (named in authentication errors) and ``base_url_hint``
+    (named in connection and not-found errors), and implement ``headers()``; they may
+    override ``event_error()`` to recognise an error sent inside a stream."""
+
+    key_hint: ClassVar[str] = "the api_key setting"
+    base_url_hint: ClassVar[str] = "the base_url setting"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str,
+        api_key: str | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        retry: RetryPolicy | None = None,
+        max_retries: int | None = None,
+        timeout: httpx.Timeout | float | None = None,
+    ) -> None:
+        super().__init__(model)
+        self.base_url = base_url.rstrip("/")
+        self._api_key = SecretStr(api_key) if api_key else None
+        policy = retry or RetryPolicy()
+        if max_retries is not None:
+            policy = dataclasses.replace(policy, max_retries=max_retries)
+        self.retry = policy
+        if isinstance(timeout, int | float):
+            timeout = httpx.Timeout(float(timeout), connect=min(10.0, float(timeout)))
+        self._client = httpx.AsyncClient(
+            base_url=self.base_url, transport=transport, timeout=timeout or DEFAULT_TIMEOUT
+        )
+
+    # -- to be provided by a vendor --------------------------------------------------------
+
+    def headers(self) -> dict[str, str]:
+        """Request headers, including authentication."""
+        return {}
+
+    def event_error(self, payload: Payload) -> ProviderError | None:
+        """The error an in-stream event reports, if it is one."""
+        return None
+
+    # -- keys ------------------------------------------------------------------------------
+
+    def api_key(self) -> str | None:
+        """The key itself, for building headers. Never put it anywhere else."""
+        return self._api_key.get_secret_value() if self._api_key else None
+
+    def secret_values(self) -> list[str]:
+        """Values that must never be shown (for scrubbing)."""
+        key = self.api_key()
+        return [key] if key else []
+
+    def scrub(self, text: str) -> str:
+        """``text`` without this provider's key."""
+        return scrub(text, self.secret_values())
+
+    # -- requests --------------------------------------------------------------------------
+
+    async def post_json(self, path: str, body: Mapping[str, Any]) -> Any:
+        """POST ``body`` and return the parsed JSON answer, retrying what may succeed."""
+
+        async def once() -> Any:
+            response = await self._client.post(path, json=body, headers=self.headers())
+            if response.status_code >= 400:
+                raise self.status_error(response)
+            try:
+                data = response.json()
+            except ValueError:
+                raise ProviderError(
+                    f"the server answered with something that is not JSON: "
+                    f"{self.scrub(_snip(response.text))!r}",
+                    provider=self.name,
+                    status=response.status_code,
+                ) from None
+            error = self.event_error(Payload("", data))
+            if error is not None:
+                raise error
+            return data
+
+        return await self.with_retries(once)
+
+    async def open_stream(self, path: str, body: Mapping[str, Any]) -> EventStream:
+        """POST ``body`` and return its event stream once the first event has arrived.
+        Retries happen only up to that point. The caller must ``aclose()`` the stream."""
+
+        async def once() -> EventStream:
+            request = self._client.build_request("POST", path, json=body, headers=self.headers())
+            response = await self._client.send(request, stream=True)
+            events = EventStream(self, response)
+            try:
+                if response.status_code >= 400:
+                    await response.aread()
+                    raise self.status_error(response)
+                await events.prime()
+            except BaseException:
+                await events.aclose()
+                raise
+            return events
+
+        return await self.with_retries(once)
+
+    async def stream_answer(
+        self, path: str, body: Mapping[str, Any], answer: Assembler
+    ) -> AsyncIterator[StreamItem]:
+        """Stream ``body``'s answer: text chunks as ``answer`` assembles them, then the
+        whole ``ModelResponse``."""
+        events = await self.open_stream(path, body)
+        try:
+            async for payload in events:
+                with self.reading(payload.data):
+                    text = answer.feed(payload.data)
+                if text:
+                    yield TextChunk(text)
+            yield answer.response(events.cut)
+        finally:
+            await events.aclose()
+
+    @contextlib.contextmanager
+    def reading(self, data: Any) -> Iterator[None]:
+        """Turn a payload of an unexpected shape (valid JSON, wrong fields) into one
+        ``ProviderError`` instead of an ``AttributeError`` from deep in a parser."""
+        try:
+            yield
+        except (AttributeError, TypeError, KeyError, ValueError) as exc:
+            shown = self.scrub(_snip(json.dumps(data), 200))
+            reason = f"{type(exc).__name__}: {exc}"
+            raise ProviderError(
+                f"the server's answer has an unexpected shape ({reason}): {shown}",
+                provider=self.name,
+            ) from exc
+
+    async def with_retries(self, attempt: Callable[[], Awaitable[_T]]) -> _T:
+        """Run ``attempt``, retrying retryable failures as ``self.retry`` allows."""
+        tries = 0
+        while True:
+            try:
+                try:
+                    return await attempt()
+                except (httpx.HTTPError, SSEError) as exc:
+                    raise self.translate(exc) from exc
+            except ProviderError as error:
+                tries += 1
+                if not error.retryable or tries > self.retry.max_retries:
+                    if error.retryable and tries > 1:
+                        error.message += f" (gave up after {tries} attempts)"
+                    raise
+                delay = self.retry.delay(tries - 1, error.retry_after)
+                log.warning(
+                    "%s; retry %d of %d in %.2f s", error, tries, self.retry.max_retries, delay
+                )
+                await self.retry.sleep(delay)
+
+    # -- errors ----------------------------------------------------------------------------
+
+    def translate(
+        self, exc: httpx.HTTPError | SSEError, *, mid_stream: bool = False
+    ) -> ProviderError:
+        """The one place where an httpx (or httpx-sse) failure becomes a ``ProviderError``."""
+        detail = self.scrub(str(exc) or type(exc).__name__)
+        if isinstance(exc, SSEError):
+            return ProviderError(f"expected an event stream: {detail}", provider=self.name)
+        if mid_stream:
+            return ProviderError(f"{type(exc).__name__}: {detail}", provider=self.name)
+        if isinstance(exc, httpx.ConnectTimeout | httpx.ConnectError):
+            message = (
+                f"could not connect to {self.base_url} ({detail}); is the server running? "
+                f"Check {self.base_url_hint}"
+            )
+        elif isinstance(exc, httpx.TimeoutException):
+            message = f"no answer from {self.base_url} in time ({type(exc).__name__})"
+        elif isinstance(exc, httpx.TransportError):
+            message = f"the connection to {self.base_url} failed ({type(exc).__name__}: {detail})"
+        else:
+            return ProviderError(f"{type(exc).__name__}: {detail}", provider=self.name)
+        return ProviderError(message, provider=self.name, retryable=True)
+
+    def status_error(self, response: httpx.Response) -> ProviderError:
+        """The error for an HTTP error answer (the body must have been read)."""
+        kind, detail = _error_detail(response)
+        return self.api_error(
+            response.status_code, kind, detail, retry_after=parse_retry_after(response.headers)
+        )
+
+    def api_error(
+        self, status: int | None, kind: str, detail: str, *, retry_after: float | None = None
+    ) -> ProviderError:
+        """The error for a failure the API reported (by status, or as an error event)."""
+        detail = self.scrub(detail)
+        status_code = status or 0
+        overloaded = status_code == 529 or kind == "overloaded_error"
+        retryable = (
+            status_code in (408, 409, 429) or status_code >= 500 or kind in _RETRYABLE_KINDS
+        )
+        said = f" Server said: {detail}" if detail else ""
+        if status_code in (401, 403):
+            message = f"authentication failed: check {self.key_hint}.{said}"
+        elif status_code == 404:
+            message = (
+                f"model {self.model!r} or endpoint not found at {self.base_url}: check the model "
+                f"name and {self.base_url_hint}.{said}"
+            )
+        elif status_code == 429 or kind == "rate_limit_error":
+            message = f"rate limited: slow down or wait, then retry.{said}"
+        elif overloaded:
+            message = f"the API is overloaded; try again shortly.{said}"
+        elif retryable:
+            message = f"the server failed ({kind or 'server error'}).{said}"
+        else:
+            message = f"the request was rejected: {detail or kind or 'no reason given'}"
+        return ProviderError(
+            message, provider=self.name, status=status, retryable=retryable, retry_after=retry_after
+        )
+
+    # -- lifetime --------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Close the HTTP client. Safe to call twice."""
+        await self._client.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.model_id} at {self.base_url}>"
+
+
+
+def _error_detail(response: httpx.Response) -> tuple[str, str]:
+    """``(kind, message)`` from an error body: both vendors send ``{"error": {"type",
+    "message"}}``; anything else is shown as text."""
+    try:
+        body = response.json()
+    except ValueError:
+        return "", _snip(response.text.strip(), 500)
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict):
+        return str(error.get("type") or error.get("code") or ""), str(error.get("message") or "")
+    if isinstance(error, str):
+        return "", error
+    return "", _snip(json.dumps(body), 500)

@@ -1,0 +1,377 @@
+"""OpenAI Chat Completions: ``openai/``, ``openai-compatible/`` and ``ollama/`` models.
+
+One wire format, three ways to reach it: OpenAI itself (key required), any server that
+speaks Chat Completions (vLLM, SGLang, LM Studio, a LiteLLM proxy; base URL required) and
+Ollama's OpenAI-compatible endpoint at ``$OLLAMA_HOST/v1`` (no key).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, get_args
+
+import httpx
+
+from ..core import (
+    AssistantMessage,
+    ConfigError,
+    Message,
+    ProviderError,
+    ToolCall,
+    ToolResultMessage,
+    ToolSpec,
+    Usage,
+    new_id,
+)
+from .base import ModelRequest, ModelResponse, StreamItem
+from .http import HTTPProvider, Payload, RetryPolicy, stream_cut
+
+EmptyContent = Literal["null", "empty_string", "omit"]
+
+STOP_REASONS = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+    "content_filter": "refusal",
+}
+
+
+def wire_messages(
+    system: str, messages: Sequence[Message], empty_content: EmptyContent
+) -> list[dict[str, Any]]:
+    """The ``messages`` array: the system prompt first, then the history. Each message's
+    form is cached on the message, so a long history is not rebuilt on every turn."""
+    out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    key = f"openai:{empty_content}"
+    for message in messages:
+        if key not in message.wire:
+            message.wire[key] = _wire_message(message, empty_content)
+        out.append(message.wire[key])
+    return out
+
+
+def _wire_message(message: Message, empty_content: EmptyContent) -> dict[str, Any]:
+    if isinstance(message, ToolResultMessage):
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    if isinstance(message, AssistantMessage) and message.tool_calls:
+        wire: dict[str, Any] = {"role": "assistant"}
+        # Servers disagree about an assistant turn that is only tool calls: OpenAI wants
+        # null, some compatible servers reject null and want "", some want no key at all.
+        if message.content:
+            wire["content"] = message.content
+        elif empty_content == "null":
+            wire["content"] = None
+        elif empty_content == "empty_string":
+            wire["content"] = ""
+        wire["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in message.tool_calls
+        ]
+        return wire
+    return {"role": message.role, "content": message.content}
+
+
+def wire_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    """The ``tools`` array."""
+    return [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+        }
+        for t in tools
+    ]
+
+
+def usage_of(raw: Mapping[str, Any] | None) -> Usage:
+    """Normalised usage: ``prompt_tokens`` includes the cached part, ours does not."""
+    if not raw:
+        return Usage()
+    cached = int((raw.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+    return Usage(
+        input_tokens=int(raw.get("prompt_tokens") or 0) - cached,
+        output_tokens=int(raw.get("completion_tokens") or 0),
+        cache_read_tokens=cached,
+    )
+
+
+def _arguments(value: Any) -> str:
+    # Some compatible servers send the arguments as an object instead of JSON text.
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _response(
+    *,
+    text: str,
+    refusal: str,
+    calls: list[ToolCall],
+    finish: str | None,
+    usage: Mapping[str, Any] | None,
+    model: str,
+) -> ModelResponse:
+    stop = STOP_REASONS.get(finish or "stop", finish or "end_turn")
+    if refusal:
+        stop = "refusal"
+    elif calls and stop == "end_turn":
+        stop = "tool_use"  # some servers say "stop" even when they called tools
+    return ModelResponse(
+        message=AssistantMessage(content=text or refusal, tool_calls=tuple(calls)),
+        usage=usage_of(usage).priced(model),
+        stop_reason=stop,
+        model=model,
+    )
+
+
+@dataclass
+class _Call:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+    def done(self) -> ToolCall:
+        return ToolCall(
+            id=self.id or new_id("call"), name=self.name, arguments="".join(self.arguments) or "{}"
+        )
+
+
+class ChatStream:
+    """Assembles Chat Completions chunks into one answer: text deltas, tool calls whose
+    ``arguments`` arrive in fragments keyed by ``index``, a usage-only last chunk, ``[DONE]``."""
+
+    def __init__(self, provider: str, model: str) -> None:
+        self.provider = provider
+        self.model = model
+        self.text: list[str] = []
+        self.refusal: list[str] = []
+        self.calls: dict[int, _Call] = {}
+        self.finish: str | None = None
+        self.usage: Mapping[str, Any] | None = None
+        self.done = False
+
+    def feed(self, chunk: Any) -> str:
+        """Take one chunk (``None`` for ``[DONE]``); return the text it adds."""
+        if chunk is None:
+            self.done = True
+            return ""
+        self.model = chunk.get("model") or self.model
+        if chunk.get("usage"):
+            self.usage = chunk["usage"]
+        added = []
+        for choice in chunk.get("choices") or []:
+            if choice.get("index", 0) != 0:
+                continue  # only one choice is ever requested
+            delta = choice.get("delta") or {}
+            if delta.get("content"):
+                added.append(delta["content"])
+            if delta.get("refusal"):
+                self.refusal.append(delta["refusal"])
+            for position, fragment in enumerate(delta.get("tool_calls") or []):
+                call = self.calls.setdefault(fragment.get("index", position), _Call())
+                call.id = call.id or fragment.get("id") or ""
+                function = fragment.get("function") or {}
+                call.name = call.name or function.get("name") or ""
+                if function.get("arguments"):
+                    call.arguments.append(_arguments(function["arguments"]))
+            if choice.get("finish_reason"):
+                self.finish = choice["finish_reason"]
+        self.text.extend(added)
+        return "".join(added)
+
+    def response(self, cut: str | None) -> ModelResponse:
+        """The whole answer; ``StreamCutError`` if the server never said it had finished."""
+        calls = [self.calls[i].done() for i in sorted(self.calls)]
+        text = "".join(self.text)
+        if self.finish is None and not self.done:
+            raise stream_cut(self.provider, cut or "no finish_reason and no [DONE]", text, calls)
+        return _response(
+            text=text,
+            refusal="".join(self.refusal),
+            calls=calls,
+            finish=self.finish,
+            usage=self.usage,
+            model=self.model,
+        )
+
+
+class OpenAIProvider(HTTPProvider):
+    """OpenAI's Chat Completions API (``openai/<model>``).
+
+    The key comes from ``api_key`` or ``OPENAI_API_KEY``; the base URL from ``base_url``,
+    ``OPENAI_BASE_URL`` or the default. ``empty_content`` says how an assistant turn made
+    only of tool calls is sent (``"null"``, ``"empty_string"`` or ``"omit"``).
+    ``request_options`` are added to every request body (e.g. ``{"parallel_tool_calls":
+    False}``); ``stream_usage=False`` leaves out ``stream_options`` for servers that
+    reject it (usage is then unknown)."""
+
+    name: ClassVar[str] = "openai"
+    key_hint: ClassVar[str] = "OPENAI_API_KEY (or the api_key setting)"
+    base_url_hint: ClassVar[str] = "the base URL (OPENAI_BASE_URL or the base_url setting)"
+    default_base_url: ClassVar[str | None] = "https://api.openai.com/v1"
+    default_empty_content: ClassVar[EmptyContent] = "null"
+    # Newer OpenAI models only accept max_completion_tokens; other servers know max_tokens.
+    max_tokens_field: ClassVar[str] = "max_completion_tokens"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        empty_content: EmptyContent | None = None,
+        request_options: Mapping[str, Any] | None = None,
+        streaming: bool = True,
+        stream_usage: bool = True,
+        transport: httpx.AsyncBaseTransport | None = None,
+        retry: RetryPolicy | None = None,
+        max_retries: int | None = None,
+        timeout: httpx.Timeout | float | None = None,
+    ) -> None:
+        empty_content = empty_content or self.default_empty_content
+        if empty_content not in get_args(EmptyContent):
+            raise ConfigError(
+                f"empty_content must be one of {', '.join(get_args(EmptyContent))}, "
+                f"not {empty_content!r}"
+            )
+        super().__init__(
+            model,
+            base_url=self._base_url(base_url, model),
+            api_key=self._key(api_key, model),
+            transport=transport,
+            retry=retry,
+            max_retries=max_retries,
+            timeout=timeout,
+        )
+        self.empty_content: EmptyContent = empty_content
+        self.request_options = dict(request_options or {})
+        self.streaming = streaming
+        self.stream_usage = stream_usage
+
+    # Resolved before Provider.__init__ runs, hence ``model`` as a parameter.
+    def _key(self, api_key: str | None, model: str) -> str | None:
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not key:
+            raise ConfigError(
+                f"no API key for {self.name}/{model}: set OPENAI_API_KEY (or the api_key setting)"
+            )
+        return key
+
+    def _base_url(self, base_url: str | None, model: str) -> str:
+        return base_url or os.environ.get("OPENAI_BASE_URL") or str(self.default_base_url)
+
+    def headers(self) -> dict[str, str]:
+        key = self.api_key()
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+    def event_error(self, payload: Payload) -> ProviderError | None:
+        error = payload.data.get("error") if isinstance(payload.data, dict) else None
+        if not error:
+            return None
+        if isinstance(error, dict):
+            kind = str(error.get("type") or error.get("code") or "")
+            return self.api_error(None, kind, str(error.get("message") or ""))
+        return self.api_error(None, "", str(error))
+
+    def body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
+        """The request body for ``request``."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": wire_messages(request.system, request.messages, self.empty_content),
+        }
+        if request.tools:
+            body["tools"] = wire_tools(request.tools)
+        if request.max_tokens:
+            body[self.max_tokens_field] = request.max_tokens
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if stream:
+            body["stream"] = True
+            if self.stream_usage:
+                body["stream_options"] = {"include_usage": True}
+        body.update(self.request_options)
+        return body
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """One non-streamed answer."""
+        data = await self.post_json("/chat/completions", self.body(request, stream=False))
+        with self.reading(data):
+            return self._answer(data)
+
+    def _answer(self, data: Any) -> ModelResponse:
+        choices = data.get("choices") if isinstance(data, dict) else None
+        if not choices:
+            raise ProviderError(
+                f"the answer has no choices: {self.scrub(json.dumps(data)[:300])}",
+                provider=self.name,
+            )
+        message = choices[0].get("message") or {}
+        calls = [
+            ToolCall(
+                id=c.get("id") or new_id("call"),
+                name=(c.get("function") or {}).get("name") or "",
+                arguments=_arguments((c.get("function") or {}).get("arguments") or "{}"),
+            )
+            for c in message.get("tool_calls") or []
+        ]
+        return _response(
+            text=message.get("content") or "",
+            refusal=message.get("refusal") or "",
+            calls=calls,
+            finish=choices[0].get("finish_reason"),
+            usage=data.get("usage"),
+            model=data.get("model") or self.model,
+        )
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        """Text chunks as they arrive, then the whole answer."""
+        body, answer = self.body(request, stream=True), ChatStream(self.name, self.model)
+        async for item in self.stream_answer("/chat/completions", body, answer):
+            yield item
+
+
+class OpenAICompatibleProvider(OpenAIProvider):
+    """Any server speaking Chat Completions (``openai-compatible/<model>``): vLLM, SGLang,
+    LM Studio, a LiteLLM proxy. Needs a base URL; the key is optional."""
+
+    name: ClassVar[str] = "openai-compatible"
+    default_base_url: ClassVar[str | None] = None
+    default_empty_content: ClassVar[EmptyContent] = "empty_string"
+    max_tokens_field: ClassVar[str] = "max_tokens"
+
+    def _key(self, api_key: str | None, model: str) -> str | None:
+        return api_key or os.environ.get("OPENAI_API_KEY") or None
+
+    def _base_url(self, base_url: str | None, model: str) -> str:
+        url = base_url or os.environ.get("OPENAI_BASE_URL")
+        if not url:
+            raise ConfigError(
+                f"{self.name}/{model} needs the server's base URL: set OPENAI_BASE_URL "
+                "(e.g. http://localhost:8000/v1) or the base_url setting"
+            )
+        return url
+
+
+class OllamaProvider(OpenAIProvider):
+    """A model served by Ollama (``ollama/<model>``), via its OpenAI-compatible endpoint at
+    ``$OLLAMA_HOST/v1`` (default ``http://localhost:11434``). No key is needed; an explicit
+    ``api_key`` is sent (for a proxy), ``OPENAI_API_KEY`` is not, so a real OpenAI key never
+    goes to a local server."""
+
+    name: ClassVar[str] = "ollama"
+    key_hint: ClassVar[str] = "the api_key setting (Ollama needs none; a proxy in front may)"
+    base_url_hint: ClassVar[str] = "that Ollama runs (`ollama serve`) and OLLAMA_HOST"
+    default_empty_content: ClassVar[EmptyContent] = "empty_string"
+    max_tokens_field: ClassVar[str] = "max_tokens"
+
+    def _key(self, api_key: str | None, model: str) -> str | None:
+        return api_key
+
+    def _base_url(self, base_url: str | None, model: str) -> str:
+        if base_url:
+            return base_url
+        host = os.environ.get("OLLAMA_HOST") or "http://localhost:11434"
+        if "://" not in host:
+            host = "http://" + host  # OLLAMA_HOST is often written as host:port
+        return host.rstrip("/") + "/v1"

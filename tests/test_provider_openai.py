@@ -1,0 +1,339 @@
+"""The Chat Completions provider over real HTTP: the captured OpenAI streams, the fake
+server's streamed and plain answers, the wire mapping, and the failure modes."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from harness_nb.core import (
+    AssistantMessage,
+    ConfigError,
+    ProviderError,
+    StreamCutError,
+    ToolCall,
+    ToolResultMessage,
+    ToolSpec,
+    UserMessage,
+)
+from harness_nb.providers import ModelRequest, ModelResponse, TextChunk, create_provider
+from harness_nb.providers.base import Provider
+from harness_nb.providers.openai import OpenAIProvider
+from harness_nb.testing.fake_server import FakeLLMServer
+
+pytestmark = pytest.mark.usefixtures("no_provider_env")
+
+WEATHER = ToolSpec(
+    name="get_weather",
+    description="Weather for a city.",
+    parameters={"type": "object", "properties": {"city": {"type": "string"}}},
+)
+REQUEST = ModelRequest(system="You are terse.", messages=[UserMessage(content="Weather?")], tools=[WEATHER])
+
+
+def pieces_transport(data: bytes, size: int = 7) -> httpx.MockTransport:
+    """Serve ``data`` byte for byte as an event stream, in ``size``-byte pieces."""
+
+    async def body() -> AsyncIterator[bytes]:
+        for i in range(0, len(data), size):
+            yield data[i : i + size]
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body())
+
+    return httpx.MockTransport(handler)
+
+
+async def collect(provider: Provider, request: ModelRequest = REQUEST) -> tuple[list[str], ModelResponse]:
+    chunks: list[str] = []
+    response = None
+    async for item in provider.stream(request):
+        if isinstance(item, TextChunk):
+            chunks.append(item.text)
+        else:
+            response = item
+    assert isinstance(response, ModelResponse)
+    return chunks, response
+
+
+ServeFixture = Callable[[str], Any]
+
+
+@pytest.fixture(params=["mock_transport", "fake_server"])
+async def serve_fixture(request: pytest.FixtureRequest, fixtures_dir: Path) -> AsyncIterator[ServeFixture]:
+    """Stream a captured fixture file to a provider, through MockTransport or over loopback."""
+    servers: list[FakeLLMServer] = []
+    providers: list[Provider] = []
+
+    async def serve(name: str) -> ModelResponse:
+        data = (fixtures_dir / "openai-sse" / name).read_bytes()
+        if request.param == "mock_transport":
+            provider = create_provider("openai/gpt-4o", api_key="sk-test", transport=pieces_transport(data))
+        else:
+            server = FakeLLMServer([{"raw": data}])
+            await server.start()
+            servers.append(server)
+            provider = create_provider("openai/gpt-4o", api_key="sk-test", base_url=server.url + "/v1")
+        providers.append(provider)
+        chunks, response = await collect(provider)
+        assert chunks == []  # these captured answers hold tool calls only
+        return response
+
+    yield serve
+    for p in providers:
+        await p.aclose()
+    for s in servers:
+        await s.aclose()
+
+
+async def test_single_tool_call_stream(serve_fixture: ServeFixture) -> None:
+    response = await serve_fixture("single_tool_call.txt")
+    assert response.message.content == ""
+    assert response.message.tool_calls == (
+        ToolCall(
+            id="call_c91SqDXlYFuETYv8mUHzz6pp",
+            name="GetWeatherArgs",
+            arguments='{"city":"Edinburgh","country":"UK","units":"c"}',
+        ),
+    )
+    assert response.stop_reason == "tool_use"
+    assert response.model == "gpt-4o-2024-08-06"
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (76, 24)
+    assert response.usage.cache_read_tokens == 0
+
+
+async def test_parallel_tool_calls_stream(serve_fixture: ServeFixture) -> None:
+    response = await serve_fixture("parallel_tool_calls.txt")
+    assert response.message.tool_calls == (
+        ToolCall(
+            id="call_JMW1whyEaYG438VE1OIflxA2",
+            name="GetWeatherArgs",
+            arguments='{"city": "Edinburgh", "country": "GB", "units": "c"}',
+        ),
+        ToolCall(
+            id="call_DNYTawLBoN8fj3KN6qU9N1Ou",
+            name="get_stock_price",
+            arguments='{"ticker": "AAPL", "exchange": "NASDAQ"}',
+        ),
+    )
+    assert response.stop_reason == "tool_use"
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (149, 60)
+
+
+async def test_stream_without_done_or_finish_reason_is_cut(fixtures_dir: Path) -> None:
+    data = (fixtures_dir / "openai-sse" / "single_tool_call.txt").read_bytes()
+    truncated = data[: data.index(b'"finish_reason":"tool_calls"') - 300]
+    truncated = truncated[: truncated.rindex(b"\n\n") + 2]  # ends cleanly between events
+    async with OpenAIProvider("gpt-4o", api_key="sk-test", transport=pieces_transport(truncated)) as p:
+        with pytest.raises(StreamCutError) as info:
+            await collect(p)
+    message = str(info.value)
+    assert "stream was cut" in message
+    assert "GetWeatherArgs" in message and "characters of arguments" in message
+
+
+async def test_streamed_text_and_tool_calls_from_fake_server() -> None:
+    steps = [
+        {
+            "text": "Let me look that up for you.",
+            "tool_calls": [
+                {"name": "get_weather", "arguments": {"city": "Edinburgh"}, "id": "call_1"},
+                {"name": "get_weather", "arguments": {"city": "Paris"}},
+            ],
+            "usage": {"input_tokens": 30, "output_tokens": 12, "cache_read_tokens": 20},
+        }
+    ]
+    async with FakeLLMServer(steps) as srv, create_provider("openai/gpt-4o", api_key="k", base_url=srv.url) as p:
+        chunks, response = await collect(p)
+    assert len(chunks) > 1 and "".join(chunks) == "Let me look that up for you."
+    assert [(c.id, c.name, c.arguments) for c in response.message.tool_calls] == [
+        ("call_1", "get_weather", '{"city": "Edinburgh"}'),
+        ("call_fake1", "get_weather", '{"city": "Paris"}'),
+    ]
+    # prompt_tokens counts the cached part; ours does not.
+    assert (response.usage.input_tokens, response.usage.cache_read_tokens, response.usage.output_tokens) == (30, 20, 12)
+    body = srv.requests[0].body
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+
+
+async def test_non_streaming_tool_calls() -> None:
+    steps = [{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Oslo"}, "id": "call_9"}]}]
+    async with FakeLLMServer(steps) as srv, create_provider("openai/gpt-4o", api_key="k", base_url=srv.url) as p:
+        response = await p.complete(REQUEST)
+    assert response.message.tool_calls == (ToolCall(id="call_9", name="get_weather", arguments='{"city": "Oslo"}'),)
+    assert response.message.content == ""
+    assert response.stop_reason == "tool_use"
+    assert "stream" not in srv.requests[0].body
+
+
+@pytest.mark.parametrize(
+    ("stop", "expected"),
+    [("end_turn", "end_turn"), ("max_tokens", "max_tokens"), ("refusal", "refusal")],
+)
+async def test_stop_reasons_are_normalised(stop: str, expected: str) -> None:
+    steps = [{"text": "x", "stop_reason": stop}] * 2  # fake server sends stop/length/content_filter
+    async with FakeLLMServer(steps) as srv, create_provider("openai/gpt-4o", api_key="k", base_url=srv.url) as p:
+        assert (await p.complete(REQUEST)).stop_reason == expected
+        assert (await collect(p))[1].stop_reason == expected
+
+
+HISTORY = [
+    UserMessage(content="What's the weather in Paris and Oslo?"),
+    AssistantMessage(
+        tool_calls=(
+            ToolCall(id="c1", name="get_weather", arguments='{"city": "Paris"}'),
+            ToolCall(id="c2", name="get_weather", arguments='{"city": "Oslo"}'),
+        )
+    ),
+    ToolResultMessage(tool_call_id="c1", name="get_weather", content="sunny"),
+    ToolResultMessage(tool_call_id="c2", name="get_weather", content="error: no data", is_error=True),
+]
+
+
+async def test_wire_mapping() -> None:
+    request = ModelRequest(system="Be brief.", messages=HISTORY, tools=[WEATHER], max_tokens=100, temperature=0.2)
+    async with FakeLLMServer([{"text": "ok"}]) as srv, create_provider(
+        "openai/gpt-4o", api_key="k", base_url=srv.url
+    ) as p:
+        await p.complete(request)
+    body = srv.requests[0].body
+    assert body["model"] == "gpt-4o"
+    assert body["messages"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "What's the weather in Paris and Oslo?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}},
+                {"id": "c2", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}},
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+        {"role": "tool", "tool_call_id": "c2", "content": "error: no data"},
+    ]
+    assert body["tools"] == [
+        {
+            "type": "function",
+            "function": {"name": "get_weather", "description": "Weather for a city.", "parameters": WEATHER.parameters},
+        }
+    ]
+    assert body["max_completion_tokens"] == 100 and body["temperature"] == 0.2
+    assert srv.requests[0].headers["authorization"] == "Bearer k"
+
+
+@pytest.mark.parametrize(
+    ("model", "setting", "shape"),
+    [
+        ("openai/m", None, {"content": None}),
+        ("openai-compatible/m", None, {"content": ""}),
+        ("ollama/m", None, {"content": ""}),
+        ("openai/m", "null", {"content": None}),
+        ("openai/m", "empty_string", {"content": ""}),
+        ("openai/m", "omit", {}),
+    ],
+)
+async def test_empty_content_shapes(model: str, setting: str | None, shape: dict[str, Any]) -> None:
+    options = {"empty_content": setting} if setting else {}
+    async with FakeLLMServer([{"text": "ok"}]) as srv, create_provider(
+        model, api_key="k", base_url=srv.url, **options
+    ) as p:
+        await p.complete(ModelRequest(system="", messages=HISTORY[:3]))
+    assistant = srv.requests[0].body["messages"][1]
+    assert {k: v for k, v in assistant.items() if k == "content"} == shape
+    assert [c["id"] for c in assistant["tool_calls"]] == ["c1", "c2"]
+
+
+def test_bad_empty_content_setting() -> None:
+    with pytest.raises(ConfigError, match="empty_content must be one of null, empty_string, omit"):
+        OpenAIProvider("m", api_key="k", empty_content="none")  # type: ignore[arg-type]
+
+
+async def test_compatible_servers_get_max_tokens_and_no_key_when_none_set() -> None:
+    async with FakeLLMServer([{"text": "ok"}]) as srv, create_provider(
+        "openai-compatible/meta-llama/Llama-3-8B", base_url=srv.url + "/v1"
+    ) as p:
+        response = await p.complete(ModelRequest(system="", messages=[UserMessage(content="hi")], max_tokens=50))
+    assert response.message.content == "ok"
+    request = srv.requests[0]
+    assert request.path == "/v1/chat/completions"
+    assert request.body["model"] == "meta-llama/Llama-3-8B" and request.body["max_tokens"] == 50
+    assert "authorization" not in request.headers
+
+
+def test_keys_and_base_urls_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ConfigError, match="set OPENAI_API_KEY"):
+        create_provider("openai/gpt-4o")
+    with pytest.raises(ConfigError, match="needs the server's base URL: set OPENAI_BASE_URL"):
+        create_provider("openai-compatible/m")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+    monkeypatch.setenv("OLLAMA_HOST", "gpu-box:11434")
+    assert create_provider("openai/gpt-4o").base_url == "https://api.openai.com/v1"  # type: ignore[attr-defined]
+    ollama = create_provider("ollama/qwen2.5:7b")
+    assert ollama.base_url == "http://gpu-box:11434/v1"  # type: ignore[attr-defined]
+    assert ollama.model_id == "ollama/qwen2.5:7b"
+    assert ollama.headers() == {}  # type: ignore[attr-defined]  # an OpenAI key never goes to Ollama
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://vllm:8000/v1/")
+    compatible = create_provider("openai-compatible/m")
+    assert compatible.base_url == "http://vllm:8000/v1"  # type: ignore[attr-defined]
+
+
+async def test_drop_mid_stream_raises_stream_cut() -> None:
+    async with FakeLLMServer([{"fault": "drop_mid_stream"}]) as srv, create_provider(
+        "openai/gpt-4o", api_key="k", base_url=srv.url
+    ) as p:
+        with pytest.raises(StreamCutError) as info:
+            await collect(p)
+    assert "stream was cut" in str(info.value)
+    assert "write_file" in str(info.value)
+    assert len(srv.requests) == 1  # bytes had arrived: never retried
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+async def test_malformed_json_is_a_provider_error(streaming: bool) -> None:
+    async with FakeLLMServer([{"fault": "malformed_json"}]) as srv, create_provider(
+        "openai/gpt-4o", api_key="k", base_url=srv.url
+    ) as p:
+        with pytest.raises(ProviderError, match="not JSON") as info:
+            await (collect(p) if streaming else p.complete(REQUEST))
+    assert not isinstance(info.value, StreamCutError)
+    assert len(srv.requests) == 1
+
+
+async def test_error_event_inside_a_stream() -> None:
+    raw = (
+        'data: {"choices":[{"index":0,"delta":{"content":"Hel"}}]}\n\n'
+        'data: {"error":{"message":"The server had an error","type":"server_error"}}\n\n'
+    )
+    async with FakeLLMServer([{"raw": raw}]) as srv, create_provider(
+        "openai/gpt-4o", api_key="k", base_url=srv.url
+    ) as p:
+        with pytest.raises(ProviderError, match="The server had an error") as info:
+            await collect(p)
+    assert info.value.retryable and len(srv.requests) == 1
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+async def test_unexpected_answer_shape_is_one_provider_error(streaming: bool) -> None:
+    if streaming:
+        step = {"raw": 'data: {"choices": "not a list"}\n\ndata: [DONE]\n\n'}
+    else:
+        step = {"raw": '{"choices": [{"message": "just text"}]}', "content_type": "application/json"}
+    async with FakeLLMServer([step]) as srv, create_provider(
+        "openai/gpt-4o", api_key="k", base_url=srv.url
+    ) as p:
+        with pytest.raises(ProviderError, match="unexpected shape"):
+            await (collect(p) if streaming else p.complete(REQUEST))
+
+
+async def test_stream_usage_can_be_left_out_for_servers_that_reject_it() -> None:
+    async with FakeLLMServer([{"text": "ok"}]) as srv, create_provider(
+        "openai-compatible/m", base_url=srv.url, stream_usage=False
+    ) as p:
+        chunks, response = await collect(p)
+    assert "".join(chunks) == "ok" and response.usage.output_tokens == 0
+    assert "stream_options" not in srv.requests[0].body
