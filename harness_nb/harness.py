@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -218,11 +219,58 @@ class Harness:
             )
         return self._engine
 
-    async def run(self, prompt: str, *, on_event: EventSink | None = None) -> RunResult:
-        """Run the main agent on ``prompt`` in the ongoing conversation."""
+    def configure(
+        self,
+        *,
+        model: str | None = None,
+        approval_policy: ApprovalPolicy | None = None,
+        max_turns: int | None = None,
+        token_budget: int | None = None,
+        background_approvals: BackgroundApprovals | None = None,
+    ) -> None:
+        """Change settings between runs; the conversation is kept."""
+        if model is not None and model != self.model:
+            self._model, self._provider = model, None
+            if self._engine is not None:
+                self._engine.provider = self.provider
+        if approval_policy is not None and approval_policy != self.approval_policy:
+            others = [h for h in self.hooks.hooks if not isinstance(h, DangerHook | AskAllHook)]
+            self.hooks.hooks = [*self._policy_hooks(approval_policy), *others]
+            self.approval_policy = approval_policy
+        if max_turns is not None or token_budget is not None:
+            self.limits = replace(
+                self.limits,
+                max_turns=max_turns if max_turns is not None else self.limits.max_turns,
+                token_budget=(token_budget or None) if token_budget is not None else self.limits.token_budget,
+            )
+            if self._engine is not None:
+                self._engine.limits = self.limits
+        if background_approvals is not None:
+            self.runner.background_approvals = background_approvals
+
+    async def run(
+        self,
+        prompt: str,
+        *,
+        on_event: EventSink | None = None,
+        model: str | None = None,
+        max_turns: int | None = None,
+    ) -> RunResult:
+        """Run the main agent on ``prompt`` in the ongoing conversation. ``model`` and
+        ``max_turns`` apply to this run only."""
         engine = self.engine
         engine.approval = self.approval
-        return await engine.run(prompt, on_event=on_event)
+        saved = engine.provider, engine.limits
+        if model is not None:
+            engine.provider = self._make_provider(model)
+        if max_turns is not None:
+            engine.limits = replace(engine.limits, max_turns=max_turns)
+        try:
+            return await engine.run(prompt, on_event=on_event)
+        finally:
+            if engine.provider is not saved[0]:
+                await engine.provider.aclose()
+            engine.provider, engine.limits = saved
 
     async def run_stream(self, prompt: str) -> AsyncIterator[Event]:
         """Yield the events of a main-agent run as they happen."""

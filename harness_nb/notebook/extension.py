@@ -1,15 +1,65 @@
-"""Registration of the notebook layer. For now only a marker that the extension loaded;
-the magics arrive with the notebook issue."""
+"""``%load_ext harness_nb``: register the magics, the input transformers and the settings.
+Nothing runs and no folder is created until a magic is used."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from .controller import NotebookHarness
+from .magics import HarnessMagics, sync_agent_magics
+from .transform import PromptMagicTransformer, await_our_magics
 
-def load(ipython: Any) -> None:
-    """Register harness_nb with ``ipython``."""
-    ipython.user_ns.setdefault("_harness_nb_loaded", True)
+_STATE = "_harness_nb"
 
 
-def unload(ipython: Any) -> None:
-    ipython.user_ns.pop("_harness_nb_loaded", None)
+def _post_transform(lines: list[str]) -> list[str]:
+    from IPython import get_ipython
+
+    return await_our_magics(lines, get_ipython())
+
+
+def load(shell: Any) -> None:
+    """Register harness_nb with ``shell`` (a second load is a no-op)."""
+    if getattr(shell, _STATE, None) is not None:
+        return
+    controller = NotebookHarness(shell)
+    setattr(shell, _STATE, controller)
+    shell.configurables.append(controller.config)
+    shell.register_magics(HarnessMagics(shell, controller))
+    token_transformers = shell.input_transformer_manager.token_transformers
+    if PromptMagicTransformer not in token_transformers:
+        token_transformers.insert(0, PromptMagicTransformer)
+    if _post_transform not in shell.input_transformers_post:
+        shell.input_transformers_post.append(_post_transform)
+
+    def refresh_agents(*_args: Any) -> None:
+        # agent files added or edited since the last cell become %@name magics now
+        harness = controller.harness()
+        if harness.registry.changed_on_disk():
+            harness.registry.reload()
+        sync_agent_magics(shell, controller)
+
+    controller.refresh_agents = refresh_agents  # type: ignore[attr-defined]
+    shell.events.register("pre_run_cell", refresh_agents)
+    sync_agent_magics(shell, controller)
+
+
+def unload(shell: Any) -> None:
+    """Remove what ``load`` registered and stop background work."""
+    controller: NotebookHarness | None = getattr(shell, _STATE, None)
+    if controller is None:
+        return
+    shell.events.unregister("pre_run_cell", controller.refresh_agents)  # type: ignore[attr-defined]
+    if _post_transform in shell.input_transformers_post:
+        shell.input_transformers_post.remove(_post_transform)
+    token_transformers = shell.input_transformer_manager.token_transformers
+    if PromptMagicTransformer in token_transformers:
+        token_transformers.remove(PromptMagicTransformer)
+    magics = shell.magics_manager.magics
+    for kind in ("line", "cell"):
+        for name in [n for n in magics[kind] if n.startswith("@") or n in ("agent", "agents", "task")]:
+            magics[kind].pop(name, None)
+    if controller.config in shell.configurables:
+        shell.configurables.remove(controller.config)
+    controller.close()
+    setattr(shell, _STATE, None)

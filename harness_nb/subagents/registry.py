@@ -107,6 +107,7 @@ class AgentRegistry:
         self.overrides: list[AgentOverride] = []
         self._registered: dict[str, SubAgentDefinition] = {}
         self._defs: dict[str, SubAgentDefinition] = {}
+        self._signature: tuple[tuple[str, int, int], ...] = ()
         self.reload()
 
     def search_dirs(self) -> list[tuple[Path, str]]:
@@ -142,7 +143,25 @@ class AgentRegistry:
             level = logging.WARNING if SKIPPED in warning else logging.INFO
             logger.log(level, "%s", warning)
         self.warnings = loaded.warnings
+        self._signature = self.disk_signature()
         self._replace(defs)
+
+    def disk_signature(self) -> tuple[tuple[str, int, int], ...]:
+        """Path, modification time and size of every agent file (cheap: a stat each)."""
+        stamps = []
+        for folder, _label in self.search_dirs():
+            if folder.is_dir():
+                for path in folder.rglob("*.md"):
+                    try:
+                        st = path.stat()
+                    except OSError:
+                        continue
+                    stamps.append((str(path), st.st_mtime_ns, st.st_size))
+        return tuple(sorted(stamps))
+
+    def changed_on_disk(self) -> bool:
+        """Whether an agent file was added, edited or removed since the last (re)load."""
+        return self.disk_signature() != self._signature
 
     def register(self, defn: SubAgentDefinition) -> None:
         """Add or replace a definition from code. It outranks files and survives reload."""

@@ -1,0 +1,26 @@
+"""Public test helpers: an offline scripted model, a fake LLM server speaking the OpenAI and
+Anthropic APIs over real HTTP, and a kernel driver that acts as a Jupyter frontend."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..providers.scripted import ScriptedProvider
+
+__all__ = ["FakeLLMServer", "KernelDriver", "ScriptedProvider"]
+
+if TYPE_CHECKING:
+    from .fake_server import FakeLLMServer
+    from .kernel_driver import KernelDriver
+
+
+def __getattr__(name: str) -> Any:
+    if name == "FakeLLMServer":
+        from .fake_server import FakeLLMServer
+
+        return FakeLLMServer
+    if name == "KernelDriver":
+        from .kernel_driver import KernelDriver
+
+        return KernelDriver
+    raise AttributeError(name)

@@ -1,0 +1,265 @@
+"""``NotebookHarness``: the extension's state in one kernel — settings, the ``Harness``,
+run views, and the routing of background completions back to the cells that launched
+them."""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import Awaitable, Callable, Coroutine
+from pathlib import Path
+from typing import Any, cast
+
+from IPython.core.error import UsageError
+from IPython.display import display
+
+from ..core import HarnessError
+from ..harness import ApprovalPolicy, Harness
+from ..subagents import BackgroundApprovals, TaskEntry, TaskStatus
+from ..textview import TextView
+from .config import HarnessNB
+from .kernel_tools import kernel_tools
+from .reply import AgentReply
+from .view import RunView
+
+TICK = 0.1  # seconds; keeps the loop waking so an interrupt is seen during an approval wait
+
+
+class Pending:
+    """What our magics return: an awaitable that the input transformer awaits. If it is not
+    awaited (a call inside a ``def``), its repr says how to run it."""
+
+    def __init__(self, coro: Coroutine[Any, Any, Any], label: str) -> None:
+        self._coro = coro
+        self.label = label
+        self._awaited = False
+
+    def __await__(self) -> Any:
+        self._awaited = True
+        return self._coro.__await__()
+
+    def __repr__(self) -> str:
+        return f"<{self.label}: not run yet — put the magic at the top level of a cell, or `await` this>"
+
+    def __del__(self) -> None:
+        # Never awaited: close it quietly instead of a "never awaited" RuntimeWarning. (Once
+        # awaited, the awaiting frame holds the coroutine; this object may go first.)
+        if not self._awaited:
+            self._coro.close()
+
+
+async def _value(value: Any) -> Any:
+    return value
+
+
+def done(value: Any = None, label: str = "harness_nb") -> Pending:
+    """A ``Pending`` that just returns ``value`` (every branch of a magic returns one)."""
+    return Pending(_value(value), label)
+
+
+async def _ticker() -> None:
+    while True:
+        await asyncio.sleep(TICK)
+
+
+async def with_ticker(awaitable: Awaitable[Any]) -> Any:
+    """Await ``awaitable`` while a ticker keeps the kernel's loop waking up."""
+    tick = asyncio.get_running_loop().create_task(_ticker(), name="harness_nb:ticker")
+    try:
+        return await awaitable
+    finally:
+        tick.cancel()
+
+
+class NotebookHarness:
+    """One per kernel: builds the ``Harness`` from the ``HarnessNB`` settings and runs it in
+    cells with a live view."""
+
+    def __init__(self, shell: Any) -> None:
+        self.shell = shell
+        self.config = HarnessNB(parent=shell)
+        self._harness: Harness | None = None
+        self._harness_key: tuple[Any, ...] | None = None
+        self._views: weakref.WeakValueDictionary[str, RunView] = weakref.WeakValueDictionary()
+
+    @property
+    def widgets_enabled(self) -> bool:
+        """Widgets need a kernel (terminal IPython has none): there we print text."""
+        return getattr(self.shell, "kernel", None) is not None
+
+    def harness(self) -> Harness:
+        """The harness for the current settings (rebuilt when the working directory or the
+        agent folders change; other settings apply to the existing one)."""
+        c = self.config
+        workdir = str(c.workdir or ".")
+        policy = cast(ApprovalPolicy, c.approval_policy)
+        background = cast(BackgroundApprovals, c.background_approvals)
+        key = (str(Path(workdir).expanduser().resolve()), tuple(c.agent_dirs), c.record_to, c.kernel_tools)
+        if self._harness is None or key != self._harness_key:
+            if self._harness is not None:
+                self._close_later(self._harness)
+            extra = kernel_tools(self.shell) if c.kernel_tools else []
+            self._harness = Harness(
+                c.model or None,
+                workdir=workdir,
+                extra_tools=extra,
+                approval_policy=policy,
+                max_turns=c.max_turns,
+                token_budget=c.token_budget or None,
+                offload_chars=c.offload_chars,
+                record_to=c.record_to,
+                agent_dirs=c.agent_dirs,
+                background_approvals=background,
+            )
+            self._harness_key = key
+            self._harness.tracker.listeners.append(self._on_task_change)
+        else:
+            self._harness.configure(
+                model=c.model or None,
+                approval_policy=policy,
+                max_turns=c.max_turns,
+                token_budget=c.token_budget,
+                background_approvals=background,
+            )
+        return self._harness
+
+    def close(self) -> None:
+        """Stop background work (on unload)."""
+        if self._harness is not None:
+            self._close_later(self._harness)
+            self._harness = None
+
+    def _close_later(self, harness: Harness) -> None:
+        try:
+            asyncio.get_running_loop().create_task(harness.aclose(), name="harness_nb:close-old")
+        except RuntimeError:
+            pass
+
+    # ------------------------------------------------------------------ views
+    def unattended(self) -> str | None:
+        """The unattended decision when the frontend cannot answer: nbclient, nbval and
+        papermill send ``allow_stdin=false``; JupyterLab and Notebook send true."""
+        kernel = getattr(self.shell, "kernel", None)
+        if kernel is None:
+            return None
+        try:
+            parent = kernel.get_parent("shell")
+        except Exception:
+            return None
+        if parent and parent.get("content", {}).get("allow_stdin") is False:
+            return str(self.config.unattended_approvals)
+        return None
+
+    def new_view(self, agent: str, model: str, *, title: str = "", own_task: str | None = None) -> RunView | TextView:
+        """Show a view for a run in the current cell and return it."""
+        if not self.widgets_enabled:
+            return TextView()
+        harness = self._harness
+        tracker = harness.tracker if harness is not None else None
+
+        def describe(task_id: str) -> str:
+            entry = tracker.find(task_id) if tracker is not None else None
+            return entry.description if entry is not None else ""
+
+        view = RunView(
+            agent, model, title=title, rate=self.config.updates_per_second, own_task=own_task, describe_task=describe
+        )
+        display(view)
+        return view
+
+    def approval_for(self, view: RunView | TextView) -> Any:
+        if isinstance(view, RunView):
+            return view.approval_channel(timeout=self.config.approval_timeout, unattended=self.unattended())
+        from ..cli import _terminal_approval
+
+        return _terminal_approval(False)
+
+    def _track(self, view: RunView | TextView) -> Callable[[Any], None]:
+        """The view's event sink, also noting which background tasks it launched."""
+        if not isinstance(view, RunView):
+            return view
+
+        def sink(event: Any) -> None:
+            view(event)
+            for task_id in view.task_ids:
+                self._views.setdefault(task_id, view)
+
+        return sink
+
+    def _on_task_change(self, entry: TaskEntry) -> None:
+        """Post a finished background task into the cell that launched it."""
+        if not (entry.background and entry.done) or entry.meta.get("posted"):
+            return
+        view = self._views.get(entry.id)
+        if view is None:
+            return
+        entry.meta["posted"] = True
+        view.post_completion(completion_markdown(entry))
+        if view.own_task == entry.id:
+            view.finish("done" if entry.status is TaskStatus.COMPLETED else str(entry.status))
+
+    # ------------------------------------------------------------------ runs
+    async def run_main(self, prompt: str, *, model: str | None, max_turns: int | None) -> AgentReply:
+        h = self.harness()
+        if not prompt.strip():
+            raise UsageError("%%agent needs a prompt: write it in the cell body (or after %agent on the line)")
+        view = self.new_view("main", model or h.model or "(no model)")
+        h.approval = self.approval_for(view)
+        try:
+            result = await with_ticker(h.run(prompt, on_event=self._track(view), model=model, max_turns=max_turns))
+        except asyncio.CancelledError:
+            _finish(view, "interrupted")
+            raise
+        except HarnessError as exc:
+            _finish(view, "failed")
+            raise UsageError(str(exc)) from None
+        _finish(view, "done")
+        return AgentReply(result.final_text, usage=result.usage, result=result)
+
+    async def run_direct(self, agent: str, prompt: str) -> AgentReply:
+        h = self.harness()
+        if not prompt.strip():
+            raise UsageError(f"%@{agent} needs a prompt, e.g. %@{agent} summarise data.csv")
+        definition = h.registry.get(agent)
+        model = definition.model if definition.model and "/" in definition.model else h.model or "(no model)"
+        view = self.new_view(agent, model)
+        h.approval = self.approval_for(view)
+        try:
+            result = await with_ticker(h.run_subagent(agent, prompt, on_event=self._track(view)))
+        except asyncio.CancelledError:
+            _finish(view, "interrupted")
+            raise
+        except HarnessError as exc:
+            _finish(view, "failed")
+            raise UsageError(str(exc)) from None
+        _finish(view, "done")
+        entry = h.tracker.list()[-1]
+        return AgentReply(result.final_text, usage=result.usage, result=result, task_id=entry.id)
+
+    def start_background(self, agent: str, prompt: str) -> str:
+        """Start ``agent`` in the background from this cell; its progress and result land
+        here. Returns the task id."""
+        h = self.harness()
+        if not prompt.strip():
+            raise UsageError("a background run needs a prompt")
+        definition = h.registry.get(agent)
+        view = self.new_view(definition.name, h.model or "(no model)", title="background")
+        h.approval = self.approval_for(view)
+        # the task does not run before this function returns, so no event is missed
+        handle = h.start_subagent(definition.name, prompt, on_event=self._track(view))
+        if isinstance(view, RunView):
+            view.own_task = handle.id
+            view.set_title(f"background {handle.id}")
+            self._views[handle.id] = view
+        return handle.id
+
+
+def _finish(view: RunView | TextView, state: str) -> None:
+    if isinstance(view, RunView):
+        view.finish(state)
+
+
+def completion_markdown(entry: TaskEntry) -> str:
+    """How a finished background task is shown in its cell and by ``%task wait``."""
+    body = entry.result if entry.status is TaskStatus.COMPLETED else (entry.error or "")
+    return f"**{entry.id}** · {entry.agent} · {entry.status} · {entry.usage.summary()}\n\n{body}"

@@ -1,0 +1,278 @@
+"""The magics: ``%%agent``, ``%agent``, ``%@<name>``, ``%agents`` and ``%task``.
+
+Every magic returns a ``Pending`` awaitable; the input transformer puts ``await`` in front
+of top-level calls, so runs happen on the kernel's loop while the cell shows busy.
+"""
+
+from __future__ import annotations
+
+import html
+import shlex
+from typing import TYPE_CHECKING, Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.display import HTML, Markdown, display
+
+from ..core import HarnessError, UnknownNameError
+from ..subagents import TaskStatus
+from .controller import NotebookHarness, Pending, completion_markdown, done, with_ticker
+from .reply import AgentReply
+
+if TYPE_CHECKING:
+    from ..subagents import TaskEntry
+
+_VALUE_OPTIONS = {"--model", "-m", "--max-turns", "--agent", "-a", "--timeout"}
+
+
+def split_options(line: str) -> tuple[str, str]:
+    """Split ``--opt value … prompt text`` into (options, prompt); the prompt is kept verbatim
+    (quotes, apostrophes, braces and a trailing ``?`` included)."""
+    rest = line.lstrip()
+    options: list[str] = []
+    while rest.startswith("-"):
+        token, _, tail = rest.partition(" ")
+        options.append(token)
+        rest = tail.lstrip()
+        if token in _VALUE_OPTIONS and "=" not in token:
+            value, _, tail = rest.partition(" ")
+            if not value:
+                raise UsageError(f"{token} needs a value")
+            options.append(value)
+            rest = tail.lstrip()
+        if token == "--":
+            options.pop()
+            break
+    return " ".join(shlex.quote(o) for o in options), rest
+
+
+@magics_class
+class HarnessMagics(Magics):
+    """Magics of harness_nb (one instance per shell)."""
+
+    def __init__(self, shell: Any, controller: NotebookHarness) -> None:
+        super().__init__(shell)
+        self.controller = controller
+
+    @magic_arguments()
+    @argument("--model", "-m", default=None, help="provider/model for this run only")
+    @argument("--max-turns", type=int, default=None, help="most LLM calls for this run")
+    @argument("--bg", action="store_true", help="run in the background (as --agent, default general-purpose)")
+    @argument("--agent", "-a", default="general-purpose", help="the subagent a --bg run uses")
+    @argument("--new", action="store_true", help="start a new conversation first")
+    @no_var_expand
+    @line_cell_magic
+    def agent(self, line: str, cell: str | None = None) -> Pending:
+        """Run the main agent on the cell body (or the rest of the line).
+
+        %%agent [--model M] [--max-turns N] [--new]       foreground, in the ongoing conversation
+        %%agent --bg [--agent NAME]                        in the background; the result lands here
+        %agent --new                                       forget the conversation
+        """
+        options, rest = split_options(line)
+        args = parse_argstring(self.agent, options)
+        prompt = cell if cell is not None else rest
+        if cell is not None and rest:
+            raise UsageError(f"unexpected text after the options of %%agent: {rest!r}; put the prompt in the cell body")
+        c = self.controller
+        if args.new:
+            c.harness().new_conversation()
+            if not prompt.strip():
+                return done(None)
+        if args.bg:
+            task_id = c.start_background(args.agent, prompt)
+            return done(None, f"background {task_id}")
+        return Pending(c.run_main(prompt, model=args.model, max_turns=args.max_turns), "agent run")
+
+    @magic_arguments()
+    @argument("--reload", action="store_true", help="re-read the agent folders first")
+    @line_magic
+    def agents(self, line: str) -> Pending:
+        """List the registered subagents: name, source file, tools, model; and the warnings
+        of agent files that could not be (fully) loaded."""
+        args = parse_argstring(self.agents, line)
+        h = self.controller.harness()
+        if args.reload:
+            h.registry.reload()
+        sync_agent_magics(self.shell, self.controller)
+        display(AgentTable(h))
+        return done(None)
+
+    @no_var_expand
+    @line_magic
+    def task(self, line: str) -> Pending:
+        """Background tasks.
+
+        %task                   list (id, agent, description, state, elapsed, tokens)
+        %task show ID           progress log and result
+        %task wait ID [--timeout S]   wait, then show the result in this cell
+        %task stop ID           cancel it
+        %task send ID message   steer a running subagent (it reads it at its next turn)
+        """
+        h = self.controller.harness()
+        command, _, rest = line.strip().partition(" ")
+        command = command or "list"
+        rest = rest.strip()
+        if command == "list":
+            display(TaskTable(h.tracker.list()))
+            return done(None)
+        if command not in {"show", "wait", "stop", "send"}:
+            raise UsageError(f"unknown %task command {command!r}; use list, show, wait, stop or send")
+        task_id, _, tail = rest.partition(" ")
+        if not task_id:
+            raise UsageError(f"%task {command} needs a task id; ids: {', '.join(e.id for e in h.tracker.list()) or '(none)'}")
+        try:
+            entry = h.tracker.get(task_id)
+        except UnknownNameError as exc:
+            raise UsageError(str(exc)) from None
+        if command == "show":
+            display(Markdown(task_details(entry)))
+            return done(None)
+        if command == "stop":
+            if entry.done:
+                print(f"{task_id} already ended ({entry.status})")
+            else:
+                h.tracker.cancel(task_id)
+                print(f"{task_id} ({entry.agent}) cancelled")
+            return done(None)
+        if command == "send":
+            if not tail.strip():
+                raise UsageError("%task send ID message: the message is missing")
+            return Pending(self._send(task_id, tail.strip()), f"%task send {task_id}")
+        timeout = None
+        if tail.strip():
+            opts = parse_argstring(self.task_wait_options, tail)
+            timeout = opts.timeout
+        return Pending(self._wait(task_id, timeout), f"%task wait {task_id}")
+
+    @magic_arguments()
+    @argument("--timeout", type=float, default=None)
+    def task_wait_options(self, line: str) -> None:  # parser holder for `%task wait ID --timeout S`
+        """Options of %task wait."""
+
+    async def _send(self, to: str, message: str) -> None:
+        try:
+            print(await self.controller.harness().router.send(to, message, "user"))
+        except HarnessError as exc:
+            raise UsageError(str(exc)) from None
+
+    async def _wait(self, task_id: str, timeout: float | None) -> AgentReply | None:
+        h = self.controller.harness()
+        entry = await with_ticker(h.tracker.wait(task_id, timeout))
+        if not entry.done:
+            print(f"{task_id} still running after {timeout:g} s")
+            return None
+        entry.delivered = True
+        # Re-post from this cell: nbclient/nbval and late frontends only keep outputs whose
+        # parent is the cell they executed, so the launching cell's live update is not enough.
+        if entry.status is not TaskStatus.COMPLETED:
+            display(Markdown(completion_markdown(entry)))
+            return None
+        return AgentReply(entry.result or "", usage=entry.usage, task_id=entry.id)
+
+
+def make_direct_magic(controller: NotebookHarness, name: str) -> Any:
+    """The ``%@name`` / ``%%@name`` magic for subagent ``name``."""
+
+    @no_var_expand
+    def direct(line: str, cell: str | None = None) -> Pending:
+        prompt = line if cell is None else (f"{line}\n{cell}" if line.strip() else cell)
+        return Pending(controller.run_direct(name, prompt.strip()), f"%@{name}")
+
+    direct.__doc__ = f"Run subagent {name!r} directly on the prompt (foreground), bypassing the main agent."
+    return direct
+
+
+def sync_agent_magics(shell: Any, controller: NotebookHarness) -> None:
+    """Register ``%@name`` for every agent in the registry, dropping stale ones."""
+    registry = controller.harness().registry
+    current = set(registry.names())
+    registered: set[str] = getattr(controller, "_agent_magics", set())
+    if current == registered and getattr(controller, "_agent_version", None) == registry.version:
+        return
+    magics = shell.magics_manager.magics
+    for name in registered - current:
+        magics["line"].pop("@" + name, None)
+        magics["cell"].pop("@" + name, None)
+    for name in current:
+        fn = make_direct_magic(controller, name)
+        shell.register_magic_function(fn, "line_cell", "@" + name)
+    controller._agent_magics = current  # type: ignore[attr-defined]
+    controller._agent_version = registry.version  # type: ignore[attr-defined]
+
+
+class AgentTable:
+    """``%agents`` output: an HTML table and a plain-text table."""
+
+    def __init__(self, harness: Any) -> None:
+        self.definitions = harness.registry.list()
+        self.warnings = list(harness.registry.warnings)
+        self.default_model = harness.model or "(not configured)"
+
+    def _rows(self) -> list[tuple[str, str, str, str]]:
+        rows = []
+        for d in self.definitions:
+            tools = "(all of the main agent's)" if d.tools is None else (", ".join(d.tools) or "(none)")
+            rows.append((d.name, str(d.source), tools, d.model or f"inherit ({self.default_model})"))
+        return rows
+
+    def __repr__(self) -> str:
+        lines = [f"{name}  [{source}]\n    tools: {tools}\n    model: {model}" for name, source, tools, model in self._rows()]
+        lines += [f"warning: {w}" for w in self.warnings]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        cells = "".join(
+            f"<tr><td><b>@{html.escape(n)}</b></td><td><code>{html.escape(s)}</code></td>"
+            f"<td>{html.escape(t)}</td><td>{html.escape(m)}</td></tr>"
+            for n, s, t, m in self._rows()
+        )
+        warn = "".join(f"<li>{html.escape(w)}</li>" for w in self.warnings)
+        warn_html = f"<p><b>Agent files with problems:</b></p><ul>{warn}</ul>" if warn else ""
+        return (
+            "<table><tr><th>agent</th><th>source</th><th>tools</th><th>model</th></tr>"
+            f"{cells}</table>{warn_html}"
+        )
+
+
+class TaskTable:
+    """``%task`` output: one row per task."""
+
+    def __init__(self, entries: list[TaskEntry]) -> None:
+        self.entries = entries
+
+    def _rows(self) -> list[tuple[str, ...]]:
+        return [
+            (e.id, e.agent, e.description, str(e.status), f"{e.elapsed:.1f} s", f"{e.usage.total_tokens:,}")
+            for e in self.entries
+        ]
+
+    def __repr__(self) -> str:
+        if not self.entries:
+            return "no tasks yet"
+        head = ("id", "agent", "description", "state", "elapsed", "tokens")
+        rows = [head, *self._rows()]
+        widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+        return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
+
+    def _repr_html_(self) -> str:
+        if not self.entries:
+            return "<i>no tasks yet</i>"
+        head = "".join(f"<th>{h}</th>" for h in ("id", "agent", "description", "state", "elapsed", "tokens"))
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in self._rows())
+        return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def task_details(entry: TaskEntry) -> str:
+    """``%task show``: header, progress log, result."""
+    log = "\n".join(f"    {line}" for line in entry.log) or "    (no progress yet)"
+    parts = [
+        f"**{entry.id}** · {entry.agent} · {entry.status} · {entry.elapsed:.1f} s · {entry.usage.summary()}",
+        f"*{entry.description}*",
+        "progress:\n\n" + log,
+    ]
+    if entry.done:
+        body = entry.result if entry.status is TaskStatus.COMPLETED else entry.error
+        parts.append(f"result:\n\n{body or ''}")
+    return "\n\n".join(parts)

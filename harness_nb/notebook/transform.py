@@ -1,0 +1,104 @@
+"""Input transformers that make our magics behave in a cell.
+
+* ``PromptMagicTransformer`` (token level, runs before IPython's ``?`` help handling): a line
+  ``%@explore what is this?`` stays a magic call with the ``?`` in the prompt, instead of
+  becoming a help request. A bare ``%@explore?`` is left to help.
+* ``await_our_magics`` (after the cell is turned into Python): every call of one of our magics
+  that is not inside a function gets ``await`` in front, so the run happens on the kernel's
+  own loop — the cell stays busy, Run-All stays sequential, and widget clicks still arrive.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import tokenize
+from typing import Any
+
+from IPython.core.inputtransformer2 import EscapedCommand
+
+OUR_LINE_MAGICS = ("agent", "agents", "task", "team")
+_HELP_REQUEST = re.compile(r"^%{1,2}@?[\w.-]+\?{1,2}$")
+
+
+class PromptMagicTransformer(EscapedCommand):
+    """Parses ``%@name …?`` and ``%agent …?`` as magic calls (priority above HelpEnd's 5)."""
+
+    priority = 1
+
+    @classmethod
+    def find(cls, tokens_by_line: list[list[tokenize.TokenInfo]]) -> PromptMagicTransformer | None:
+        for line in tokens_by_line:
+            ix = 0
+            while ix < len(line) and line[ix].type in (tokenize.INDENT, tokenize.DEDENT, tokenize.NL):
+                ix += 1
+            if ix + 2 >= len(line) or line[ix].string != "%":
+                continue
+            name = line[ix + 1].string
+            if name != "@" and name not in OUR_LINE_MAGICS:
+                continue
+            text = line[ix].line.strip()
+            if not text.rstrip().endswith("?") or _HELP_REQUEST.match(text):
+                continue
+            return cls(line[ix].start)
+        return None
+
+
+def _is_our_call(node: ast.Call) -> bool:
+    func = node.func
+    if not (isinstance(func, ast.Attribute) and func.attr in ("run_line_magic", "run_cell_magic")):
+        return False
+    inner = func.value
+    if not (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id == "get_ipython"):
+        return False
+    if not node.args or not isinstance(node.args[0], ast.Constant) or not isinstance(node.args[0].value, str):
+        return False
+    name = node.args[0].value
+    return name.startswith("@") or name in OUR_LINE_MAGICS
+
+
+class _Finder(ast.NodeVisitor):
+    def __init__(self) -> None:
+        self.spots: list[tuple[int, int]] = []
+        self._awaited: set[int] = set()
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        return  # `await` is not allowed in a plain function: leave those calls alone
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        return
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        return
+
+    def visit_Await(self, node: ast.Await) -> None:
+        self._awaited.add(id(node.value))
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if _is_our_call(node) and id(node) not in self._awaited:
+            self.spots.append((node.lineno, node.col_offset))
+        self.generic_visit(node)
+
+
+def await_our_magics(lines: list[str], shell: Any = None) -> list[str]:
+    """Insert ``await`` before top-level calls of our magics (needs ``%autoawait`` on)."""
+    if not any("get_ipython()" in ln for ln in lines):
+        return lines
+    if shell is not None and not getattr(shell, "autoawait", False):
+        return lines
+    try:
+        tree = ast.parse("".join(lines))
+    except SyntaxError:
+        return lines
+    finder = _Finder()
+    finder.visit(tree)
+    if not finder.spots:
+        return lines
+    out = list(lines)
+    for lineno, col in sorted(finder.spots, reverse=True):
+        text = out[lineno - 1]
+        # col_offset counts UTF-8 bytes; convert to a character index
+        char = len(text.encode("utf-8")[:col].decode("utf-8", "ignore"))
+        out[lineno - 1] = text[:char] + "await " + text[char:]
+    return out

@@ -1,0 +1,305 @@
+"""``RunView``: the live widget of one agent run in one cell.
+
+    header        agent · model · state · tokens · elapsed
+    stream        the current answer, rendered as Markdown while it streams
+    activity      narration, tool calls (arguments, result preview), one line per subagent
+    approvals     Approve / Deny cards
+    completions   background results posted later into this cell
+
+Updates are coalesced: events only mark parts dirty; at most ``rate`` refreshes a second
+push them to the frontend, so a fast stream cannot flood the browser. The ``text/plain``
+form is stable (what nbval compares and what a non-widget frontend shows).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import ipywidgets as widgets
+from IPython.display import Markdown
+
+from ..core import (
+    ApprovalDecided,
+    ApprovalRequested,
+    Event,
+    MessagesInjected,
+    RunFailed,
+    RunFinished,
+    SubagentUpdate,
+    TextDelta,
+    ToolCall,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnFinished,
+    Usage,
+)
+from ..engine import ApprovalChannel, Approved, Denied
+from ..textview import preview
+from .approval import ApprovalCard
+
+STATE_ICONS = {"running": "⏳", "done": "✓", "failed": "✗", "interrupted": "■", "waiting": "⏸"}
+
+
+def _markdown_output(text: str) -> tuple[dict[str, Any], ...]:
+    if not text:
+        return ()
+    return ({"output_type": "display_data", "data": {"text/markdown": text, "text/plain": text}, "metadata": {}},)
+
+
+@dataclass
+class _SubLine:
+    """Progress of one subagent (one task id), drawn as one line."""
+
+    agent: str
+    description: str
+    widget: widgets.HTML
+    started: float = field(default_factory=time.monotonic)
+    tools: int = 0
+    last: str = "starting"
+    state: str = "running"
+    tokens: int = 0
+
+    def render(self) -> str:
+        elapsed = time.monotonic() - self.started
+        icon = STATE_ICONS.get(self.state, "")
+        title = f" — {html.escape(self.description)}" if self.description else ""
+        return (
+            f"<code>{icon} <b>{html.escape(self.agent)}</b>{title} · {html.escape(self.last)} · "
+            f"{self.tools} tools · {self.tokens:,} tokens · {elapsed:.1f} s</code>"
+        )
+
+
+class RunView(widgets.VBox):
+    """The widget of one run. Feed it events with ``view(event)``."""
+
+    def __init__(
+        self,
+        agent: str,
+        model: str,
+        *,
+        title: str = "",
+        rate: float = 8.0,
+        own_task: str | None = None,
+        describe_task: Callable[[str], str] | None = None,
+    ) -> None:
+        self.agent = agent
+        self.model = model
+        self.title = title
+        self.own_task = own_task
+        self.describe_task = describe_task or (lambda _tid: "")
+        self.interval = 1.0 / rate if rate > 0 else 0.0
+        self.state = "running"
+        self.usage = Usage()
+        self.started = time.monotonic()
+        self.task_ids: set[str] = set()
+        self.header = widgets.HTML()
+        self.stream = widgets.Output()
+        self.activity = widgets.VBox()
+        self.approvals = widgets.VBox()
+        self.completions = widgets.Output()
+        self._text = ""
+        self._shown_text = ""
+        self._tool_lines: dict[str, tuple[widgets.HTML, ToolCall]] = {}
+        self._subs: dict[str, _SubLine] = {}
+        self._dirty: set[str] = set()
+        self._flush_handle: asyncio.TimerHandle | None = None
+        self._last_flush = 0.0
+        self.messages_sent = 0  # widget updates pushed; the benchmark reads this
+        super().__init__([self.header, self.stream, self.activity, self.approvals, self.completions])
+        self._render_header()
+
+    # ------------------------------------------------------------------ text forms
+    def plain_text(self) -> str:
+        """Stable one-line description (no timings): what nbval compares."""
+        label = f" · {self.title}" if self.title else ""
+        return f"agent run: {self.agent} · {self.model}{label}"
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        bundle: dict[str, Any] = super()._repr_mimebundle_(**kwargs)
+        bundle["text/plain"] = self.plain_text()
+        return bundle
+
+    def __repr__(self) -> str:
+        return self.plain_text()
+
+    def set_title(self, title: str) -> None:
+        self.title = title
+        self._dirty.add("header")
+        self.flush()
+
+    # ------------------------------------------------------------------ events
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, SubagentUpdate) and event.task_id != self.own_task:
+            self._on_subagent(event)
+            return
+        if isinstance(event, SubagentUpdate):
+            event = event.event
+        if isinstance(event, TextDelta):
+            self._text += event.text
+            self._mark("stream")
+        elif isinstance(event, ToolCallStarted):
+            self._freeze_narration()
+            line = widgets.HTML(self._tool_html(event.call, None, False))
+            self._tool_lines[event.call.id] = (line, event.call)
+            self.activity.children = (*self.activity.children, line)
+            self.messages_sent += 1
+        elif isinstance(event, ToolCallFinished):
+            entry = self._tool_lines.get(event.call.id)
+            if entry is not None:
+                entry[0].value = self._tool_html(event.call, event.result, event.is_error)
+                self.messages_sent += 1
+        elif isinstance(event, TurnFinished):
+            self.usage = event.usage
+            self._mark("header")
+        elif isinstance(event, MessagesInjected):
+            for text in event.texts:
+                self._add_note(f"⇢ {preview(text, 140)}")
+        elif isinstance(event, RunFinished):
+            self.usage = event.usage
+        elif isinstance(event, RunFailed):
+            self.usage = event.usage
+
+    def _on_subagent(self, update: SubagentUpdate) -> None:
+        inner = update.event
+        sub = self._subs.get(update.task_id)
+        if sub is None:
+            self.task_ids.add(update.task_id)
+            sub = _SubLine(update.agent, self.describe_task(update.task_id), widgets.HTML())
+            self._subs[update.task_id] = sub
+            self._freeze_narration()
+            self.activity.children = (*self.activity.children, sub.widget)
+            self.messages_sent += 1
+        if isinstance(inner, ToolCallStarted):
+            sub.tools += 1
+            sub.last = inner.call.brief(50)
+        elif isinstance(inner, ApprovalRequested):
+            sub.last = f"waiting for approval: {inner.call.name}"
+            sub.state = "waiting"
+        elif isinstance(inner, ApprovalDecided):
+            sub.state = "running"
+            sub.last = f"{inner.call.name} {'approved' if inner.approved else 'denied'}"
+        elif isinstance(inner, TurnFinished):
+            sub.tokens = inner.usage.total_tokens
+        elif isinstance(inner, RunFinished):
+            sub.state, sub.last, sub.tokens = "done", "finished", inner.usage.total_tokens
+        elif isinstance(inner, RunFailed):
+            sub.state = "interrupted" if inner.interrupted else "failed"
+            sub.last = "interrupted" if inner.interrupted else preview(inner.error, 60)
+        else:
+            return
+        self._mark(f"sub:{update.task_id}")
+
+    # ------------------------------------------------------------------ rendering
+    def _tool_html(self, call: ToolCall, result: str | None, is_error: bool) -> str:
+        head = html.escape(call.brief(100))
+        if result is None:
+            return f"<code>→ {head}</code> <i>running…</i>"
+        mark = "✗" if is_error else "✓"
+        colour = "#c62828" if is_error else "#2e7d32"
+        return (
+            f"<details><summary><code>→ {head}</code> <span style='color:{colour}'>{mark}</span> "
+            f"<code>{html.escape(preview(result, 90))}</code></summary>"
+            f"<pre style='max-height:16em;overflow:auto'>{html.escape(result[:4000])}</pre></details>"
+        )
+
+    def _render_header(self) -> None:
+        icon = STATE_ICONS.get(self.state, "")
+        elapsed = time.monotonic() - self.started
+        title = f" — {html.escape(self.title)}" if self.title else ""
+        self.header.value = (
+            f"<b>{icon} {html.escape(self.agent)}</b>{title} · <code>{html.escape(self.model)}</code> · "
+            f"{self.state} · {self.usage.total_tokens:,} tokens · {self.usage.turns} turns · {elapsed:.1f} s"
+        )
+        self.messages_sent += 1
+
+    def _add_note(self, text: str) -> None:
+        note = widgets.HTML(f"<i>{html.escape(text)}</i>")
+        self.activity.children = (*self.activity.children, note)
+        self.messages_sent += 1
+
+    def _freeze_narration(self) -> None:
+        """Text streamed before a tool call becomes a line in the activity log."""
+        text = self._text.strip()
+        if text:
+            out = widgets.Output()
+            out.outputs = _markdown_output(text)
+            self.activity.children = (*self.activity.children, out)
+            self.messages_sent += 1
+        self._text = ""
+        self._mark("stream")
+
+    def _mark(self, part: str) -> None:
+        self._dirty.add(part)
+        if self._flush_handle is not None:
+            return
+        loop = asyncio.get_running_loop()
+        delay = max(0.0, self._last_flush + self.interval - loop.time())
+        self._flush_handle = loop.call_later(delay, self.flush)
+
+    def flush(self) -> None:
+        """Push every dirty part to the frontend now."""
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        try:
+            self._last_flush = asyncio.get_running_loop().time()
+        except RuntimeError:
+            pass
+        dirty, self._dirty = self._dirty, set()
+        if "stream" in dirty and self._text != self._shown_text:
+            self.stream.outputs = _markdown_output(self._text)
+            self._shown_text = self._text
+            self.messages_sent += 1
+        if "header" in dirty:
+            self._render_header()
+        for part in dirty:
+            if part.startswith("sub:"):
+                sub = self._subs.get(part[4:])
+                if sub is not None:
+                    sub.widget.value = sub.render()
+                    self.messages_sent += 1
+
+    # ------------------------------------------------------------------ outcomes
+    def finish(self, state: str, *, keep_text: bool = False) -> None:
+        """Mark the run done / failed / interrupted. The streamed answer is cleared unless
+        ``keep_text`` (the magic returns it as the cell's value instead)."""
+        self.state = state
+        if not keep_text:
+            self._text = ""
+        self._dirty.update({"stream", "header"})
+        self.flush()
+
+    def post_completion(self, markdown: str) -> None:
+        """Append a background result to this cell (from the task that finished)."""
+        self.completions.append_display_data(Markdown(markdown))
+        self.messages_sent += 1
+
+    def approval_channel(self, *, timeout: float | None, unattended: str | None) -> ApprovalChannel:
+        """An approval channel that asks in this view. With ``unattended`` set ('deny' or
+        'approve'), nobody can click: decide at once and say so."""
+
+        async def ask(call: ToolCall, reason: str, risk: str) -> Approved | Denied:
+            if unattended is not None:
+                answer: Approved | Denied = (
+                    Approved() if unattended == "approve" else Denied("no one can answer here (unattended run): denied")
+                )
+                verdict = "approved" if isinstance(answer, Approved) else "denied"
+                self._add_note(f"approval for {call.brief(60)} ({reason}): {verdict} automatically (unattended run)")
+                return answer
+            card = ApprovalCard(call, reason, risk)
+            self.approvals.children = (*self.approvals.children, card)
+            self.messages_sent += 1
+            previous, self.state = self.state, "waiting"
+            self._mark("header")
+            try:
+                return await card.decision(timeout)
+            finally:
+                self.state = previous if previous != "waiting" else "running"
+                self._mark("header")
+
+        return ask
