@@ -33,6 +33,7 @@ from .engine import (
     MemorySession,
     OffloadHook,
     PromptBuilder,
+    RedactSecretsHook,
     RunResult,
 )
 from .providers.base import Provider
@@ -47,6 +48,7 @@ from .subagents import (
     TrackerRoute,
     coordination_tools,
 )
+from .team import TeamManager
 from .tools import Tool, ToolRegistry
 
 ApprovalPolicy = Literal["dangerous", "always", "never"]
@@ -94,6 +96,7 @@ class Harness:
         background_approvals: BackgroundApprovals = "deny",
         max_concurrency: int = 4,
         max_depth: int = 3,
+        teams: bool = False,
     ) -> None:
         self.workdir = Path(workdir).expanduser().resolve()
         if not self.workdir.is_dir():
@@ -124,15 +127,36 @@ class Harness:
         )
         self.router = MessageRouter([TrackerRoute(self.tracker)])
         self.task_tool = TaskTool(self.registry, self.runner, self.tracker, max_concurrency=max_concurrency)
+        self.teams: TeamManager | None = None
+        if teams:  # §6: mailboxes before task ids in send_message; `task(team_name=…)` spawns
+            self.teams = TeamManager(
+                self.state_dir / "teams",
+                agents=self.registry,
+                runner=self.runner,
+                tracker=self.tracker,
+                parent=self._lead_engine,
+            )
+            self.router.routes.insert(0, self.teams.route)
+            self.task_tool.team_spawner = self.teams.spawn_from_task
         if tools is None:
             from .tools.builtin import builtin_tools
 
             tools = builtin_tools()
         self.tools = ToolRegistry(
-            [*tools, *extra_tools, self.task_tool, *coordination_tools(self.tracker, self.router)]
+            [
+                *tools,
+                *extra_tools,
+                self.task_tool,
+                *coordination_tools(self.tracker, self.router),
+                *(self.teams.tools() if self.teams else ()),
+            ]
         )
         self.injectors: list[Injector] = [self.tracker.completion_texts]
+        if self.teams is not None:
+            self.injectors.append(self.teams.injector)
         self.hooks = HookRegistry(self._policy_hooks(approval_policy))
+        # redact before offloading, so an offloaded file never holds a key either
+        self.hooks.add(RedactSecretsHook([api_key] if api_key else []))
         self.hooks.add(OffloadHook(self.state_dir / "offload", limit=offload_chars))
         for h in hooks:
             self.hooks.add(h)
@@ -279,6 +303,12 @@ class Harness:
         async for event in engine.run_stream(prompt):
             yield event
 
+    def _lead_engine(self) -> AgentEngine:
+        """The main engine with the current approval channel: the parent of teammates."""
+        engine = self.engine
+        engine.approval = self.approval
+        return engine
+
     async def run_subagent(self, name: str, prompt: str, *, on_event: EventSink | None = None) -> RunResult:
         """Run subagent ``name`` directly on ``prompt`` in the foreground, bypassing the main
         model (the ``%@name`` path). Its usage shows on its task entry (``fg-N``)."""
@@ -304,6 +334,8 @@ class Harness:
 
     async def aclose(self) -> None:
         """Cancel background tasks, close the providers' connections and the transcript."""
+        if self.teams is not None:
+            await self.teams.aclose()
         await self.tracker.aclose()
         await self.runner.aclose()
         self.session.close()

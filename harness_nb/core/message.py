@@ -23,6 +23,15 @@ class _Frozen(BaseModel):
         """Per-provider cache of this message's request form (keyed by wire format name)."""
         return self._wire
 
+    def __eq__(self, other: object) -> bool:
+        # Equal when the fields are equal: the wire cache is not part of a message's value.
+        if type(other) is not type(self):
+            return NotImplemented
+        return self.__dict__ == other.__dict__
+
+    def __hash__(self) -> int:
+        return hash((type(self), *self.__dict__.values()))
+
 
 class ToolCall(_Frozen):
     """A call the model asked for. ``arguments`` is the raw JSON text the model produced."""

@@ -18,6 +18,7 @@ from .hook import (
     Hook,
     HookRegistry,
     OffloadHook,
+    RedactSecretsHook,
 )
 from .limits import Limits, RunResult
 from .prompt import MAIN_SYSTEM_PROMPT, PromptBuilder, load_skill, skill_dirs
@@ -47,6 +48,7 @@ __all__ = [
     "MemorySession",
     "OffloadHook",
     "PromptBuilder",
+    "RedactSecretsHook",
     "RunResult",
     "load_skill",
     "load_transcript",

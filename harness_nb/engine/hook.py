@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TypeAlias
 
 from ..core import ToolCall
+from ..core.secret import environment_secrets, scrub
 from ..tools import ToolContext, ToolOutcome
 
 
@@ -183,6 +184,23 @@ class DenyToolsHook(Hook):
         if call.name in self.names:
             return Deny(f"{call.name}: {self.reason}")
         return ALLOW
+
+
+class RedactSecretsHook(Hook):
+    """Mask API keys and other credentials in tool results before the model (or the
+    transcript, or an offload file) sees them: ``env`` or ``cat .env`` must not leak a key."""
+
+    def __init__(self, secrets: Iterable[str] = (), *, from_environment: bool = True) -> None:
+        found = [*secrets, *(environment_secrets() if from_environment else [])]
+        self.secrets = sorted({s for s in found if s}, key=len, reverse=True)
+
+    async def after_tool(self, call: ToolCall, outcome: ToolOutcome, ctx: ToolContext) -> ToolOutcome:
+        if not self.secrets:
+            return outcome
+        clean = scrub(outcome.content, self.secrets)
+        if clean == outcome.content:
+            return outcome
+        return ToolOutcome(clean, outcome.is_error, outcome.duration)
 
 
 class OffloadHook(Hook):

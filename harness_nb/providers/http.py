@@ -19,13 +19,11 @@ import email.utils
 import json
 import logging
 import random
-import re
 import time
 from collections.abc import (
     AsyncIterator,
     Awaitable,
     Callable,
-    Iterable,
     Iterator,
     Mapping,
     Sequence,
@@ -38,6 +36,7 @@ import httpx
 from httpx_sse import EventSource, SSEError
 from pydantic import SecretStr
 
+from ..core.secret import scrub
 from ..core import ProviderError, StreamCutError, ToolCall
 from .base import ModelResponse, Provider, StreamItem, TextChunk
 
@@ -111,27 +110,6 @@ def parse_retry_after(headers: Mapping[str, str]) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, when.timestamp() - time.time())
-
-
-def scrub(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every secret removed, and any token sharing 8 characters in a row with
-    one: servers echo keys partly masked (``sk-proj-****abcd``), so exact matching is not
-    enough."""
-    for secret in secrets:
-        if not secret:
-            continue
-        text = text.replace(secret, "[redacted]")
-        if len(secret) < 12:
-            continue
-        grams = {secret[i : i + 8] for i in range(len(secret) - 7)}
-
-        def redact(match: re.Match[str], grams: set[str] = grams) -> str:
-            token = match.group(0)
-            hit = any(token[i : i + 8] in grams for i in range(len(token) - 7))
-            return "[redacted]" if hit else token
-
-        text = re.sub(r"[^\s\"',;:=]{8,}", redact, text)
-    return text
 
 
 def stream_cut(provider: str, reason: str, text: str, calls: Sequence[ToolCall]) -> StreamCutError:
