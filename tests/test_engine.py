@@ -416,3 +416,20 @@ async def test_event_types_cover_a_whole_run():
     assert {RunStarted, TextDelta, ToolCallStarted, ToolCallFinished, TurnFinished, RunFinished} <= types
     finished = [e for e in events if isinstance(e, ToolCallFinished)][0]
     assert finished.result == "B" and not finished.is_error
+
+
+async def test_a_tool_with_its_own_timeout_is_not_cut_off_by_the_engine_first():
+    @tool(timeout_param="timeout")
+    async def patient(ctx: ToolContext, timeout: float = 0.3) -> str:
+        """Sleeps for its own timeout, then reports."""
+        await asyncio.sleep(timeout)
+        return f"reported after {timeout} s"
+
+    engine, _ = make(
+        [{"tool_calls": [call("patient"), call("patient", timeout=0.2)]}, {"text": "ok"}],
+        patient,
+        limits=Limits(tool_timeout=0.05),
+    )
+    await engine.run("go")
+    outs = [m.content for m in engine.session.messages if isinstance(m, ToolResultMessage)]
+    assert outs == ["reported after 0.3 s", "reported after 0.2 s"]

@@ -38,7 +38,7 @@ from ..core import (
     new_id,
 )
 from ..providers.base import ModelRequest, ModelResponse, Provider, TextChunk
-from ..tools import ToolContext, ToolOutcome, ToolRegistry, invoke
+from ..tools import ToolContext, ToolOutcome, ToolRegistry, invoke, own_timeout
 from .hook import NO_CHANNEL_FEEDBACK, ApprovalChannel, Approved, Ask, Deny, HookRegistry
 from .limits import Limits, RunResult
 from .prompt import PromptBuilder
@@ -49,6 +49,7 @@ log = logging.getLogger("harness_nb.engine")
 EventSink = Callable[[Event], Any]
 Injector = Callable[[], Sequence[str]]
 
+TOOL_TIMEOUT_MARGIN = 5.0
 INTERRUPTED_RESULT = "error: the run was interrupted before this tool call finished"
 
 
@@ -286,11 +287,15 @@ class AgentEngine:
                 return ToolOutcome(f"error: the call was denied{why}. Do not retry it unchanged.", True)
         if tool.long_running:
             return await invoke(tool, call, ctx)
+        deadline = self.limits.tool_timeout
+        requested = own_timeout(tool, call)
+        if requested is not None:  # the tool enforces its own limit and reports partial output
+            deadline = max(deadline, requested + TOOL_TIMEOUT_MARGIN)
         try:
-            async with asyncio.timeout(self.limits.tool_timeout):
+            async with asyncio.timeout(deadline):
                 return await invoke(tool, call, ctx)
         except TimeoutError:
-            return ToolOutcome(f"error: {call.name} timed out after {self.limits.tool_timeout:g} s", True)
+            return ToolOutcome(f"error: {call.name} timed out after {deadline:g} s", True)
 
 
 def _safe_sink(sink: EventSink | None) -> EventSink:

@@ -1,6 +1,6 @@
 """Tool base, registry and the built-in tools."""
 
-from .base import FunctionTool, Tool, ToolContext, ToolOutcome, ToolRegistry, invoke, tool
+from .base import FunctionTool, Tool, ToolContext, ToolOutcome, ToolRegistry, invoke, own_timeout, tool
 from .builtin import READ_ONLY_TOOLS, builtin_tools
 from .files import edit_file, ls, read_file, write_file
 from .path import display_path, resolve_in_workdir
@@ -21,6 +21,7 @@ __all__ = [
     "glob",
     "grep",
     "invoke",
+    "own_timeout",
     "ls",
     "read_file",
     "resolve_in_workdir",

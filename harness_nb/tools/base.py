@@ -56,6 +56,9 @@ class Tool(ABC):
     read_only: bool = False
     long_running: bool = False
     coordination: bool = False
+    # The name of a parameter holding the tool's own timeout in seconds (bash has one): the
+    # engine then waits that long (plus a margin) instead of cutting it off earlier.
+    timeout_param: str | None = None
 
     _spec: ToolSpec | None = None
 
@@ -98,8 +101,10 @@ class FunctionTool(Tool):
         read_only: bool = False,
         long_running: bool = False,
         coordination: bool = False,
+        timeout_param: str | None = None,
     ) -> None:
         self.fn = fn
+        self.timeout_param = timeout_param
         self.name = name or fn.__name__
         self.description = inspect.cleandoc(fn.__doc__ or "").strip()
         if not self.description:
@@ -133,12 +138,18 @@ def tool(
     read_only: bool = False,
     long_running: bool = False,
     coordination: bool = False,
+    timeout_param: str | None = None,
 ) -> Any:
     """Decorator: turn a typed async function into a ``FunctionTool``."""
 
     def wrap(f: Callable[..., Awaitable[str]]) -> FunctionTool:
         return FunctionTool(
-            f, name=name, read_only=read_only, long_running=long_running, coordination=coordination
+            f,
+            name=name,
+            read_only=read_only,
+            long_running=long_running,
+            coordination=coordination,
+            timeout_param=timeout_param,
         )
 
     return wrap(fn) if fn is not None else wrap
@@ -184,6 +195,20 @@ class ToolRegistry:
 
     def __repr__(self) -> str:
         return f"ToolRegistry({', '.join(self._tools)})"
+
+
+def own_timeout(t: Tool, call: ToolCall) -> float | None:
+    """The timeout a call asks the tool itself to apply (its ``timeout_param``), if any."""
+    if t.timeout_param is None:
+        return None
+    try:
+        value = call.parsed_arguments().get(t.timeout_param)
+    except ValueError:
+        return None
+    if value is None:
+        field = t.Params.model_fields.get(t.timeout_param)
+        value = field.default if field is not None else None
+    return float(value) if isinstance(value, int | float) else None
 
 
 def _validation_message(exc: ValidationError) -> str:

@@ -106,7 +106,7 @@ def _exit_status(code: int) -> str:
     return f"exit code: {code} (killed by {name})"
 
 
-@tool
+@tool(timeout_param="timeout")
 async def bash(
     ctx: ToolContext,
     command: Annotated[str, Field(description="The bash command (or script) to run.")],
