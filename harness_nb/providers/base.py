@@ -84,5 +84,11 @@ class Provider(ABC):
     async def aclose(self) -> None:
         """Release connections. Safe to call twice."""
 
+    async def __aenter__(self) -> Provider:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.model_id}>"
