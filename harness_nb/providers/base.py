@@ -10,6 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
+from types import TracebackType
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
@@ -87,7 +88,9 @@ class Provider(ABC):
     async def __aenter__(self) -> Provider:
         return self
 
-    async def __aexit__(self, *exc: object) -> None:
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         await self.aclose()
 
     def __repr__(self) -> str:
