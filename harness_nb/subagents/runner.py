@@ -42,6 +42,7 @@ from ..engine import (
     RunResult,
 )
 from ..providers.base import Provider
+from ..tools import Tool
 from .definition import SubAgentDefinition
 from .permission import COORDINATION_TOOLS, resolve_tools
 
@@ -119,13 +120,22 @@ class SubagentRunner:
         background: bool,
         injectors: Sequence[Injector] = (),
         session: MemorySession | None = None,
+        extra_tools: Sequence[Tool] = (),
     ) -> AgentEngine:
-        """The child engine for one run of ``definition`` under ``parent``."""
+        """The child engine for one run of ``definition`` under ``parent``.
+
+        ``extra_tools`` are added after narrowing and exempt from the coordination deny hook:
+        a teammate's own ``send_message`` is the one coordination tool it is meant to hold.
+        """
         self.check_depth(parent)
         names = resolve_tools(definition, parent.tools.names())
+        denied = COORDINATION_TOOLS - {t.name for t in extra_tools}
         hooks = parent.hooks.with_hooks(
-            DenyToolsHook(COORDINATION_TOOLS, "subagents cannot delegate or coordinate; do the work yourself")
+            DenyToolsHook(denied, "subagents cannot delegate or coordinate; do the work yourself")
         )
+        tools = parent.tools.subset(names)
+        for extra in extra_tools:
+            tools.add(extra)
         if session is None:
             transcript = None
             if parent.session.transcript is not None:
@@ -141,7 +151,7 @@ class SubagentRunner:
             )
         return AgentEngine(
             self.provider_for(definition, parent),
-            parent.tools.subset(names),
+            tools,
             hooks=hooks,
             session=session,
             prompt_builder=PromptBuilder(
