@@ -19,11 +19,18 @@ It answers ``POST /v1/chat/completions`` and ``POST /v1/messages`` (also without
     {"raw": "<body>", "status": 200, "content_type": "text/event-stream"}   # sent verbatim
 
 Streams fragment text and tool-call arguments over several events like the real APIs and
-end with the usage chunk / ``message_stop``. Every request is kept in ``requests``.
+end with the usage chunk / ``message_stop``. Every request is kept in ``requests`` (unless
+``record=False``, as on the command line, where nobody could read them).
+
+By default the script is one queue shared by every request. With ``per_conversation=True``
+each request instead gets the step at its own conversation's position (the number of
+assistant messages in its history), so several conversations at once each walk the script
+from the start, however their requests interleave.
 
     async with FakeLLMServer(steps) as srv: ...            # on the running loop
     with FakeLLMServer(steps).in_thread() as srv: ...      # own thread, for sync code
-    python -m harness_nb.testing.fake_server --port 0 --latency 0.1 --script s.json --loop
+    python -m harness_nb.testing.fake_server --port 0 --latency 0.1 --script s.json --loop \
+        --per-conversation
 """
 
 from __future__ import annotations
@@ -81,13 +88,16 @@ class FakeLLMServer:
     """A loopback HTTP/1.1 server answering LLM API calls from ``steps`` (see module doc).
 
     ``latency`` delays every answer (a step's ``delay`` overrides it); ``loop`` cycles the
-    script forever. When the script runs out the server answers 400 saying so."""
+    script forever; ``per_conversation`` picks steps by the conversation's own turn count
+    (see the module doc). When the script runs out the server answers 400 saying so."""
 
     steps: Sequence[Mapping[str, Any]] = ()
     latency: float = 0.0
     loop: bool = False
     host: str = "127.0.0.1"
     port: int = 0
+    per_conversation: bool = False
+    record: bool = True
     requests: list[ReceivedRequest] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -165,7 +175,8 @@ class FakeLLMServer:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while (request := await _read_request(reader)) is not None:
-                self.requests.append(request)
+                if self.record:
+                    self.requests.append(request)
                 if not await self._answer(request, writer):
                     break
         except (ConnectionError, asyncio.IncompleteReadError, ValueError):
@@ -173,7 +184,9 @@ class FakeLLMServer:
         finally:
             writer.close()
 
-    def _next_step(self) -> Mapping[str, Any] | None:
+    def _next_step(self, body: Any) -> Mapping[str, Any] | None:
+        if self.per_conversation:
+            return self._conversation_step(body)
         if self._cursor >= len(self._script):
             if not (self.loop and self._script):
                 return None
@@ -182,6 +195,18 @@ class FakeLLMServer:
         self._cursor += 1
         return step
 
+    def _conversation_step(self, body: Any) -> Mapping[str, Any] | None:
+        messages = body.get("messages") if isinstance(body, dict) else None
+        turn = sum(
+            1 for m in messages or () if isinstance(m, dict) and m.get("role") == "assistant"
+        )
+        if self.loop and self._script:
+            turn %= len(self._script)
+        if turn >= len(self._script):
+            return None
+        self._cursor = max(self._cursor, turn + 1)  # ``remaining``: steps no request reached
+        return self._script[turn]
+
     async def _answer(self, request: ReceivedRequest, writer: asyncio.StreamWriter) -> bool:
         """Answer one request; ``False`` when the connection must close."""
         path = request.path.split("?")[0].rstrip("/")
@@ -189,9 +214,9 @@ class FakeLLMServer:
         if not api or request.method != "POST":
             await _send_json(writer, 404, _error(api, "not_found_error", f"no route {path}"))
             return True
-        step = self._next_step()
+        step = self._next_step(request.body)
         if step is None:
-            message = f"fake server: script exhausted after {self._cursor} steps"
+            message = f"fake server: script exhausted after {len(self._script)} steps"
             await _send_json(writer, 400, _error(api, "invalid_request_error", message))
             return True
         await asyncio.sleep(step.get("delay", self.latency))
@@ -458,12 +483,25 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
     parser.add_argument("--script", type=Path, help="JSON list of steps (default: one greeting)")
     parser.add_argument("--loop", action="store_true", help="cycle the script forever")
+    parser.add_argument(
+        "--per-conversation",
+        action="store_true",
+        help="pick each step by the conversation's turn count, for concurrent conversations",
+    )
     args = parser.parse_args(argv)
     steps = json.loads(args.script.read_text()) if args.script else [{"text": "Hello."}]
     if isinstance(steps, dict):
         steps = steps["steps"]
     loop = args.loop or not args.script
-    server = FakeLLMServer(steps, latency=args.latency, loop=loop, host=args.host, port=args.port)
+    server = FakeLLMServer(
+        steps,
+        latency=args.latency,
+        loop=loop,
+        host=args.host,
+        port=args.port,
+        per_conversation=args.per_conversation,
+        record=False,
+    )
     asyncio.run(_serve_until_stopped(server))
 
 
