@@ -21,7 +21,10 @@ class _Frozen(BaseModel):
     @property
     def wire(self) -> dict[str, Any]:
         """Per-provider cache of this message's request form (keyed by wire format name)."""
-        return self._wire
+        # Straight from pydantic's private-attribute dict: ``self._wire`` goes through
+        # BaseModel.__getattr__ (~2.4 µs against ~0.1 µs), and a provider reads this for
+        # every message of the history on every call.
+        return self.__pydantic_private__["_wire"]  # type: ignore[index]
 
     def __eq__(self, other: object) -> bool:
         # Equal when the fields are equal: the wire cache is not part of a message's value.

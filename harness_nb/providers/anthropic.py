@@ -48,9 +48,11 @@ def wire_messages(
         if isinstance(message, SystemMessage):
             systems.append(message.content)
             continue
-        if "anthropic" not in message.wire:
-            message.wire["anthropic"] = _blocks(message)
-        role, blocks = message.wire["anthropic"]
+        cache = message.wire
+        form = cache.get("anthropic")
+        if form is None:
+            form = cache["anthropic"] = _blocks(message)
+        role, blocks = form
         if not blocks:
             continue
         if out and out[-1]["role"] == role:

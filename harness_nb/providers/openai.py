@@ -48,9 +48,11 @@ def wire_messages(
     out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
     key = f"openai:{empty_content}"
     for message in messages:
-        if key not in message.wire:
-            message.wire[key] = _wire_message(message, empty_content)
-        out.append(message.wire[key])
+        cache = message.wire
+        form = cache.get(key)
+        if form is None:
+            form = cache[key] = _wire_message(message, empty_content)
+        out.append(form)
     return out
 
 
