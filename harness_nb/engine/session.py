@@ -30,7 +30,8 @@ class MemorySession:
 
     def append(self, message: Message) -> None:
         self.messages.append(message)
-        self._write({"type": "message", "message": message.model_dump(mode="json")})
+        if self.transcript is not None:  # dumping is the costly part; skip it when unused
+            self._write({"type": "message", "message": message.model_dump(mode="json")})
 
     def extend(self, messages: Iterable[Message]) -> None:
         for m in messages:
