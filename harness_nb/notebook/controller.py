@@ -110,6 +110,7 @@ class NotebookHarness:
                 record_to=c.record_to,
                 agent_dirs=c.agent_dirs,
                 background_approvals=background,
+                teams=True,
             )
             self._harness_key = key
             self._harness.tracker.listeners.append(self._on_task_change)
@@ -242,11 +243,18 @@ class NotebookHarness:
         h = self.harness()
         if not prompt.strip():
             raise UsageError("a background run needs a prompt")
-        definition = h.registry.get(agent)
+        try:
+            definition = h.registry.get(agent)
+        except HarnessError as exc:
+            raise UsageError(str(exc)) from None
         view = self.new_view(definition.name, h.model or "(no model)", title="background")
         h.approval = self.approval_for(view)
         # the task does not run before this function returns, so no event is missed
-        handle = h.start_subagent(definition.name, prompt, on_event=self._track(view))
+        try:
+            handle = h.start_subagent(definition.name, prompt, on_event=self._track(view))
+        except HarnessError as exc:  # no model configured, say
+            _finish(view, "failed")
+            raise UsageError(str(exc)) from None
         if isinstance(view, RunView):
             view.own_task = handle.id
             view.set_title(f"background {handle.id}")

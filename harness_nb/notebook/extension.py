@@ -7,6 +7,7 @@ from typing import Any
 
 from .controller import NotebookHarness
 from .magics import HarnessMagics, sync_agent_magics
+from .team_magics import TeamMagics
 from .transform import PromptMagicTransformer, await_our_magics
 
 _STATE = "_harness_nb"
@@ -26,6 +27,7 @@ def load(shell: Any) -> None:
     setattr(shell, _STATE, controller)
     shell.configurables.append(controller.config)
     shell.register_magics(HarnessMagics(shell, controller))
+    shell.register_magics(TeamMagics(shell, controller))
     token_transformers = shell.input_transformer_manager.token_transformers
     if PromptMagicTransformer not in token_transformers:
         token_transformers.insert(0, PromptMagicTransformer)
@@ -57,7 +59,7 @@ def unload(shell: Any) -> None:
         token_transformers.remove(PromptMagicTransformer)
     magics = shell.magics_manager.magics
     for kind in ("line", "cell"):
-        for name in [n for n in magics[kind] if n.startswith("@") or n in ("agent", "agents", "task")]:
+        for name in [n for n in magics[kind] if n.startswith("@") or n in ("agent", "agents", "task", "team")]:
             magics[kind].pop(name, None)
     if controller.config in shell.configurables:
         shell.configurables.remove(controller.config)

@@ -208,6 +208,14 @@ class KernelDriver:
         self.kc.shell_channel.send(msg)
         return str(msg["header"]["msg_id"])
 
+    def set_state(self, comm_id: str, state: dict[str, Any]) -> str:
+        """Change a widget's state as the frontend does when a person types."""
+        data = {"method": "update", "state": state, "buffer_paths": []}
+        msg = self.kc.session.msg("comm_msg", {"comm_id": comm_id, "data": data})
+        self.kc.shell_channel.send(msg)
+        self.models.get(comm_id, {}).update(state)
+        return str(msg["header"]["msg_id"])
+
     def widget_texts(self) -> list[str]:
         """The ``value`` of every HTML/Label/Text widget, and the text of Output widgets."""
         texts = []
