@@ -96,7 +96,7 @@ class Harness:
         background_approvals: BackgroundApprovals = "deny",
         max_concurrency: int = 4,
         max_depth: int = 3,
-        teams: bool = False,
+        teams: bool = True,
     ) -> None:
         self.workdir = Path(workdir).expanduser().resolve()
         if not self.workdir.is_dir():
@@ -253,7 +253,9 @@ class Harness:
         background_approvals: BackgroundApprovals | None = None,
     ) -> None:
         """Change settings between runs; the conversation is kept."""
-        if model is not None and model != self.model:
+        # Compare with the configured string, not the provider's model_id: they differ for
+        # scripted/ and replay/ paths, and a needless switch restarts the provider.
+        if model is not None and model != self._model:
             self._model, self._provider = model, None
             if self._engine is not None:
                 self._engine.provider = self.provider
