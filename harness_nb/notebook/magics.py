@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import shlex
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
@@ -202,6 +203,19 @@ def sync_agent_magics(shell: Any, controller: NotebookHarness) -> None:
     controller._agent_version = registry.version  # type: ignore[attr-defined]
 
 
+def shown_source(source: str, workdir: Path) -> str:
+    """An agent file's path as the person knows it: relative to the working directory when
+    inside it, ``~/…`` under the home folder, else as found (``../agents/x.md``, ``builtin``).
+    Also keeps a saved notebook's ``%agents`` output the same on every machine."""
+    path = Path(source)
+    if not path.is_absolute():
+        return source
+    for base, prefix in ((workdir, ""), (Path.home(), "~/")):
+        if path.is_relative_to(base):
+            return prefix + path.relative_to(base).as_posix()
+    return source
+
+
 class AgentTable:
     """``%agents`` output: an HTML table and a plain-text table."""
 
@@ -209,12 +223,14 @@ class AgentTable:
         self.definitions = harness.registry.list()
         self.warnings = list(harness.registry.warnings)
         self.default_model = harness.model or "(not configured)"
+        self.workdir = Path(harness.workdir)
 
     def _rows(self) -> list[tuple[str, str, str, str]]:
         rows = []
         for d in self.definitions:
             tools = "(all of the main agent's)" if d.tools is None else (", ".join(d.tools) or "(none)")
-            rows.append((d.name, str(d.source), tools, d.model or f"inherit ({self.default_model})"))
+            source = shown_source(str(d.source), self.workdir)
+            rows.append((d.name, source, tools, d.model or f"inherit ({self.default_model})"))
         return rows
 
     def __repr__(self) -> str:
