@@ -1,0 +1,120 @@
+"""Run a notebook headless with nbclient and print what it shows.
+
+    python -m harness_nb.testing.run_notebook notebooks/quickstart.ipynb
+    python -m harness_nb.testing.run_notebook notebooks/*.ipynb --save   # store the outputs
+
+The kernel runs in the notebook's own folder (as nbval and JupyterLab do) on this Python
+interpreter, so it sees the same installed harness_nb. Like nbval, nbclient cannot click:
+it sends ``allow_stdin=false``, so approvals are decided at once by
+``HarnessNB.unattended_approvals``. Each code cell's source is printed, then its text
+outputs (``text/plain`` of widgets, the Markdown of answers, streams, errors).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import textwrap
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import nbformat
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import AsyncKernelManager
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+_SPEC = "harness-nb-current"
+
+
+def _current_env_manager(folder: str) -> AsyncKernelManager:
+    """A kernel manager for an ipykernel on ``sys.executable`` (a private kernelspec, so the
+    machine's "python3" kernel, whatever Python it points at, does not matter)."""
+    spec = Path(folder) / _SPEC
+    spec.mkdir()
+    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    (spec / "kernel.json").write_text(
+        json.dumps({"argv": argv, "display_name": "Python 3 (ipykernel)", "language": "python"})
+    )
+    return AsyncKernelManager(kernel_name=_SPEC, kernel_spec_manager=KernelSpecManager(kernel_dirs=[folder]))
+
+
+def execute(path: Path, *, timeout: float = 600, kernel: str | None = None) -> nbformat.NotebookNode:
+    """Execute the notebook at ``path`` in its folder and return it with its outputs.
+    ``kernel`` names an installed kernelspec; by default an ipykernel on this interpreter."""
+    nb = nbformat.read(path, as_version=4)
+    resources = {"metadata": {"path": str(path.parent.resolve())}}
+    with tempfile.TemporaryDirectory(prefix="harness-nb-kernelspec-") as specs:
+        km = None if kernel else _current_env_manager(specs)
+        client = NotebookClient(
+            nb, km=km, kernel_name=kernel or _SPEC, timeout=timeout, resources=resources, allow_errors=False
+        )
+        client.execute()
+    return nb
+
+
+def text_outputs(cell: Any) -> Iterator[str]:
+    """The text a reader sees for each output of a code cell."""
+    for out in cell.get("outputs", ()):
+        kind = out["output_type"]
+        if kind == "stream":
+            yield out["text"]
+        elif kind in ("display_data", "execute_result"):
+            data = out.get("data", {})
+            yield str(data.get("text/markdown") or data.get("text/plain") or "")
+        elif kind == "error":
+            yield f"{out['ename']}: {out['evalue']}"
+
+
+def render(nb: nbformat.NotebookNode) -> str:
+    """Code cells as ``In [n]:`` + source and their text outputs; Markdown headings kept as
+    section titles so the printout follows the tutorial."""
+    parts: list[str] = []
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            headings = [ln for ln in cell.source.splitlines() if ln.startswith("#")]
+            parts.extend(f"\n{h}" for h in headings)
+            continue
+        if cell.cell_type != "code":
+            continue
+        parts.append(f"\nIn [{cell.get('execution_count') or ' '}]:\n{textwrap.indent(cell.source, '    ')}")
+        for text in text_outputs(cell):
+            text = text.rstrip("\n")
+            if text:
+                parts.append(textwrap.indent(text, "  | ", lambda _line: True))
+    return "\n".join(parts) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m harness_nb.testing.run_notebook",
+        description="Execute notebooks headless (nbclient, in each notebook's folder) and print their cells.",
+    )
+    parser.add_argument("notebooks", nargs="+", type=Path, help="the .ipynb files to run")
+    parser.add_argument("--save", action="store_true", help="write the outputs back into each notebook")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds a cell may take (default 600)")
+    parser.add_argument("--kernel", default=None, help="an installed kernelspec (default: this Python)")
+    args = parser.parse_args(argv)
+    failed = 0
+    for path in args.notebooks:
+        if not path.is_file():
+            parser.error(f"{path}: no such notebook")
+        print(f"=== {path}")
+        try:
+            nb = execute(path, timeout=args.timeout, kernel=args.kernel)
+        except CellExecutionError as exc:
+            print(f"FAILED: {path}\n{exc}", file=sys.stderr)
+            failed += 1
+            continue
+        sys.stdout.write(render(nb))
+        if args.save:
+            nbformat.write(nb, path)
+            print(f"=== saved {path}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
