@@ -243,3 +243,16 @@ async def test_aclose_cancels_running_teammates_cleanly(tmp_path: Path) -> None:
     assert [m.state for m in (alice, bob)] == ["exited", "exited"]
     roster = json.loads((tmp_path / ".harness_nb/teams/default/roster.json").read_text())
     assert [m["state"] for m in roster["members"]] == ["exited", "exited"]
+
+
+async def test_shutdown_with_wait_reports_the_exit(tmp_path):
+    """``shutdown(wait=True)`` returns only after the handshake, and says so."""
+    from team_support import make_harness
+
+    h, _, _ = make_harness(tmp_path, {"alice": [{"text": "ready"}]})
+    async with h:
+        await h.teams.spawn("general-purpose", "get ready", name="alice")
+        await h.teams.wait_idle("alice", timeout=10)
+        receipt = await h.teams.shutdown("alice", wait=True, timeout=10)
+        assert receipt == "alice has shut down (its roster entry and transcript are kept)"
+        assert h.teams.member("alice").state == "exited"

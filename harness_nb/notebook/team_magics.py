@@ -2,7 +2,8 @@
 
     %team                              the team view (roster, activity, message log, text boxes)
     %team send NAME message            message a teammate (an exited one is revived)
-    %team wait NAME [--timeout S]      wait for its answer and show it in this cell
+    %team wait NAME [--turns N] [--timeout S]
+                                       wait for its answer and show it in this cell
     %team shutdown NAME                ask it to shut down (the handshake)
     %%team spawn NAME [--agent A] [--team T]
     <prompt>                           start a teammate yourself (the main agent can too)
@@ -63,6 +64,7 @@ class TeamMagics(Magics):
 
     @magic_arguments()
     @argument("--timeout", type=float, default=None)
+    @argument("--turns", type=int, default=None, help="wait until it has finished this many turns in all")
     @argument("name")
     def wait_options(self, line: str) -> None:  # parser holder for `%team wait`
         """Options of %team wait."""
@@ -100,7 +102,7 @@ class TeamMagics(Magics):
             return Pending(self._send(name, message.strip()), f"%team send {name}")
         if command == "wait":
             args = parse_argstring(self.wait_options, rest)
-            return Pending(self._wait(args.name, args.timeout), f"%team wait {args.name}")
+            return Pending(self._wait(args.name, args.timeout, args.turns), f"%team wait {args.name}")
         if command == "shutdown":
             if not rest:
                 raise UsageError("%team shutdown NAME")
@@ -128,13 +130,14 @@ class TeamMagics(Magics):
             self._view.note_sent(name, message)
         print(receipt)
 
-    async def _wait(self, name: str, timeout: float | None) -> AgentReply:
+    async def _wait(self, name: str, timeout: float | None, turns: int | None = None) -> AgentReply:
         manager = self.manager()
         try:
             manager.member(name)
         except HarnessError as exc:
             raise UsageError(str(exc)) from None
-        turns = self._expected_turns.get(name)
+        if turns is None:  # after %team send: the answer to that message
+            turns = self._expected_turns.get(name)
         try:
             record = await with_ticker(manager.wait_idle(name, turns=turns, timeout=timeout))
         except TimeoutError:

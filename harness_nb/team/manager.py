@@ -259,6 +259,8 @@ class TeamManager:
         self._post(Message(TEAM_LEAD, "shutdown_request", "Please shut down.", to=member.name))
         if wait:
             await member.wait_until(lambda m: not m.live, timeout)
+            if not member.live:
+                return f"{member.name} has shut down (its roster entry and transcript are kept)"
         return f"shutdown requested for {member.name}; it answers when its current turn ends"
 
     def _recipients(self, sender: str) -> list[str]:
