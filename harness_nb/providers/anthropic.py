@@ -30,6 +30,7 @@ from ..core import (
 )
 from .base import ModelRequest, ModelResponse, StreamItem
 from .http import HTTPProvider, Payload, RetryPolicy, stream_cut
+from .wire import EncodedList, to_json
 
 API_VERSION = "2023-06-01"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -38,12 +39,14 @@ DEFAULT_MAX_TOKENS = 8192
 
 def wire_messages(
     system: str, messages: Sequence[Message]
-) -> tuple[str, list[dict[str, Any]]]:
+) -> tuple[str, EncodedList]:
     """``(system, messages)`` for the API. Empty text blocks are dropped (the API rejects
     them), same-role neighbours merged, and a system message inside the history is added
-    to the system prompt (the API has no other place for it)."""
+    to the system prompt (the API has no other place for it). Each message's blocks and
+    their JSON are cached on the message; merging only joins them."""
     systems = [system] if system else []
-    out: list[dict[str, Any]] = []
+    out = EncodedList()
+    blocks_json: list[list[bytes]] = []  # per message of ``out``: its blocks, encoded
     for message in messages:
         if isinstance(message, SystemMessage):
             systems.append(message.content)
@@ -52,13 +55,20 @@ def wire_messages(
         form = cache.get("anthropic")
         if form is None:
             form = cache["anthropic"] = _blocks(message)
+            cache["anthropic:json"] = b",".join(to_json(b) for b in form[1])
         role, blocks = form
         if not blocks:
             continue
         if out and out[-1]["role"] == role:
             out[-1]["content"].extend(blocks)  # our own list, the cached one stays intact
+            blocks_json[-1].append(cache["anthropic:json"])
         else:
             out.append({"role": role, "content": list(blocks)})
+            blocks_json.append([cache["anthropic:json"]])
+    out.parts = [
+        b'{"role":' + to_json(m["role"]) + b',"content":[' + b",".join(parts) + b"]}"
+        for m, parts in zip(out, blocks_json, strict=True)
+    ]
     return "\n\n".join(systems), out
 
 
@@ -87,12 +97,20 @@ def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
     return "user", [{"type": "text", "text": message.content}] if message.content else []
 
 
-def wire_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
-    """The ``tools`` array."""
-    return [
-        {"name": t.name, "description": t.description, "input_schema": t.parameters}
-        for t in tools
-    ]
+def wire_tools(tools: Sequence[ToolSpec]) -> EncodedList:
+    """The ``tools`` array (each tool's form and encoding cached on its spec)."""
+    out = EncodedList()
+    for spec in tools:
+        cache = spec.wire
+        form = cache.get("anthropic")
+        if form is None:
+            form = cache["anthropic"] = {
+                "name": spec.name, "description": spec.description, "input_schema": spec.parameters
+            }
+            cache["anthropic:json"] = to_json(form)
+        out.append(form)
+        out.parts.append(cache["anthropic:json"])
+    return out
 
 
 def usage_of(raw: Mapping[str, Any]) -> Usage:

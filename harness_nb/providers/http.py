@@ -39,6 +39,7 @@ from pydantic import SecretStr
 from ..core.secret import scrub
 from ..core import ProviderError, StreamCutError, ToolCall
 from .base import ModelResponse, Provider, StreamItem, TextChunk
+from .wire import encode_body
 
 log = logging.getLogger("harness_nb.providers")
 
@@ -273,11 +274,15 @@ class HTTPProvider(Provider):
 
     # -- requests --------------------------------------------------------------------------
 
+    def _json_headers(self) -> dict[str, str]:
+        return {**self.headers(), "Content-Type": "application/json"}
+
     async def post_json(self, path: str, body: Mapping[str, Any]) -> Any:
         """POST ``body`` and return the parsed JSON answer, retrying what may succeed."""
+        content = encode_body(body)
 
         async def once() -> Any:
-            response = await self._client.post(path, json=body, headers=self.headers())
+            response = await self._client.post(path, content=content, headers=self._json_headers())
             if response.status_code >= 400:
                 raise self.status_error(response)
             try:
@@ -299,9 +304,10 @@ class HTTPProvider(Provider):
     async def open_stream(self, path: str, body: Mapping[str, Any]) -> EventStream:
         """POST ``body`` and return its event stream once the first event has arrived.
         Retries happen only up to that point. The caller must ``aclose()`` the stream."""
+        content = encode_body(body)
 
         async def once() -> EventStream:
-            request = self._client.build_request("POST", path, json=body, headers=self.headers())
+            request = self._client.build_request("POST", path, content=content, headers=self._json_headers())
             response = await self._client.send(request, stream=True)
             events = EventStream(self, response)
             try:

@@ -28,6 +28,7 @@ from ..core import (
 )
 from .base import ModelRequest, ModelResponse, StreamItem
 from .http import HTTPProvider, Payload, RetryPolicy, stream_cut
+from .wire import EncodedList, to_json
 
 EmptyContent = Literal["null", "empty_string", "omit"]
 
@@ -42,17 +43,24 @@ STOP_REASONS = {
 
 def wire_messages(
     system: str, messages: Sequence[Message], empty_content: EmptyContent
-) -> list[dict[str, Any]]:
+) -> EncodedList:
     """The ``messages`` array: the system prompt first, then the history. Each message's
-    form is cached on the message, so a long history is not rebuilt on every turn."""
-    out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    form and its JSON encoding are cached on the message, so a long history is neither
+    rebuilt nor re-encoded on every turn."""
+    out = EncodedList()
+    if system:
+        head = {"role": "system", "content": system}
+        out.append(head)
+        out.parts.append(to_json(head))
     key = f"openai:{empty_content}"
     for message in messages:
         cache = message.wire
         form = cache.get(key)
         if form is None:
             form = cache[key] = _wire_message(message, empty_content)
+            cache[key + ":json"] = to_json(form)
         out.append(form)
+        out.parts.append(cache[key + ":json"])
     return out
 
 
@@ -77,15 +85,19 @@ def _wire_message(message: Message, empty_content: EmptyContent) -> dict[str, An
     return {"role": message.role, "content": message.content}
 
 
-def wire_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
-    """The ``tools`` array."""
-    return [
-        {
-            "type": "function",
-            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
-        }
-        for t in tools
-    ]
+def wire_tools(tools: Sequence[ToolSpec]) -> EncodedList:
+    """The ``tools`` array (each tool's form and encoding cached on its spec)."""
+    out = EncodedList()
+    for spec in tools:
+        cache = spec.wire
+        form = cache.get("openai")
+        if form is None:
+            function = {"name": spec.name, "description": spec.description, "parameters": spec.parameters}
+            form = cache["openai"] = {"type": "function", "function": function}
+            cache["openai:json"] = to_json(form)
+        out.append(form)
+        out.parts.append(cache["openai:json"])
+    return out
 
 
 def usage_of(raw: Mapping[str, Any] | None) -> Usage:
