@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
-from IPython.display import HTML, Markdown, display
+from IPython.display import display
 
 from ..core import HarnessError, UnknownNameError
 from ..subagents import TaskStatus
 from .controller import NotebookHarness, Pending, completion_markdown, done, with_ticker
-from .reply import AgentReply
+from .reply import AgentReply, MarkdownText
 
 if TYPE_CHECKING:
     from ..subagents import TaskEntry
@@ -128,7 +128,7 @@ class HarnessMagics(Magics):
         except UnknownNameError as exc:
             raise UsageError(str(exc)) from None
         if command == "show":
-            display(Markdown(task_details(entry)))
+            display(MarkdownText(task_details(entry)))
             return done(None)
         if command == "stop":
             if entry.done:
@@ -168,7 +168,7 @@ class HarnessMagics(Magics):
         # Re-post from this cell: nbclient/nbval and late frontends only keep outputs whose
         # parent is the cell they executed, so the launching cell's live update is not enough.
         if entry.status is not TaskStatus.COMPLETED:
-            display(Markdown(completion_markdown(entry)))
+            display(MarkdownText(completion_markdown(entry)))
             return None
         return AgentReply(entry.result or "", usage=entry.usage, task_id=entry.id)
 

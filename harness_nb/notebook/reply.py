@@ -1,5 +1,6 @@
 """What a run gives back to the notebook: ``AgentReply``, a ``str`` (the final answer)
-that also carries the usage and the whole ``RunResult``, and renders as Markdown."""
+that also carries the usage and the whole ``RunResult``, and renders as Markdown.
+``MarkdownText`` is the same without the extras, for other Markdown the magics show."""
 
 from __future__ import annotations
 
@@ -8,7 +9,18 @@ from typing import Any
 from ..core import Usage
 
 
-class AgentReply(str):
+class MarkdownText(str):
+    """Text displayed as Markdown whose ``text/plain`` form is the text itself (what nbval
+    compares and a terminal shows), not ``<IPython.core.display.Markdown object>``."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_markdown_(self) -> str:
+        return str(self)
+
+
+class AgentReply(MarkdownText):
     """The final answer of a run. ``reply.usage``, ``reply.result`` (the ``RunResult`` or
     ``None``), ``reply.task_id`` (for background and subagent runs)."""
 
@@ -25,10 +37,4 @@ class AgentReply(str):
 
     @property
     def text(self) -> str:
-        return str(self)
-
-    def __repr__(self) -> str:
-        return str(self)
-
-    def _repr_markdown_(self) -> str:
         return str(self)

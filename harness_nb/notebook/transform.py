@@ -2,7 +2,8 @@
 
 * ``PromptMagicTransformer`` (token level, runs before IPython's ``?`` help handling): a line
   ``%@explore what is this?`` stays a magic call with the ``?`` in the prompt, instead of
-  becoming a help request. A bare ``%@explore?`` is left to help.
+  becoming a help request. A bare ``%@explore?`` is help on that magic (IPython's own help
+  syntax would look up ``explore`` without the ``@`` and report it missing).
 * ``await_our_magics`` (after the cell is turned into Python): every call of one of our magics
   that is not inside a function gets ``await`` in front, so the run happens on the kernel's
   own loop — the cell stays busy, Run-All stays sequential, and widget clicks still arrive.
@@ -15,10 +16,27 @@ import re
 import tokenize
 from typing import Any
 
-from IPython.core.inputtransformer2 import EscapedCommand
+from IPython.core.inputtransformer2 import EscapedCommand, TokenTransformBase
 
 OUR_LINE_MAGICS = ("agent", "agents", "task", "team")
 _HELP_REQUEST = re.compile(r"^%{1,2}@?[\w.-]+\?{1,2}$")
+_AGENT_HELP = re.compile(r"^(%{1,2}@[\w.-]+)(\?{1,2})$")
+
+
+class AgentHelp(TokenTransformBase):
+    """``%@name?`` / ``%@name??`` becomes ``%pinfo %@name`` / ``%pinfo2 %@name``."""
+
+    priority = 1
+
+    def transform(self, lines: list[str]) -> list[str]:
+        line = lines[self.start_line]
+        indent, text = line[: self.start_col], line[self.start_col :].strip()
+        found = _AGENT_HELP.match(text)
+        if found is None:
+            raise SyntaxError(text)  # the manager then tries the next candidate
+        magic = "pinfo2" if found.group(2) == "??" else "pinfo"
+        call = f"{indent}get_ipython().run_line_magic({magic!r}, {found.group(1)!r})\n"
+        return [*lines[: self.start_line], call, *lines[self.start_line + 1 :]]
 
 
 class PromptMagicTransformer(EscapedCommand):
@@ -27,7 +45,7 @@ class PromptMagicTransformer(EscapedCommand):
     priority = 1
 
     @classmethod
-    def find(cls, tokens_by_line: list[list[tokenize.TokenInfo]]) -> PromptMagicTransformer | None:
+    def find(cls, tokens_by_line: list[list[tokenize.TokenInfo]]) -> TokenTransformBase | None:
         for line in tokens_by_line:
             ix = 0
             while ix < len(line) and line[ix].type in (tokenize.INDENT, tokenize.DEDENT, tokenize.NL):
@@ -38,6 +56,8 @@ class PromptMagicTransformer(EscapedCommand):
             if name != "@" and name not in OUR_LINE_MAGICS:
                 continue
             text = line[ix].line.strip()
+            if _AGENT_HELP.match(text):
+                return AgentHelp(line[ix].start)
             if not text.rstrip().endswith("?") or _HELP_REQUEST.match(text):
                 continue
             return cls(line[ix].start)

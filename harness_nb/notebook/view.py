@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import ipywidgets as widgets
-from IPython.display import Markdown
 
 from ..core import (
     ApprovalDecided,
@@ -41,6 +40,7 @@ from ..core import (
 from ..engine import ApprovalChannel, Approved, Denied
 from ..textview import preview
 from .approval import ApprovalCard
+from .reply import MarkdownText
 
 STATE_ICONS = {"running": "⏳", "done": "✓", "failed": "✗", "interrupted": "■", "waiting": "⏸"}
 
@@ -276,7 +276,7 @@ class RunView(widgets.VBox):
 
     def post_completion(self, markdown: str) -> None:
         """Append a background result to this cell (from the task that finished)."""
-        self.completions.append_display_data(Markdown(markdown))
+        self.completions.append_display_data(MarkdownText(markdown))
         self.messages_sent += 1
 
     def approval_channel(self, *, timeout: float | None, unattended: str | None) -> ApprovalChannel:
