@@ -1,0 +1,169 @@
+"""Shared pieces of the real-kernel notebook tests.
+
+Every test starts an ipykernel through ``KernelDriver`` (a frontend stand-in: it runs cells,
+tracks widget models, clicks buttons with the comm message JupyterLab sends, interrupts),
+loads ``harness_nb`` and points ``HarnessNB.model`` at a small scripted model written into
+the test's folder, which is also the kernel's working directory and ``$HOME`` (so a
+developer's own ``~/.claude/agents`` never leak in). What the model was sent is read back
+from the scripted provider inside the kernel.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness_nb.testing.kernel_driver import Cell, KernelDriver
+
+HARNESS = "get_ipython()._harness_nb.harness()"
+_JSON_MARK = "@@json@@"
+
+# Settings a developer may have exported; a test starts from the documented defaults.
+_CLEARED_ENV = (
+    "HARNESS_NB_MODEL",
+    "HARNESS_NB_WORKDIR",
+    "HARNESS_NB_APPROVAL_POLICY",
+    "HARNESS_NB_APPROVAL_TIMEOUT",
+    "HARNESS_NB_UNATTENDED_APPROVALS",
+    "HARNESS_NB_BACKGROUND_APPROVALS",
+    "HARNESS_NB_RECORD_TO",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+)
+
+
+def write_script(folder: Path, script: dict[str, Any] | list[Any], name: str = "script.yaml") -> str:
+    """Write a scripted-model file into ``folder``; return its name (relative to the kernel's cwd)."""
+    (folder / name).write_text(yaml.safe_dump(script, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return name
+
+
+@asynccontextmanager
+async def notebook(
+    folder: Path,
+    script: dict[str, Any] | list[Any] | None = None,
+    *,
+    env: dict[str, str] | None = None,
+) -> AsyncIterator[KernelDriver]:
+    """A kernel in ``folder`` with harness_nb loaded and, given a ``script``, the scripted model
+    configured through ``%config``."""
+    home = folder / "home"
+    home.mkdir(exist_ok=True)
+    kernel_env = {name: "" for name in _CLEARED_ENV}
+    kernel_env.update({"HOME": str(home), "IPYTHONDIR": str(home / ".ipython")})
+    kernel_env.update(env or {})
+    async with KernelDriver(cwd=folder, env=kernel_env) as k:
+        await k.run("%load_ext harness_nb")
+        if script is not None:
+            await k.run(f"%config HarnessNB.model = 'scripted/{write_script(folder, script)}'")
+        yield k
+
+
+async def kernel_json(k: KernelDriver, expr: str, *, setup: str = "") -> Any:
+    """Evaluate ``expr`` in the kernel and return it through JSON."""
+    code = f"{setup}\nimport json as _json\nprint({_JSON_MARK!r} + _json.dumps({expr}))"
+    cell = await k.run(code)
+    for line in k.text(cell).splitlines():
+        if line.startswith(_JSON_MARK):
+            return json.loads(line[len(_JSON_MARK) :])
+    raise AssertionError(f"no JSON printed by {expr!r}: {k.text(cell)!r}")
+
+
+async def model_requests(k: KernelDriver, agent: str | None = None) -> list[dict[str, Any]]:
+    """Every request the scripted model received, oldest first, as
+    ``{"agent": …, "messages": [{"role": …, "content": …}, …]}``."""
+    requests: list[dict[str, Any]] = await kernel_json(
+        k,
+        "[{'agent': r.agent, 'messages': [{'role': m.role, 'content': getattr(m, 'content', '')} "
+        f"for m in r.messages]}} for r in {HARNESS}.provider.requests]",
+    )
+    return [r for r in requests if agent is None or r["agent"] == agent]
+
+
+def last_user_text(request: dict[str, Any]) -> str:
+    """The latest user message of a recorded request (the prompt or an injected message)."""
+    return next(m["content"] for m in reversed(request["messages"]) if m["role"] == "user")
+
+
+def tool_results(request: dict[str, Any]) -> list[str]:
+    """The tool results a recorded request showed the model."""
+    return [m["content"] for m in request["messages"] if m["role"] == "tool"]
+
+
+async def task_state(k: KernelDriver, task_id: str) -> str:
+    """The tracker's state of a task (running, completed, failed, cancelled)."""
+    state: str = await kernel_json(k, f"str({HARNESS}.tracker.get({task_id!r}).status)")
+    return state
+
+
+def widget_text(k: KernelDriver, needle: str) -> str | None:
+    """The first widget text (HTML value or Output content) containing ``needle``."""
+    return next((t for t in k.widget_texts() if needle in t), None)
+
+
+async def wait_for_widget_text(k: KernelDriver, needle: str, timeout: float = 30) -> str:
+    """Wait until some widget shows ``needle``; return that widget's text."""
+    found: str = await k.wait_for(lambda: widget_text(k, needle), timeout, f"a widget showing {needle!r}")
+    return found
+
+
+def result_text(cell: Cell) -> str:
+    """The cell's value (its execute_result) as text/plain; '' when it has none."""
+    for out in cell.outputs:
+        if out["msg_type"] == "execute_result":
+            text: str = out["data"].get("text/plain", "")
+            return text
+    return ""
+
+
+def help_pages(cell: Cell) -> list[str]:
+    """The help texts (``x?``) a cell sent as pager payloads in its reply."""
+    assert cell.reply is not None
+    return [p["data"]["text/plain"] for p in cell.reply["content"].get("payload", ()) if p.get("source") == "page"]
+
+
+def error_name(cell: Cell) -> str | None:
+    """The exception name of a failed cell (from its reply)."""
+    if cell.reply is None or cell.reply["content"]["status"] != "error":
+        return None
+    name: str = cell.reply["content"].get("ename", "")
+    return name
+
+
+def widgets_opened_by(k: KernelDriver, cell: Cell) -> set[str]:
+    """Comm ids of the widgets created while ``cell`` was the parent (its run view and cards)."""
+    return {
+        m["content"]["comm_id"]
+        for m in k.messages_for(cell)
+        if m["header"]["msg_type"] == "comm_open" and m["content"].get("target_name") == "jupyter.widget"
+    }
+
+
+def widget_updates(k: KernelDriver, comm_ids: set[str]) -> list[tuple[datetime, dict[str, Any]]]:
+    """``(kernel send time, message)`` of every state update the kernel sent to these widgets."""
+    return [
+        (m["header"]["date"], m)
+        for _, m in k.iopub
+        if m["header"]["msg_type"] == "comm_msg"
+        and m["content"]["comm_id"] in comm_ids
+        and m["content"].get("data", {}).get("method") == "update"
+    ]
+
+
+def comm_ids_showing(k: KernelDriver, needle: str) -> list[str]:
+    """Comm ids of the widgets whose text (value or outputs) contains ``needle``."""
+    found = []
+    for cid, state in k.models.items():
+        texts = [state["value"]] if isinstance(state.get("value"), str) else []
+        for out in state.get("outputs", ()) or ():
+            data = out.get("data", {})
+            texts.append(data.get("text/markdown") or data.get("text/plain") or out.get("text", ""))
+        if any(needle in t for t in texts):
+            found.append(cid)
+    return found

@@ -1,0 +1,231 @@
+"""The notebook layer in a real ipykernel: approvals, background completions, ``%@name``
+parsing and ``%task``, driven the way JupyterLab drives a kernel (cells over the shell
+channel, button clicks as comm messages).
+
+Each test starts its own kernel in ``tmp_path`` with a scripted model, so what the model
+was sent (tool results, prompts, steering) can be read back exactly.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from notebook_support import (
+    comm_ids_showing,
+    error_name,
+    help_pages,
+    last_user_text,
+    model_requests,
+    notebook,
+    result_text,
+    task_state,
+    tool_results,
+    wait_for_widget_text,
+    widget_text,
+    widgets_opened_by,
+)
+
+pytestmark = pytest.mark.kernel
+
+RM_BUILD = {"name": "bash", "arguments": {"command": "rm -rf build"}}
+
+
+def _busy_until_file(name: str) -> str:
+    """A cell that stays busy (awaiting, as a long notebook computation would) until the test
+    creates ``name`` in the kernel's folder."""
+    return (
+        "import asyncio, os, time\n"
+        "deadline = time.monotonic() + 120\n"
+        f"while not os.path.exists({name!r}) and time.monotonic() < deadline:\n"
+        "    await asyncio.sleep(0.05)\n"
+        f"print('released' if os.path.exists({name!r}) else 'gave up')"
+    )
+
+
+async def test_foreground_approve_then_deny(tmp_path):
+    """A risky call shows an approval card in the running cell. Approve runs it, Deny does
+    not; the card then shows the decision, the model sees the outcome as the tool result, and
+    the final answer is the cell's value."""
+    (tmp_path / "build").mkdir()
+    (tmp_path / "dist").mkdir()
+    script = {
+        "agents": {
+            "main": [
+                {"match": "clean the build", "text": "I'll clean the build.", "tool_calls": [RM_BUILD]},
+                {"match": "clean the build", "text": "Build folder removed."},
+                {
+                    "match": "remove dist",
+                    "tool_calls": [{"name": "bash", "arguments": {"command": "rm -rf dist"}}],
+                },
+                {"match": "remove dist", "text": "Understood, I left dist alone."},
+            ]
+        }
+    }
+    async with notebook(tmp_path, script) as k:
+        approve_cell = k.execute("%%agent\nclean the build")
+        card = await wait_for_widget_text(k, "Approve bash?")
+        assert "rm -rf build" in card and "recursive or forced delete" in card
+        assert approve_cell.reply is None, "the cell stays busy while the card waits"
+        k.click(await k.wait_for_button("Approve"))
+        await k.finished(approve_cell)
+        assert approve_cell.status == "ok", k.error(approve_cell)
+        assert result_text(approve_cell) == "Build folder removed."
+        assert widget_text(k, "<i>approved</i>")
+        assert not (tmp_path / "build").exists()
+
+        deny_cell = k.execute("%%agent\nnow remove dist")
+        await wait_for_widget_text(k, "rm -rf dist")
+        k.click(await k.wait_for_button("Deny"))
+        await k.finished(deny_cell)
+        assert deny_cell.status == "ok", k.error(deny_cell)
+        assert result_text(deny_cell) == "Understood, I left dist alone."
+        assert widget_text(k, "<i>denied by the person</i>")
+        assert (tmp_path / "dist").is_dir()
+
+        requests = await model_requests(k, "main")
+        assert len(requests) == 4
+        assert tool_results(requests[1]) == ["(no output)\nexit code: 0"]
+        assert tool_results(requests[3])[-1] == (
+            "error: the call was denied: denied by the person. Do not retry it unchanged."
+        )
+
+
+async def test_background_approval_and_completion_while_another_cell_runs(tmp_path):
+    """With ``background_approvals = 'ask'`` a background run asks in the cell that launched
+    it; the card can be answered while a later cell is busy, and the result lands in the
+    launching cell (as that cell's output) before the busy cell ends. The main agent finds the
+    completion in its next turn, and ``%task wait`` re-posts the result from its own cell."""
+    (tmp_path / "build").mkdir()
+    script = {
+        "agents": {
+            "general-purpose": [
+                {"text": "Removing build/.", "tool_calls": [RM_BUILD]},
+                {"text": "Removed build/ (it held nothing else)."},
+            ],
+            "main": [{"text": "The background clean-up finished: build/ is gone."}],
+        }
+    }
+    async with notebook(tmp_path, script) as k:
+        await k.run("%config HarnessNB.background_approvals = 'ask'")
+        launch = await k.run("%%agent --bg\nclean the build folder")
+        assert "agent run: general-purpose" in k.text(launch)
+
+        busy = k.execute(_busy_until_file("release"))
+        await k.wait_for(lambda: any(m["header"]["msg_type"] == "execute_input" for m in k.messages_for(busy)))
+        card = await wait_for_widget_text(k, "Approve bash?")
+        assert "[general-purpose] recursive or forced delete" in card
+        k.click(await k.wait_for_button("Approve"))
+
+        completion = await wait_for_widget_text(k, "**bg-1**", timeout=30)
+        assert "completed" in completion and "Removed build/ (it held nothing else)." in completion
+        assert busy.reply is None, "the completion arrived while the later cell was still busy"
+        assert not (tmp_path / "build").exists()
+        # it is the launching cell's output: its Output widget, updated under that cell's parent
+        (box,) = comm_ids_showing(k, "**bg-1**")
+        assert box in widgets_opened_by(k, launch)
+        posts = [
+            m
+            for _, m in k.iopub
+            if m["header"]["msg_type"] == "comm_msg"
+            and m["content"]["comm_id"] == box
+            and "outputs" in m["content"]["data"].get("state", {})
+        ]
+        assert posts and all(m["parent_header"]["msg_id"] == launch.msg_id for m in posts)
+
+        (tmp_path / "release").touch()
+        await k.finished(busy)
+        assert k.text(busy) == "released\n"
+        assert await task_state(k, "bg-1") == "completed"
+
+        answer = await k.run("%%agent\nhow did the clean-up go?")
+        assert result_text(answer) == "The background clean-up finished: build/ is gone."
+        (main_request,) = await model_requests(k, "main")
+        injected = last_user_text(main_request)
+        assert '<background-task-completed id="bg-1" agent="general-purpose" status="completed">' in injected
+        assert "Removed build/ (it held nothing else)." in injected
+
+        waited = await k.run("%task wait bg-1")
+        assert result_text(waited) == "Removed build/ (it held nothing else)."
+
+
+async def test_direct_magic_sends_the_prompt_literally(tmp_path):
+    """``%@name`` and ``%%@name`` hand the prompt to the subagent exactly as typed: a trailing
+    ``?`` is not a help request, quotes and apostrophes survive, ``{x}`` and ``$x`` are not
+    expanded. The subagent's answer is the cell's value; bare ``%@explore?`` is still help."""
+    script = {
+        "agents": {
+            "explore": [
+                {"match": "what is this?", "text": "A question, answered."},
+                {"match": "it's", "text": "Quotes kept."},
+                {"match": "multi-line", "text": "Cell form works."},
+            ]
+        }
+    }
+    async with notebook(tmp_path, script) as k:
+        await k.run("x = 'EXPANDED'")
+        question = await k.run("%@explore what is this?")
+        assert result_text(question) == "A question, answered."
+        quoted = await k.run("""%@explore it's "double" and 'single' with {x} and $x""")
+        assert result_text(quoted) == "Quotes kept."
+        cell = await k.run("%%@explore\nmulti-line {x}\n  $x (indented) — really?")
+        assert result_text(cell) == "Cell form works."
+
+        prompts = [last_user_text(r) for r in await model_requests(k, "explore")]
+        assert prompts == [
+            "what is this?",
+            """it's "double" and 'single' with {x} and $x""",
+            "multi-line {x}\n  $x (indented) — really?",
+        ]
+
+        pages = help_pages(await k.run("%@explore?"))
+        assert pages and "Run subagent 'explore' directly" in pages[0]
+        assert len(await model_requests(k, "explore")) == 3, "help did not run the agent"
+
+
+async def test_task_magic_list_show_send_stop_wait(tmp_path):
+    """``%task`` lists background tasks; ``show`` gives the progress log; ``send`` steers a
+    running subagent, which reads the message at its next turn; ``stop`` cancels one;
+    ``wait`` returns the result; unknown ids are answered with the valid ones."""
+    (tmp_path / "build").mkdir()
+    script = {
+        "agents": {
+            "general-purpose": [
+                {"match": "tidy the build", "text": "Tidying.", "tool_calls": [RM_BUILD]},
+                {"match": "slow survey", "delay": 120, "text": "never sent"},
+                {"match": "also check the tests", "text": "Build removed; tests checked as asked."},
+            ]
+        }
+    }
+    async with notebook(tmp_path, script) as k:
+        await k.run("%config HarnessNB.background_approvals = 'ask'")
+        await k.run("%%agent --bg\ntidy the build")
+        await k.run("%%agent --bg\nslow survey of the repo")
+        await wait_for_widget_text(k, "Approve bash?")  # bg-1 is parked on its approval
+
+        listing = k.text(await k.run("%task"))
+        lines = listing.splitlines()
+        assert lines[0].split() == ["id", "agent", "description", "state", "elapsed", "tokens"]
+        assert lines[1].startswith("bg-1") and "general-purpose" in lines[1] and "tidy the build" in lines[1]
+        assert lines[2].startswith("bg-2") and "running" in lines[2]
+
+        shown = k.text(await k.run("%task show bg-1"))
+        assert "bg-1" in shown and "waiting for approval: bash(command='rm -rf build')" in shown
+
+        sent = k.text(await k.run("%task send bg-1 also check the tests"))
+        assert "delivered to bg-1" in sent
+
+        stopped = k.text(await k.run("%task stop bg-2"))
+        assert stopped == "bg-2 (general-purpose) cancelled\n"
+        assert await task_state(k, "bg-2") == "cancelled"
+        assert "general-purpose · cancelled" in await wait_for_widget_text(k, "**bg-2**")
+
+        k.click(await k.wait_for_button("Approve"))
+        waited = await k.run("%task wait bg-1 --timeout 60")
+        assert result_text(waited) == "Build removed; tests checked as asked."
+        second_turn = (await model_requests(k, "general-purpose"))[-1]
+        assert last_user_text(second_turn) == "also check the tests"
+
+        for command in ("show", "wait", "stop", "send"):
+            bad = await k.run(f"%task {command} bg-9 hello", check=False)
+            assert error_name(bad) == "UsageError", command
+            assert "bg-9" in k.text(bad) and "bg-1, bg-2" in k.text(bad), command

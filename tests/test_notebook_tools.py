@@ -1,0 +1,151 @@
+"""The main agent's tools over the kernel's namespace, and the cost of a live view, in a real
+ipykernel: ``inspect_variable`` stays bounded whatever it looks at, ``run_python`` asks
+first, and a fast stream sends a bounded number of widget messages per second."""
+
+from __future__ import annotations
+
+import importlib.util
+from datetime import timedelta
+
+import pytest
+
+from notebook_support import (
+    model_requests,
+    notebook,
+    result_text,
+    tool_results,
+    wait_for_widget_text,
+    widget_updates,
+    widgets_opened_by,
+)
+
+pytestmark = pytest.mark.kernel
+
+NAMESPACE = """
+class Point:
+    def __init__(self):
+        self.x, self.y = 1, 2
+    def __repr__(self):
+        return "Point(x=1, y=2)"
+
+point = Point()
+numbers = list(range(10_000))
+table = {f"key{i}": i * i for i in range(500)}
+big = "spam and eggs " * 200_000
+"""
+
+
+def _inspect(name: str, call_id: str) -> dict[str, object]:
+    return {"id": call_id, "name": "inspect_variable", "arguments": {"name": name}}
+
+
+async def test_inspect_variable_is_bounded_and_run_python_asks(tmp_path):
+    """``list_variables`` and ``inspect_variable`` describe the notebook's objects (type,
+    length, a preview) in a few KB even for a 2.8 MB string; an unknown name gets the list of
+    variables. ``run_python`` shows an approval card first and, once approved, runs in the
+    user namespace."""
+    script = {
+        "agents": {
+            "main": [
+                {
+                    "tool_calls": [
+                        {"id": "vars", "name": "list_variables", "arguments": {}},
+                        _inspect("point", "point"),
+                        _inspect("numbers", "numbers"),
+                        _inspect("table", "table"),
+                        _inspect("big", "big"),
+                        _inspect("nothing_here", "missing"),
+                    ]
+                },
+                {"tool_calls": [{"name": "run_python", "arguments": {"code": "answer = 41 + 1\nprint('set')\nanswer"}}]},
+                {"text": "answer is now 42."},
+            ]
+        }
+    }
+    async with notebook(tmp_path, script) as k:
+        await k.run(NAMESPACE)
+        run = k.execute("%%agent\nlook at my variables, then set answer")
+        card = await wait_for_widget_text(k, "Approve run_python?")
+        assert "run_python always asks for approval" in card and "answer = 41 + 1" in card
+        k.click(await k.wait_for_button("Approve"))
+        await k.finished(run)
+        assert result_text(run) == "answer is now 42."
+        assert result_text(await k.run("answer")) == "42"
+
+        requests = await model_requests(k, "main")
+        listing, point, numbers, table, big, missing = tool_results(requests[1])
+        assert "point: Point" in listing and "numbers: list len 10000" in listing
+        assert "table: dict len 500" in listing and "big: str len 2800000" in listing
+        assert "Point" not in listing.split("point: Point")[0], "classes are not listed as variables"
+        assert point == "type: __main__.Point\nrepr: Point(x=1, y=2)"
+        assert numbers.startswith("type: list\nlength: 10000\nfirst items: [0, 1, 2")
+        assert table.startswith("type: dict\nlength: 500\nitems:\n  'key0': 0\n  'key1': 1")
+        assert big.startswith("type: str\nlength: 2,800,000 characters\ntext: 'spam and eggs")
+        assert "nothing_here" in missing and "big, numbers, point, table" in missing
+        for result in (listing, point, numbers, table, big):
+            assert len(result) <= 4_100, len(result)
+        assert tool_results(requests[2])[-1] == "set\n42"
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("numpy") is None or importlib.util.find_spec("pandas") is None,
+    reason="numpy and pandas are not installed",
+)
+async def test_inspect_variable_on_arrays_and_dataframes(tmp_path):
+    """For an array: shape, dtype and values with the middle elided; for a DataFrame: shape,
+    dtypes, the head and the missing values — bounded for a million rows."""
+    script = {"agents": {"main": [{"tool_calls": [_inspect("arr", "arr"), _inspect("df", "df")]}, {"text": "seen"}]}}
+    async with notebook(tmp_path, script) as k:
+        await k.run(
+            "import numpy as np, pandas as pd\n"
+            "arr = np.arange(1_000_000, dtype='int64').reshape(1000, 1000)\n"
+            "df = pd.DataFrame({'a': range(1_000_000), 'b': ['x'] * 1_000_000})\n"
+            "df.loc[3, 'b'] = None"
+        )
+        await k.run("%%agent\nlook at arr and df")
+        arr, df = tool_results((await model_requests(k, "main"))[1])
+        assert "shape: (1000, 1000)" in arr and "dtype: int64" in arr and "..." in arr
+        assert "shape: (1000000, 2)" in df and "a: int64" in df
+        assert "b: object" in df or "b: str" in df  # pandas 3 infers a string dtype
+        assert "head(5):" in df and "missing values: {'b': 1}" in df
+        assert len(arr) <= 4_100 and len(df) <= 4_100
+
+
+def _max_in_window(times: list[float], width: float = 1.0) -> int:
+    """The most events in any half-open window ``[t, t + width)``."""
+    best, start = 0, 0
+    for end, t in enumerate(times):
+        while times[start] <= t - width:
+            start += 1
+        best = max(best, end - start + 1)
+    return best
+
+
+async def test_fast_stream_sends_a_bounded_number_of_widget_messages(tmp_path):
+    """A model streaming ~250 chunks a second does not send a widget message per chunk: the
+    run view coalesces, so in any one second it sends at most ``updates_per_second`` refreshes
+    plus a few structural messages — for the default rate and for a lower configured one."""
+    words = " ".join(f"word{i}" for i in range(700))
+    script = {"chunk_delay": 0.004, "agents": {"main": [{"text": words}, {"text": words}]}}
+    measured = []
+    async with notebook(tmp_path, script) as k:
+        for rate in (8, 4):
+            await k.run(f"%config HarnessNB.updates_per_second = {rate}")
+            cell = await k.run("%%agent\nstream a lot")
+            assert result_text(cell) == words
+            updates = widget_updates(k, widgets_opened_by(k, cell))
+            start = updates[0][0]
+            times = [(sent - start) / timedelta(seconds=1) for sent, _ in updates]
+            duration = times[-1]
+            stream_updates = sum(1 for _, m in updates if "outputs" in m["content"]["data"]["state"])
+            busiest = _max_in_window(times)
+            measured.append((rate, len(updates), stream_updates, duration, busiest))
+            assert duration >= 2.0, "the stream took long enough to measure a rate"
+            assert busiest <= rate + 3, (rate, busiest, len(updates), duration)
+            assert stream_updates >= 3, "the answer was visible while it streamed, not only at the end"
+    for rate, total, stream_updates, duration, busiest in measured:
+        print(
+            f"\nupdates_per_second={rate}: 700 chunks in {duration:.2f} s -> {total} widget updates "
+            f"({stream_updates} of the streamed text), {total / duration:.1f}/s on average, "
+            f"at most {busiest} in any 1 s window"
+        )
