@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -167,3 +168,35 @@ def comm_ids_showing(k: KernelDriver, needle: str) -> list[str]:
         if any(needle in t for t in texts):
             found.append(cid)
     return found
+
+
+@dataclass
+class RunViewState:
+    """What the frontend shows of one run view: its header, the summary text of each of its
+    approval cards, and the background results posted into it."""
+
+    header: str
+    cards: list[str]
+    completions: list[str]
+
+
+_RUN_VIEW_PARTS = ["HTMLModel", "OutputModel", "VBoxModel", "VBoxModel", "OutputModel"]
+
+
+def run_views(k: KernelDriver) -> list[RunViewState]:
+    """Every run view the kernel has displayed (a VBox of header, stream, activity,
+    approvals and completions), as the frontend's widget models describe it."""
+
+    def model(ref: str) -> dict[str, Any]:
+        return k.models.get(ref.removeprefix("IPY_MODEL_"), {})
+
+    views = []
+    for state in k.models.values():
+        parts = [model(ref) for ref in state.get("children", ())]
+        if state.get("_model_name") != "VBoxModel" or [p.get("_model_name") for p in parts] != _RUN_VIEW_PARTS:
+            continue
+        header, _stream, _activity, approvals, completions = parts
+        cards = [model(model(card)["children"][0])["value"] for card in approvals["children"]]
+        posted = [out["data"].get("text/plain", "") for out in completions.get("outputs", ())]
+        views.append(RunViewState(header["value"], cards, posted))
+    return views

@@ -18,6 +18,7 @@ from notebook_support import (
     model_requests,
     notebook,
     result_text,
+    run_views,
     task_state,
     tool_results,
     wait_for_widget_text,
@@ -146,6 +147,36 @@ async def test_background_approval_and_completion_while_another_cell_runs(tmp_pa
 
         waited = await k.run("%task wait bg-1")
         assert result_text(waited) == "Removed build/ (it held nothing else)."
+
+
+async def test_background_runs_from_one_cell_ask_and_report_in_their_own_views(tmp_path):
+    """Two background runs launched by one cell each get their own run view: each one's
+    approval card and its result appear in its own view, not both in the last one."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    script = {
+        "agents": {
+            "general-purpose": [
+                {"match": "job one", "tool_calls": [{"name": "bash", "arguments": {"command": "rm -rf a"}}]},
+                {"match": "job two", "tool_calls": [{"name": "bash", "arguments": {"command": "rm -rf b"}}]},
+                {"match": "job one", "text": "one done"},
+                {"match": "job two", "text": "two done"},
+            ]
+        }
+    }
+    async with notebook(tmp_path, script) as k:
+        await k.run("%config HarnessNB.background_approvals = 'ask'")
+        await k.run("%agent --bg job one\n%agent --bg job two")
+        await k.wait_for(lambda: sum(len(v.cards) for v in run_views(k)) == 2, what="both approval cards")
+        for button in k.find_models(_model_name="ButtonModel", description="Approve"):
+            k.click(button)
+        await k.wait_for(lambda: all(v.completions for v in run_views(k)), what="both completions")
+
+        by_task = {("bg-1" if "bg-1" in v.header else "bg-2"): v for v in run_views(k)}
+        assert [card.count("rm -rf a") for card in by_task["bg-1"].cards] == [1]
+        assert [card.count("rm -rf b") for card in by_task["bg-2"].cards] == [1]
+        assert by_task["bg-1"].completions[0].endswith("one done")
+        assert by_task["bg-2"].completions[0].endswith("two done")
 
 
 async def test_direct_magic_sends_the_prompt_literally(tmp_path):

@@ -121,8 +121,12 @@ class SubagentRunner:
         injectors: Sequence[Injector] = (),
         session: MemorySession | None = None,
         extra_tools: Sequence[Tool] = (),
+        relay_to: ApprovalChannel | None = None,
     ) -> AgentEngine:
         """The child engine for one run of ``definition`` under ``parent``.
+
+        ``relay_to`` is the channel the child's approval requests go to, when it is not the
+        parent's channel of the moment (a background task keeps the one current at launch).
 
         ``extra_tools`` are added after narrowing and exempt from the coordination deny hook:
         a teammate's own ``send_message`` is the one coordination tool it is meant to hold.
@@ -160,7 +164,7 @@ class SubagentRunner:
                 skills=definition.skills,
             ),
             limits=limits,
-            approval=self._approval_for(definition.name, parent.approval, background),
+            approval=self._approval_for(definition.name, relay_to or parent.approval, background),
             workdir=parent.workdir,
             agent=definition.name,
             depth=parent.depth + 1,
@@ -200,11 +204,14 @@ class SubagentRunner:
         emit: EventSink | None = None,
         injectors: Sequence[Injector] = (),
         wrap: bool = True,
+        relay_to: ApprovalChannel | None = None,
     ) -> RunResult:
         """Run ``definition`` on ``prompt`` as a child of ``parent``; child events reach
         ``emit`` wrapped in ``SubagentUpdate`` (unwrapped with ``wrap=False``, for a direct
         ``%@name`` run where the subagent is the whole run). Exceptions propagate."""
-        child = self.build(definition, parent, task_id=task_id, background=background, injectors=injectors)
+        child = self.build(
+            definition, parent, task_id=task_id, background=background, injectors=injectors, relay_to=relay_to
+        )
         sink = emit or (lambda _e: None)
 
         def forward(event: Event) -> None:

@@ -178,6 +178,9 @@ class TaskTool(Tool):
         self.runner.check_depth(parent)
         entry = self.tracker.start("subagent", definition.name, prompt, description=description, background=True)
         sink = self._sink(entry.id, emit)
+        # The parent's channel may change before the task first runs (two launches from one
+        # notebook cell): its approvals belong where it was launched.
+        channel = parent.approval
 
         async def body() -> None:
             try:
@@ -189,6 +192,7 @@ class TaskTool(Tool):
                     background=True,
                     emit=sink,
                     injectors=[lambda: self.tracker.drain_pending(entry.id)],
+                    relay_to=channel,
                 )
             except asyncio.CancelledError:
                 self.tracker.cancel(entry.id)
