@@ -644,3 +644,15 @@ async def test_fifty_background_tasks_finishing_in_random_order_are_each_deliver
     )
     assert all(hd.done() for hd in handles)
     assert h.tracker.completion_texts() == []
+
+
+async def test_a_result_awaited_from_python_still_reaches_the_main_agent(tmp_path):
+    """Reading a background result yourself does not hide it from the main agent."""
+    h, provider = harness(tmp_path, {"reader": [{"text": "found 3 CSVs"}], "main": [{"text": "noted"}]})
+    handle = h.start_subagent("reader", "find the CSVs")
+    assert (await handle).final_text == "found 3 CSVs"
+    await h.run("anything new?")
+    injected = [r for r in provider.requests if r.agent == "main"][0].messages[-1]
+    assert injected.content == (
+        '<background-task-completed id="bg-1" agent="reader" status="completed">found 3 CSVs</background-task-completed>'
+    )

@@ -164,7 +164,8 @@ class HarnessMagics(Magics):
         if not entry.done:
             print(f"{task_id} still running after {timeout:g} s")
             return None
-        entry.delivered = True
+        # Not marked delivered: the person reading it here does not tell the main agent, which
+        # still gets the result at its next turn.
         # Re-post from this cell: nbclient/nbval and late frontends only keep outputs whose
         # parent is the cell they executed, so the launching cell's live update is not enough.
         if entry.status is not TaskStatus.COMPLETED:

@@ -44,7 +44,6 @@ class SubagentHandle:
         entry = await self._tracker.wait(self.id, timeout)
         if not entry.done:
             raise TimeoutError(f"task {self.id} still running after {timeout} s")
-        self.entry.delivered = True
         if entry.status is TaskStatus.CANCELLED:
             raise asyncio.CancelledError(f"task {self.id} was cancelled")
         if entry.status is TaskStatus.FAILED:
