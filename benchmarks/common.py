@@ -1,0 +1,202 @@
+"""What both benchmarks share: the fake server in a process of its own, the script it
+plays, the bare httpx agent loop that the harness is compared with, and small statistics.
+
+The bare loop does the work any agent must do and nothing else: POST the growing history
+with the tool list, parse the answer (JSON, or the SSE stream through httpx-sse), append
+the assistant message and one tool result per call, repeat until an answer has no tool
+calls. It deliberately has no framework, no validation, no events and no retries.
+"""
+
+import contextlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+from httpx_sse import aconnect_sse
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = Path(__file__).resolve().parent / "results"
+MODEL = "bench-model"
+API_KEY = "bench-key"
+SYSTEM = "You are a benchmark agent. Call the echo tool when asked to, then report."
+PROMPT = "Call echo once per step until the script says you are done."
+ECHO_DESCRIPTION = "Return the text unchanged."
+ECHO_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "echo",
+        "description": ECHO_DESCRIPTION,
+        "parameters": {
+            "type": "object",
+            "properties": {"text": {"type": "string"}},
+            "required": ["text"],
+            "additionalProperties": False,
+        },
+    },
+}
+# About the size of a real small tool call: one sentence of text and a short argument.
+ECHO_STEP = {
+    "text": "Let me check that with the echo tool.",
+    "tool_calls": [{"name": "echo", "arguments": {"text": "the quick brown fox jumps over the lazy dog " * 2}}],
+}
+FINAL_STEP = {"text": "Done: every step has been echoed."}
+
+
+def script(tool_turns: int) -> list[dict[str, Any]]:
+    """``tool_turns`` answers that call ``echo``, then one final answer."""
+    return [ECHO_STEP] * tool_turns + [FINAL_STEP]
+
+
+@contextlib.contextmanager
+def fake_server(steps: Sequence[dict[str, Any]], *, latency: float = 0.0) -> Iterator[str]:
+    """Run the fake LLM server in its own process (so its CPU is not the client's), one
+    step per conversation turn; yield its ``/v1`` base URL. Stopped on exit."""
+    with tempfile.TemporaryDirectory(prefix="bench-script-") as tmp:
+        path = Path(tmp) / "script.json"
+        path.write_text(json.dumps(list(steps)))
+        command = [
+            sys.executable, "-m", "harness_nb.testing.fake_server", "--host", "127.0.0.1", "--port", "0",
+            "--latency", str(latency), "--script", str(path), "--loop", "--per-conversation",
+        ]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=ROOT, env=child_env())
+        try:
+            assert process.stdout is not None
+            url = process.stdout.readline().strip()
+            if not url.startswith("http://127.0.0.1:"):
+                raise RuntimeError(f"the fake server did not start (said {url!r})")
+            yield url + "/v1"
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            if process.stdout is not None:
+                process.stdout.close()
+
+
+def child_env() -> dict[str, str]:
+    """The environment for child processes: the repo importable, no real keys or URLs."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return env
+
+
+def echo(text: str) -> str:
+    """The bare loop's tool."""
+    return text
+
+
+def echo_tool() -> Any:
+    """The harness's tool: the same function as a harness_nb tool (imported only here, so
+    that the bare loop's processes never import harness_nb)."""
+    from harness_nb.tools import ToolContext, tool
+
+    async def echo_(ctx: ToolContext, text: str) -> str:
+        return echo(text)
+
+    echo_.__doc__ = ECHO_DESCRIPTION
+    return tool(echo_, name="echo", read_only=True)
+
+
+def bare_client(base_url: str) -> httpx.AsyncClient:
+    return httpx.AsyncClient(
+        base_url=base_url, headers={"Authorization": f"Bearer {API_KEY}"}, timeout=httpx.Timeout(60.0)
+    )
+
+
+async def bare_conversation(client: httpx.AsyncClient, *, stream: bool, system: str = SYSTEM) -> int:
+    """One agent conversation by hand; returns the number of LLM calls it made."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system}, {"role": "user", "content": PROMPT}]
+    calls = 0
+    while True:
+        body: dict[str, Any] = {"model": MODEL, "messages": messages, "tools": [ECHO_TOOL]}
+        if stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+            message = await _streamed_message(client, body)
+        else:
+            response = await client.post("/chat/completions", json=body)
+            response.raise_for_status()
+            message = response.json()["choices"][0]["message"]
+        calls += 1
+        tool_calls = message.get("tool_calls") or []
+        assistant: dict[str, Any] = {"role": "assistant", "content": message.get("content") or ""}
+        if tool_calls:
+            assistant["tool_calls"] = tool_calls
+        messages.append(assistant)
+        if not tool_calls:
+            return calls
+        for call in tool_calls:
+            arguments = json.loads(call["function"]["arguments"])
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": echo(**arguments)})
+
+
+async def _streamed_message(client: httpx.AsyncClient, body: dict[str, Any]) -> dict[str, Any]:
+    text: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    async with aconnect_sse(client, "POST", "/chat/completions", json=body) as source:
+        source.response.raise_for_status()
+        async for sse in source.aiter_sse():
+            if sse.data == "[DONE]":
+                # Read on to the end of the body rather than break: a response closed
+                # early closes its connection, and the next call would pay for a new one.
+                continue
+            chunk = json.loads(sse.data)
+            for choice in chunk["choices"]:
+                delta = choice["delta"]
+                if delta.get("content"):
+                    text.append(delta["content"])
+                for fragment in delta.get("tool_calls") or []:
+                    call = calls.setdefault(
+                        fragment["index"], {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
+                    )
+                    call["id"] = call["id"] or fragment.get("id", "")
+                    function = fragment.get("function") or {}
+                    call["function"]["name"] += function.get("name") or ""
+                    call["function"]["arguments"] += function.get("arguments") or ""
+    return {"content": "".join(text), "tool_calls": [calls[i] for i in sorted(calls)]}
+
+
+def environment() -> dict[str, Any]:
+    """What the figures depend on, for the results file."""
+    import importlib.metadata
+    import importlib.util
+    import platform
+
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        # Other work on the machine skews every figure; ratios suffer least.
+        "load_average_1m": round(os.getloadavg()[0], 2),
+        "httpx": importlib.metadata.version("httpx"),
+        "httpcore": importlib.metadata.version("httpcore"),
+        "pydantic": importlib.metadata.version("pydantic"),
+        # httpcore tries ``import sniffio`` on every request; when it is missing the failed
+        # import searches sys.path each time, which costs both loops alike (see README).
+        "sniffio_installed": importlib.util.find_spec("sniffio") is not None,
+    }
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+def write_json(name: str, data: dict[str, Any]) -> Path:
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / name
+    path.write_text(json.dumps(data, indent=2) + "\n")
+    return path
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
