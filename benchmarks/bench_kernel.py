@@ -6,7 +6,7 @@
 A real ipykernel (started by ``harness_nb.testing.KernelDriver``, which acts as the
 frontend) loads harness_nb with a scripted model. First the latency of a trivial cell
 (``1 + 1``: from sending the execute request to receiving its reply, as a frontend sees it)
-is sampled on the idle kernel; then ``--agents`` background runs (``%%agent --bg``) are
+is sampled on the idle kernel (half before the agents, half after they end); then ``--agents`` background runs (``%%agent --bg``) are
 started, each streaming a long answer word by word (``chunk_delay`` in the script, so they
 stream for the whole measurement), and the same trivial cell is sampled again. Every
 sample is taken while all agents are still streaming (checked, and reported).
@@ -29,17 +29,14 @@ import bisect
 import json
 import platform
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness_nb.testing import KernelDriver
 
-import common  # noqa: E402
-
-from harness_nb.testing import KernelDriver  # noqa: E402
+RESULTS = Path(__file__).resolve().parent / "results"
 
 WORDS_PER_ANSWER = 600  # at 50 words a second: 12 s of streaming per agent
 TRIVIAL_CELL = "1 + 1"
@@ -144,7 +141,8 @@ def widget_traffic(k: KernelDriver, views: list[str], chunks_per_second: float) 
 async def main(agents: int, samples: int, gap: float, chunk_delay: float) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-kernel-") as tmp:
         (Path(tmp) / "bench.json").write_text(json.dumps(script(agents, chunk_delay)))
-        async with KernelDriver(cwd=tmp, env=common.child_env()) as k:
+        # the scripted model set below, whatever $HARNESS_NB_MODEL says
+        async with KernelDriver(cwd=tmp, env={"HARNESS_NB_MODEL": ""}) as k:
             await k.run('%load_ext harness_nb\n%config HarnessNB.model = "scripted/bench.json"')
             await sample_latency(k, 5, gap)  # warm-up: imports, first display
             idle = await sample_latency(k, samples, gap)
@@ -162,6 +160,7 @@ async def main(agents: int, samples: int, gap: float, chunk_delay: float) -> dic
                 await k.run(f"%task wait bg-{n + 1}", timeout=120)
             await asyncio.sleep(0.5)  # the last flushes
             traffic = widget_traffic(k, run_views(k), 1.0 / chunk_delay)
+            idle += await sample_latency(k, samples, gap)  # idle again: before and after, against drift
 
     all_running = all(s == "running" for s in [*states_before, *states_after])
 
@@ -175,6 +174,7 @@ async def main(agents: int, samples: int, gap: float, chunk_delay: float) -> dic
         "machine": f"{platform.system()} {platform.machine()}",
         "agents": agents,
         "samples": samples,
+        "idle_samples": len(idle),
         "gap_between_samples_s": gap,
         "chunk_delay_s": chunk_delay,
         "trivial_cell": TRIVIAL_CELL,
@@ -192,7 +192,8 @@ async def main(agents: int, samples: int, gap: float, chunk_delay: float) -> dic
 def report(r: dict[str, Any]) -> str:
     w = r["widgets"]
     lines = [
-        f"trivial cell latency ({r['trivial_cell']!r}: execute request -> reply), {r['samples']} samples each",
+        f"trivial cell latency ({r['trivial_cell']!r}: execute request -> reply), "
+        f"{r['idle_samples']} idle samples (before and after), {r['samples']} while streaming",
         f"{'':34}{'median':>10}{'p95':>10}",
         f"{'idle kernel':34}{r['idle']['median_ms']:>8.2f}ms{r['idle']['p95_ms']:>8.2f}ms",
         f"{str(r['agents']) + ' background agents streaming':34}{r['streaming']['median_ms']:>8.2f}ms{r['streaming']['p95_ms']:>8.2f}ms",
@@ -214,6 +215,8 @@ if __name__ == "__main__":
     parser.add_argument("--chunk-delay", type=float, default=0.02, help="seconds between streamed words")
     args = parser.parse_args()
     result = asyncio.run(main(args.agents, args.samples, args.gap, args.chunk_delay))
-    path = common.write_json("bench_kernel.json", result)
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / "bench_kernel.json"
+    path.write_text(json.dumps(result, indent=2) + "\n")
     print(report(result))
-    print(f"\nwritten to {path.relative_to(common.ROOT)}")
+    print(f"\nwritten to {path}")
