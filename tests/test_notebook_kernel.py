@@ -213,6 +213,21 @@ async def test_direct_magic_sends_the_prompt_literally(tmp_path):
         assert len(await model_requests(k, "explore")) == 3, "help did not run the agent"
 
 
+async def test_assigned_magic_keeps_a_trailing_question_mark(tmp_path):
+    """``answer = %agent …?`` and ``found = %@explore …?`` assign the answer, with the ``?`` in
+    the prompt, instead of turning the line into a help request for its last word."""
+    script = {
+        "agents": {
+            "main": [{"match": "in the north?", "text": "36 units."}],
+            "explore": [{"match": "what is this?", "text": "A file."}],
+        }
+    }
+    async with notebook(tmp_path, script) as k:
+        await k.run("answer = %agent how many units in the north?\nfound = %@explore what is this?")
+        assert result_text(await k.run("f'{answer}|{found}'")) == "'36 units.|A file.'"
+        assert [last_user_text(r) for r in await model_requests(k)] == ["how many units in the north?", "what is this?"]
+
+
 async def test_task_magic_list_show_send_stop_wait(tmp_path):
     """``%task`` lists background tasks; ``show`` gives the progress log; ``send`` steers a
     running subagent, which reads the message at its next turn; ``stop`` cancels one;

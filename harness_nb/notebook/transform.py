@@ -3,7 +3,8 @@
 * ``PromptMagicTransformer`` (token level, runs before IPython's ``?`` help handling): a line
   ``%@explore what is this?`` stays a magic call with the ``?`` in the prompt, instead of
   becoming a help request. A bare ``%@explore?`` is help on that magic (IPython's own help
-  syntax would look up ``explore`` without the ``@`` and report it missing).
+  syntax would look up ``explore`` without the ``@`` and report it missing). The assignment
+  form ``answer = %agent what is this?`` gets the same treatment.
 * ``await_our_magics`` (after the cell is turned into Python): every call of one of our magics
   that is not inside a function gets ``await`` in front, so the run happens on the kernel's
   own loop — the cell stays busy, Run-All stays sequential, and widget clicks still arrive.
@@ -16,7 +17,7 @@ import re
 import tokenize
 from typing import Any
 
-from IPython.core.inputtransformer2 import EscapedCommand, TokenTransformBase
+from IPython.core.inputtransformer2 import EscapedCommand, MagicAssign, TokenTransformBase
 
 OUR_LINE_MAGICS = ("agent", "agents", "task", "team")
 _HELP_REQUEST = re.compile(r"^%{1,2}@?[\w.-]+\?{1,2}$")
@@ -39,6 +40,33 @@ class AgentHelp(TokenTransformBase):
         return [*lines[: self.start_line], call, *lines[self.start_line + 1 :]]
 
 
+class PromptMagicAssign(MagicAssign):
+    """``x = %agent …?``: IPython's magic assignment, found at the start of the line so that
+    it sorts ahead of HelpEnd (which also starts there) instead of after it."""
+
+    priority = 1
+
+    def __init__(self, line_start: tuple[int, int], percent: tuple[int, int]) -> None:
+        super().__init__(line_start)
+        self.percent_col = percent[1]
+
+    def transform(self, lines: list[str]) -> list[str]:
+        self.start_col = self.percent_col  # MagicAssign splits the line at start_col
+        return super().transform(lines)
+
+
+def _assignment_end(line: list[tokenize.TokenInfo], ix: int) -> int | None:
+    """Index of the ``=`` of a plain assignment target (``x =``, ``a, b =``) from ``ix``."""
+    for i in range(ix, len(line)):
+        token = line[i]
+        if token.string == "=":
+            return i if i > ix else None
+        plain = token.type in (tokenize.NAME, tokenize.STRING, tokenize.NUMBER)
+        if not plain and token.string not in (",", "(", ")", "[", "]", ".", "*"):
+            return None
+    return None
+
+
 class PromptMagicTransformer(EscapedCommand):
     """Parses ``%@name …?`` and ``%agent …?`` as magic calls (priority above HelpEnd's 5)."""
 
@@ -50,7 +78,15 @@ class PromptMagicTransformer(EscapedCommand):
             ix = 0
             while ix < len(line) and line[ix].type in (tokenize.INDENT, tokenize.DEDENT, tokenize.NL):
                 ix += 1
-            if ix + 2 >= len(line) or line[ix].string != "%":
+            if ix + 2 >= len(line):
+                continue
+            if line[ix].string != "%":
+                assign = _assignment_end(line, ix)
+                if assign is None or assign + 2 >= len(line) or line[assign + 1].string != "%":
+                    continue
+                magic = line[assign + 2].string
+                if (magic == "@" or magic in OUR_LINE_MAGICS) and line[ix].line.rstrip().endswith("?"):
+                    return PromptMagicAssign(line[ix].start, line[assign + 1].start)
                 continue
             name = line[ix + 1].string
             if name != "@" and name not in OUR_LINE_MAGICS:
