@@ -34,6 +34,7 @@ class RunResult(BaseModel):
     session_id: str
     model: str = ""
     agent: str = "main"
+    task_id: str | None = None  # set for subagent runs: their entry in the task tracker
     messages: list[Message] = []
 
     def __str__(self) -> str:

@@ -14,6 +14,7 @@ from IPython.core.error import UsageError
 from IPython.display import display
 
 from ..core import HarnessError
+from ..engine import RunResult
 from ..harness import ApprovalPolicy, Harness
 from ..subagents import BackgroundApprovals, TaskEntry, TaskStatus
 from ..textview import TextView
@@ -206,16 +207,8 @@ class NotebookHarness:
             raise UsageError("%%agent needs a prompt: write it in the cell body (or after %agent on the line)")
         view = self.new_view("main", model or h.model or "(no model)")
         h.approval = self.approval_for(view)
-        try:
-            result = await with_ticker(h.run(prompt, on_event=self._track(view), model=model, max_turns=max_turns))
-        except asyncio.CancelledError:
-            _finish(view, "interrupted")
-            raise
-        except HarnessError as exc:
-            _finish(view, "failed")
-            raise UsageError(str(exc)) from None
-        _finish(view, "done")
-        return AgentReply(result.final_text, usage=result.usage, result=result)
+        run = h.run(prompt, on_event=self._track(view), model=model, max_turns=max_turns)
+        return await self._foreground(view, run)
 
     async def run_direct(self, agent: str, prompt: str) -> AgentReply:
         h = self.harness()
@@ -225,8 +218,13 @@ class NotebookHarness:
         model = definition.model if definition.model and "/" in definition.model else h.model or "(no model)"
         view = self.new_view(agent, model)
         h.approval = self.approval_for(view)
+        return await self._foreground(view, h.run_subagent(agent, prompt, on_event=self._track(view)))
+
+    async def _foreground(self, view: RunView | TextView, run: Awaitable[RunResult]) -> AgentReply:
+        """Await a run in a cell: the ticker keeps interrupts prompt; the view ends as done,
+        failed or interrupted; a harness error is a ``UsageError`` (no traceback)."""
         try:
-            result = await with_ticker(h.run_subagent(agent, prompt, on_event=self._track(view)))
+            result = await with_ticker(run)
         except asyncio.CancelledError:
             _finish(view, "interrupted")
             raise
@@ -234,8 +232,7 @@ class NotebookHarness:
             _finish(view, "failed")
             raise UsageError(str(exc)) from None
         _finish(view, "done")
-        entry = h.tracker.list()[-1]
-        return AgentReply(result.final_text, usage=result.usage, result=result, task_id=entry.id)
+        return AgentReply(result.final_text, usage=result.usage, result=result, task_id=result.task_id)
 
     def start_background(self, agent: str, prompt: str) -> str:
         """Start ``agent`` in the background from this cell; its progress and result land

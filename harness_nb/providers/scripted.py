@@ -5,7 +5,7 @@ the fallback list for agents not named). A step is a dict::
 
     {"text": "I'll look.",                       # streamed as a few chunks
      "tool_calls": [{"name": "grep", "arguments": {"pattern": "TODO"}}],
-     "match": "TODO",          # optional: only for a request whose latest prompt contains this
+     "match": "TODO",          # optional: only when the latest user message(s) contain this
      "usage": {"input_tokens": 10, "output_tokens": 5},   # optional: estimated otherwise
      "delay": 0.2,             # optional: seconds before answering (demos)
      "stop_reason": "end_turn",
@@ -174,10 +174,16 @@ class ScriptedProvider(Provider):
 
 
 def _latest_prompt(request: ModelRequest) -> str:
+    """The latest run of consecutive user messages, joined: a prompt together with whatever
+    was injected beside it (background results, mailbox messages), so a ``match`` on the
+    prompt still holds when an injection arrives with it."""
+    block: list[str] = []
     for m in reversed(request.messages):
         if isinstance(m, UserMessage):
-            return m.content
-    return ""
+            block.append(m.content)
+        elif block:
+            break
+    return "\n".join(reversed(block))
 
 
 def _text_of(message: Any) -> str:

@@ -147,6 +147,7 @@ class TaskTool(Tool):
         except Exception as exc:
             self.tracker.finish(entry.id, f"{type(exc).__name__}: {exc}", failed=True)
             raise SubagentFailed(entry.id, definition.name, exc) from exc
+        result = result.model_copy(update={"task_id": entry.id})
         self.tracker.finish(entry.id, result.final_text, usage=result.usage)
         entry.meta["run_result"] = result
         parent.add_child_usage(result.usage)
@@ -200,7 +201,7 @@ class TaskTool(Tool):
             except Exception as exc:
                 self.tracker.finish(entry.id, f"{type(exc).__name__}: {exc}", failed=True)
                 return
-            entry.meta["run_result"] = result
+            entry.meta["run_result"] = result.model_copy(update={"task_id": entry.id})
             self.tracker.finish(entry.id, result.final_text, usage=result.usage)
             parent.add_child_usage(result.usage)
 
