@@ -18,6 +18,7 @@ import ipywidgets as widgets
 from ..core import Event, RunFinished, TextDelta, ToolCallStarted
 from ..team import Message, RosterMember, TeamManager
 from ..textview import preview
+from .live import LiveBox
 
 STATE_ICONS = {"working": "⏳", "idle": "💤", "exited": "■"}
 
@@ -61,22 +62,18 @@ class _MemberPanel:
         return f"<div style='font-family:monospace;font-size:90%'>{lines or '<i>no activity yet</i>'}</div>"
 
 
-class TeamView(widgets.VBox):
+class TeamView(LiveBox):
     """The live team view over a ``TeamManager``."""
 
     def __init__(self, manager: TeamManager, *, rate: float = 8.0) -> None:
         self.manager = manager
-        self.interval = 1.0 / rate if rate > 0 else 0.0
         self.header = widgets.HTML()
         self.members = widgets.Accordion()
         self.messages = widgets.HTML()
         self._panels: dict[str, _MemberPanel] = {}
         self._log: deque[str] = deque(maxlen=30)
-        self._dirty = False
-        self._flush_handle: asyncio.TimerHandle | None = None
-        self._last_flush = 0.0
         self._sending: set[asyncio.Task[Any]] = set()
-        super().__init__([self.header, self.members, widgets.HTML("<b>messages</b>"), self.messages])
+        super().__init__([self.header, self.members, widgets.HTML("<b>messages</b>"), self.messages], rate=rate)
         for message in list(manager.message_log)[-30:]:
             self._log.append(message_line(message))
         manager.on_leader_message.append(self._on_leader_message)
@@ -88,21 +85,13 @@ class TeamView(widgets.VBox):
         log = "\n".join(self._log) or "(no messages yet)"
         return f"team view\n{roster_table(self.manager.roster())}\nmessages:\n{log}"
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        bundle: dict[str, Any] = super()._repr_mimebundle_(**kwargs)
-        bundle["text/plain"] = self.plain_text()
-        return bundle
-
-    def __repr__(self) -> str:
-        return self.plain_text()
-
     # ------------------------------------------------------------------ events
     def _on_leader_message(self, message: Message) -> None:
         self._log.append(message_line(message))
         panel = self._panels.get(message.sender)
         if panel is not None:
             panel.log.append(f"→ team-lead: {preview(message.text, 100)}")
-        self._mark()
+        self.mark()
 
     def _on_event(self, name: str, event: Event) -> None:
         panel = self._panel(name)
@@ -112,13 +101,13 @@ class TeamView(widgets.VBox):
             panel.log.append(f"✓ {preview(event.final_text, 100)}")
         elif isinstance(event, TextDelta):
             return
-        self._mark()
+        self.mark()
 
     def note_sent(self, to: str, text: str) -> None:
         """Record a message the person sent (from ``%team send`` or the text box)."""
         self._log.append(f"team-lead → {to}: {preview(text, 100)}")
         self._panel(to).log.append(f"← team-lead: {preview(text, 100)}")
-        self._mark()
+        self.mark()
 
     def send_from_box(self, panel: _MemberPanel) -> None:
         """The Send button: only schedule the delivery (the callback runs in the click's
@@ -148,22 +137,8 @@ class TeamView(widgets.VBox):
             self.members.children = (*self.members.children, panel.widget)
         return panel
 
-    def _mark(self) -> None:
-        self._dirty = True
-        if self._flush_handle is not None:
-            return
-        loop = asyncio.get_running_loop()
-        delay = max(0.0, self._last_flush + self.interval - loop.time())
-        self._flush_handle = loop.call_later(delay, self.flush)
-
-    def flush(self) -> None:
+    def render(self, dirty: set[str]) -> None:
         """Push the current roster, panels and message log to the frontend."""
-        self._flush_handle = None
-        try:
-            self._last_flush = asyncio.get_running_loop().time()
-        except RuntimeError:
-            pass
-        self._dirty = False
         roster = self.manager.roster()
         for member in roster:
             self._panel(member.name)

@@ -13,7 +13,6 @@ form is stable (what nbval compares and what a non-widget frontend shows).
 
 from __future__ import annotations
 
-import asyncio
 import html
 import time
 from collections.abc import Callable
@@ -40,6 +39,7 @@ from ..core import (
 from ..engine import ApprovalChannel, Approved, Denied
 from ..textview import preview
 from .approval import ApprovalCard
+from .live import LiveBox
 from .reply import MarkdownText
 
 STATE_ICONS = {"running": "⏳", "done": "✓", "failed": "✗", "interrupted": "■", "waiting": "⏸"}
@@ -74,7 +74,7 @@ class _SubLine:
         )
 
 
-class RunView(widgets.VBox):
+class RunView(LiveBox):
     """The widget of one run. Feed it events with ``view(event)``."""
 
     def __init__(
@@ -92,7 +92,6 @@ class RunView(widgets.VBox):
         self.title = title
         self.own_task = own_task
         self.describe_task = describe_task or (lambda _tid: "")
-        self.interval = 1.0 / rate if rate > 0 else 0.0
         self.state = "running"
         self.usage = Usage()
         self.started = time.monotonic()
@@ -106,11 +105,8 @@ class RunView(widgets.VBox):
         self._shown_text = ""
         self._tool_lines: dict[str, tuple[widgets.HTML, ToolCall]] = {}
         self._subs: dict[str, _SubLine] = {}
-        self._dirty: set[str] = set()
-        self._flush_handle: asyncio.TimerHandle | None = None
-        self._last_flush = 0.0
         self.messages_sent = 0  # widget updates pushed; the benchmark reads this
-        super().__init__([self.header, self.stream, self.activity, self.approvals, self.completions])
+        super().__init__([self.header, self.stream, self.activity, self.approvals, self.completions], rate=rate)
         self._render_header()
 
     # ------------------------------------------------------------------ text forms
@@ -118,14 +114,6 @@ class RunView(widgets.VBox):
         """Stable one-line description (no timings): what nbval compares."""
         label = f" · {self.title}" if self.title else ""
         return f"agent run: {self.agent} · {self.model}{label}"
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        bundle: dict[str, Any] = super()._repr_mimebundle_(**kwargs)
-        bundle["text/plain"] = self.plain_text()
-        return bundle
-
-    def __repr__(self) -> str:
-        return self.plain_text()
 
     def set_title(self, title: str) -> None:
         self.title = title
@@ -141,7 +129,7 @@ class RunView(widgets.VBox):
             event = event.event
         if isinstance(event, TextDelta):
             self._text += event.text
-            self._mark("stream")
+            self.mark("stream")
         elif isinstance(event, ToolCallStarted):
             self._freeze_narration()
             line = widgets.HTML(self._tool_html(event.call, None, False))
@@ -155,7 +143,7 @@ class RunView(widgets.VBox):
                 self.messages_sent += 1
         elif isinstance(event, TurnFinished):
             self.usage = event.usage
-            self._mark("header")
+            self.mark("header")
         elif isinstance(event, MessagesInjected):
             for text in event.texts:
                 self._add_note(f"⇢ {preview(text, 140)}")
@@ -192,7 +180,7 @@ class RunView(widgets.VBox):
             sub.last = "interrupted" if inner.interrupted else preview(inner.error, 60)
         else:
             return
-        self._mark(f"sub:{update.task_id}")
+        self.mark(f"sub:{update.task_id}")
 
     # ------------------------------------------------------------------ rendering
     def _tool_html(self, call: ToolCall, result: str | None, is_error: bool) -> str:
@@ -231,26 +219,9 @@ class RunView(widgets.VBox):
             self.activity.children = (*self.activity.children, out)
             self.messages_sent += 1
         self._text = ""
-        self._mark("stream")
+        self.mark("stream")
 
-    def _mark(self, part: str) -> None:
-        self._dirty.add(part)
-        if self._flush_handle is not None:
-            return
-        loop = asyncio.get_running_loop()
-        delay = max(0.0, self._last_flush + self.interval - loop.time())
-        self._flush_handle = loop.call_later(delay, self.flush)
-
-    def flush(self) -> None:
-        """Push every dirty part to the frontend now."""
-        if self._flush_handle is not None:
-            self._flush_handle.cancel()
-            self._flush_handle = None
-        try:
-            self._last_flush = asyncio.get_running_loop().time()
-        except RuntimeError:
-            pass
-        dirty, self._dirty = self._dirty, set()
+    def render(self, dirty: set[str]) -> None:
         if "stream" in dirty and self._text != self._shown_text:
             self.stream.outputs = _markdown_output(self._text)
             self._shown_text = self._text
@@ -295,11 +266,11 @@ class RunView(widgets.VBox):
             self.approvals.children = (*self.approvals.children, card)
             self.messages_sent += 1
             previous, self.state = self.state, "waiting"
-            self._mark("header")
+            self.mark("header")
             try:
                 return await card.decision(timeout)
             finally:
                 self.state = previous if previous != "waiting" else "running"
-                self._mark("header")
+                self.mark("header")
 
         return ask
