@@ -19,10 +19,23 @@ def fixtures_dir() -> Path:
     return FIXTURES
 
 
-@pytest.fixture
+_PROVIDER_ENV = (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "OLLAMA_HOST",
+    "HARNESS_NB_MODEL",
+    "HARNESS_NB_RECORD_TO",
+)
+
+
+@pytest.fixture(autouse=True)
 def no_provider_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Clear the provider variables so that a developer's real keys never leak into a test."""
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OLLAMA_HOST"):
+    """Every test starts without provider keys, addresses or a default model, so no test can
+    reach a real LLM API (or spend a developer's key) by accident; a test that needs one
+    sets it itself."""
+    for name in _PROVIDER_ENV:
         monkeypatch.delenv(name, raising=False)
 
 
