@@ -131,13 +131,7 @@ class ScriptedProvider(Provider):
         return self._response(request, step)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
-        self._record(request)
-        step = self._next_step(request)
-        if step.get("delay"):
-            await asyncio.sleep(float(step["delay"]))
-        if step.get("error"):
-            raise ProviderError(str(step["error"]), provider=self.name, status=step.get("status"))
-        response = self._response(request, step)
+        response = await self.complete(request)
         for piece in _WORDS.findall(response.message.content):
             if self.chunk_delay:
                 await asyncio.sleep(self.chunk_delay)

@@ -13,7 +13,8 @@ single. Results follow the seed's XML style::
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,10 +138,16 @@ class TaskTool(Tool):
         """Run one subagent in the foreground, tracked as ``fg-N``. Returns (task id, result);
         a failure is recorded on the task entry and re-raised."""
         entry = self.tracker.start("subagent", definition.name, prompt, description=description, background=False)
+        run = self.runner.run(definition, prompt, parent, task_id=entry.id, emit=self._sink(entry.id, emit), wrap=wrap)
+        return entry.id, await self._tracked(entry, definition, run, parent)
+
+    async def _tracked(
+        self, entry: TaskEntry, definition: SubAgentDefinition, run: Awaitable[RunResult], parent: AgentEngine
+    ) -> RunResult:
+        """Await a subagent run and record how it ended on its task entry (cancelled, failed
+        — re-raised as ``SubagentFailed`` — or completed, with its usage rolled up)."""
         try:
-            result = await self.runner.run(
-                definition, prompt, parent, task_id=entry.id, emit=self._sink(entry.id, emit), wrap=wrap
-            )
+            result = await run
         except asyncio.CancelledError:
             self.tracker.cancel(entry.id)
             raise
@@ -148,10 +155,10 @@ class TaskTool(Tool):
             self.tracker.finish(entry.id, f"{type(exc).__name__}: {exc}", failed=True)
             raise SubagentFailed(entry.id, definition.name, exc) from exc
         result = result.model_copy(update={"task_id": entry.id})
-        self.tracker.finish(entry.id, result.final_text, usage=result.usage)
         entry.meta["run_result"] = result
+        self.tracker.finish(entry.id, result.final_text, usage=result.usage)
         parent.add_child_usage(result.usage)
-        return entry.id, result
+        return result
 
     async def _foreground(
         self, definition: SubAgentDefinition, prompt: str, description: str, parent: AgentEngine, ctx: ToolContext
@@ -184,26 +191,18 @@ class TaskTool(Tool):
         channel = parent.approval
 
         async def body() -> None:
-            try:
-                result = await self.runner.run(
-                    definition,
-                    prompt,
-                    parent,
-                    task_id=entry.id,
-                    background=True,
-                    emit=sink,
-                    injectors=[lambda: self.tracker.drain_pending(entry.id)],
-                    relay_to=channel,
-                )
-            except asyncio.CancelledError:
-                self.tracker.cancel(entry.id)
-                raise
-            except Exception as exc:
-                self.tracker.finish(entry.id, f"{type(exc).__name__}: {exc}", failed=True)
-                return
-            entry.meta["run_result"] = result.model_copy(update={"task_id": entry.id})
-            self.tracker.finish(entry.id, result.final_text, usage=result.usage)
-            parent.add_child_usage(result.usage)
+            run = self.runner.run(
+                definition,
+                prompt,
+                parent,
+                task_id=entry.id,
+                background=True,
+                emit=sink,
+                injectors=[lambda: self.tracker.drain_pending(entry.id)],
+                relay_to=channel,
+            )
+            with contextlib.suppress(SubagentFailed):  # recorded on the entry; nobody awaits this task
+                await self._tracked(entry, definition, run, parent)
 
         entry.task = asyncio.get_running_loop().create_task(body(), name=f"subagent:{definition.name}:{entry.id}")
         return entry
