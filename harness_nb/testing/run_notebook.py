@@ -39,7 +39,14 @@ def _current_env_manager(folder: str) -> AsyncKernelManager:
     (spec / "kernel.json").write_text(
         json.dumps({"argv": argv, "display_name": "Python 3 (ipykernel)", "language": "python"})
     )
-    return AsyncKernelManager(kernel_name=_SPEC, kernel_spec_manager=KernelSpecManager(kernel_dirs=[folder]))
+    # IPC sockets in the private folder: no TCP port is opened (and the kernel does not
+    # print its warning about unencrypted TCP into the output)
+    return AsyncKernelManager(
+        kernel_name=_SPEC,
+        kernel_spec_manager=KernelSpecManager(kernel_dirs=[folder]),
+        transport="ipc",
+        ip=str(Path(folder) / "kernel"),
+    )
 
 
 def execute(path: Path, *, timeout: float = 600, kernel: str | None = None) -> nbformat.NotebookNode:
@@ -52,7 +59,7 @@ def execute(path: Path, *, timeout: float = 600, kernel: str | None = None) -> n
         client = NotebookClient(
             nb, km=km, kernel_name=kernel or _SPEC, timeout=timeout, resources=resources, allow_errors=False
         )
-        client.execute()
+        client.execute(cleanup_kc=True)  # shut our kernel down too (nbclient only does for its own)
     return nb
 
 
