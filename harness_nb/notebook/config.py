@@ -58,6 +58,9 @@ class HarnessNB(Configurable):
     max_turns = Int(50, help="Most LLM calls one run may make.").tag(config=True)
     token_budget = Int(0, help="Stop a run after this many tokens (0: no budget).").tag(config=True)
     agent_dirs = List(Unicode(), help="Extra folders of agent files (*.md).").tag(config=True)
+    user_agents = Bool(
+        True, help="Also load agent files from ~/.harness_nb/agents and ~/.claude/agents."
+    ).tag(config=True)
     offload_chars = Int(20_000, help="Tool results longer than this go to .harness_nb/offload/.").tag(config=True)
     record_to = Unicode(
         _env("HARNESS_NB_RECORD_TO"),

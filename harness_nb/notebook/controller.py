@@ -95,7 +95,13 @@ class NotebookHarness:
         workdir = str(c.workdir or ".")
         policy = cast(ApprovalPolicy, c.approval_policy)
         background = cast(BackgroundApprovals, c.background_approvals)
-        key = (str(Path(workdir).expanduser().resolve()), tuple(c.agent_dirs), c.record_to, c.kernel_tools)
+        key = (
+            str(Path(workdir).expanduser().resolve()),
+            tuple(c.agent_dirs),
+            c.user_agents,
+            c.record_to,
+            c.kernel_tools,
+        )
         if self._harness is None or key != self._harness_key:
             if self._harness is not None:
                 self._close_later(self._harness)
@@ -110,6 +116,7 @@ class NotebookHarness:
                 offload_chars=c.offload_chars,
                 record_to=c.record_to,
                 agent_dirs=c.agent_dirs,
+                include_user_agents=c.user_agents,
                 background_approvals=background,
                 teams=True,
             )

@@ -285,7 +285,9 @@ def task_details(entry: TaskEntry) -> str:
     """``%task show``: header, progress log, result."""
     log = "\n".join(f"    {line}" for line in entry.log) or "    (no progress yet)"
     parts = [
-        f"**{entry.id}** · {entry.agent} · {entry.status} · {entry.elapsed:.1f} s · {entry.usage.summary()}",
+        # the usage summary carries the run's own wall time; while it runs there is none yet
+        f"**{entry.id}** · {entry.agent} · {entry.status} · "
+        + (entry.usage.summary() if entry.usage.wall_time else f"{entry.elapsed:.1f} s so far"),
         f"*{entry.description}*",
         "progress:\n\n" + log,
     ]
