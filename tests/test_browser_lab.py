@@ -305,7 +305,7 @@ def _drive(page: Any, server: Lab, notebook: Path) -> None:
             # One progress line for the subagent, finished, with its title and tool count.
             line = cell(i).locator(".widget-html", has_text="explore — check orders.csv")
             expect(line).to_have_count(1)
-            expect(line).to_contain_text("finished · 1 tools")
+            expect(line).to_contain_text("finished · 1 tool")
             expect(value(i)).to_contain_text("8 orders")
             shot("3-subagent-progress-and-answer", i)
         elif i == exists:

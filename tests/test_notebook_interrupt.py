@@ -112,7 +112,7 @@ async def test_interrupt_during_an_approval_wait_and_during_a_subagent(tmp_path)
         assert tool_results((await model_requests(k, "main"))[-1]) == [INTERRUPTED_RESULT]
 
         delegated = k.execute("%%agent\ndelegate a look")
-        await k.wait_for(lambda: widget_text(k, "ls() · 1 tools"), what="the subagent's progress line")
+        await k.wait_for(lambda: widget_text(k, "ls() · 1 tool"), what="the subagent's progress line")
         await _interrupt(k, delegated)
         assert await task_state(k, "fg-1") == "cancelled"
         assert await k.wait_for(lambda: widget_text(k, "■ <b>explore</b>"), what="the subagent line marked interrupted")

@@ -21,6 +21,11 @@ PRICES: dict[str, tuple[float, float, float, float]] = {
 }
 
 
+def plural(n: int, word: str) -> str:
+    """``1 turn``, ``3 turns``."""
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
+
+
 def price_for(model: str) -> tuple[float, float, float, float] | None:
     """The price entry for a model name, tolerating date suffixes (``gpt-4o-2024-08-06``)."""
     if model in PRICES:
@@ -73,7 +78,7 @@ class Usage(BaseModel):
 
     def summary(self) -> str:
         """One short human line: ``1,234 tokens · 3 turns · 5 tools · 4.2 s``."""
-        parts = [f"{self.total_tokens:,} tokens", f"{self.turns} turns", f"{self.tool_calls} tools"]
+        parts = [f"{self.total_tokens:,} tokens", plural(self.turns, "turn"), plural(self.tool_calls, "tool")]
         if self.wall_time:
             parts.append(f"{self.wall_time:.1f} s")
         if self.cost is not None:

@@ -36,6 +36,7 @@ from ..core import (
     TurnFinished,
     Usage,
 )
+from ..core.usage import plural
 from ..engine import ApprovalChannel, Approved, Denied
 from ..textview import preview
 from .approval import ApprovalCard
@@ -70,7 +71,7 @@ class _SubLine:
         title = f" — {html.escape(self.description)}" if self.description else ""
         return (
             f"<code>{icon} <b>{html.escape(self.agent)}</b>{title} · {html.escape(self.last)} · "
-            f"{self.tools} tools · {self.tokens:,} tokens · {elapsed:.1f} s</code>"
+            f"{plural(self.tools, 'tool')} · {self.tokens:,} tokens · {elapsed:.1f} s</code>"
         )
 
 
@@ -201,7 +202,7 @@ class RunView(LiveBox):
         title = f" — {html.escape(self.title)}" if self.title else ""
         self.header.value = (
             f"<b>{icon} {html.escape(self.agent)}</b>{title} · <code>{html.escape(self.model)}</code> · "
-            f"{self.state} · {self.usage.total_tokens:,} tokens · {self.usage.turns} turns · {elapsed:.1f} s"
+            f"{self.state} · {self.usage.total_tokens:,} tokens · {plural(self.usage.turns, 'turn')} · {elapsed:.1f} s"
         )
         self.messages_sent += 1
 
