@@ -16,22 +16,9 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from .core import HarnessError, ToolCall
-from .engine import ApprovalChannel, Approved, Denied
+from .core import HarnessError
 from .harness import Harness
-from .textview import TextView
-
-
-def _terminal_approval(auto_yes: bool) -> ApprovalChannel:
-    async def ask(call: ToolCall, reason: str, risk: str) -> Approved | Denied:
-        if auto_yes:
-            return Approved()
-        if not sys.stdin.isatty():
-            return Denied("no terminal to ask: denied (use --yes to approve)")
-        answer = await asyncio.to_thread(input, f"Allow {call.brief(80)}? ({reason}) [y/N] ")
-        return Approved() if answer.strip().lower() in {"y", "yes"} else Denied("denied at the terminal")
-
-    return ask
+from .textview import TextView, terminal_approval
 
 
 def demo_script() -> Path:
@@ -47,7 +34,7 @@ async def _run(args: argparse.Namespace) -> int:
         model = f"scripted/{demo_script()}"
         prompt = "Find where the dataset is loaded and summarise the columns."
         workdir = Path(str(resources.files("harness_nb") / "demo" / "project"))
-    async with Harness(model, workdir=workdir, approval=_terminal_approval(args.yes), transcripts=args.command != "demo") as h:
+    async with Harness(model, workdir=workdir, approval=terminal_approval(auto_yes=args.yes), transcripts=args.command != "demo") as h:
         if args.command == "agents":
             for d in h.registry.list():
                 tools = ", ".join(d.tools) if d.tools is not None else "(all)"

@@ -106,6 +106,7 @@ class Harness:
         self._base_url = base_url
         self._record_to = record_to
         self._provider: Provider | None = model if isinstance(model, Provider) else None
+        self._retired: list[Provider] = []
         self.system_prompt = system_prompt
         self.skills = list(skills)
         self.approval = approval
@@ -256,6 +257,9 @@ class Harness:
         # Compare with the configured string, not the provider's model_id: they differ for
         # scripted/ and replay/ paths, and a needless switch restarts the provider.
         if model is not None and model != self._model:
+            if self._provider is not None:
+                # subagents or teammates may still be using it: close it with the harness
+                self._retired.append(self._provider)
             self._model, self._provider = model, None
             if self._engine is not None:
                 self._engine.provider = self.provider
@@ -341,8 +345,10 @@ class Harness:
         await self.tracker.aclose()
         await self.runner.aclose()
         self.session.close()
-        if self._provider is not None:
-            await self._provider.aclose()
+        for provider in (*self._retired, self._provider):
+            if provider is not None:
+                await provider.aclose()
+        self._retired.clear()
 
     async def __aenter__(self) -> Harness:
         return self

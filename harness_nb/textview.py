@@ -7,6 +7,7 @@ approvals. Used by ``python -m harness_nb`` and by terminal IPython (no widgets 
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from typing import TextIO
 
@@ -20,9 +21,27 @@ from .core import (
     RunStarted,
     SubagentUpdate,
     TextDelta,
+    ToolCall,
     ToolCallFinished,
     ToolCallStarted,
 )
+from .engine import ApprovalChannel, Approved, Denied
+
+
+def terminal_approval(*, auto_yes: bool = False) -> ApprovalChannel:
+    """An approval channel that asks on the terminal (``y`` approves). Without a terminal
+    to ask on, it denies — unless ``auto_yes``, which approves everything."""
+
+    async def ask(call: ToolCall, reason: str, risk: str) -> Approved | Denied:
+        if auto_yes:
+            return Approved()
+        if not sys.stdin.isatty():
+            return Denied("no terminal to ask: denied (use --yes to approve)")
+        # input() blocks; in a thread the loop (and background tasks) keep running
+        answer = await asyncio.to_thread(input, f"Allow {call.brief(80)}? ({reason}, risk {risk}) [y/N] ")
+        return Approved() if answer.strip().lower() in {"y", "yes"} else Denied("denied at the terminal")
+
+    return ask
 
 
 def preview(text: str, width: int = 100) -> str:

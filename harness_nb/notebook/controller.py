@@ -17,7 +17,7 @@ from ..core import HarnessError
 from ..engine import RunResult
 from ..harness import ApprovalPolicy, Harness
 from ..subagents import BackgroundApprovals, TaskEntry, TaskStatus
-from ..textview import TextView
+from ..textview import TextView, terminal_approval
 from .config import HarnessNB
 from .kernel_tools import kernel_tools
 from .reply import AgentReply
@@ -179,9 +179,7 @@ class NotebookHarness:
     def approval_for(self, view: RunView | TextView) -> Any:
         if isinstance(view, RunView):
             return view.approval_channel(timeout=self.config.approval_timeout, unattended=self.unattended())
-        from ..cli import _terminal_approval
-
-        return _terminal_approval(False)
+        return terminal_approval()
 
     def _track(self, view: RunView | TextView) -> Callable[[Any], None]:
         """The view's event sink, also noting which background tasks it launched."""
