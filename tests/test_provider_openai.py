@@ -20,10 +20,12 @@ from harness_nb.core import (
     ToolSpec,
     UserMessage,
 )
-from harness_nb.providers import ModelRequest, ModelResponse, TextChunk, create_provider
+from harness_nb.providers import ModelRequest, ModelResponse, create_provider
 from harness_nb.providers.base import Provider
 from harness_nb.providers.openai import OpenAIProvider
 from harness_nb.testing.fake_server import FakeLLMServer
+from provider_support import collect as collect_stream
+from provider_support import pieces_transport as serve_in_pieces
 
 pytestmark = pytest.mark.usefixtures("no_provider_env")
 
@@ -35,29 +37,12 @@ WEATHER = ToolSpec(
 REQUEST = ModelRequest(system="You are terse.", messages=[UserMessage(content="Weather?")], tools=[WEATHER])
 
 
-def pieces_transport(data: bytes, size: int = 7) -> httpx.MockTransport:
-    """Serve ``data`` byte for byte as an event stream, in ``size``-byte pieces."""
-
-    async def body() -> AsyncIterator[bytes]:
-        for i in range(0, len(data), size):
-            yield data[i : i + size]
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body())
-
-    return httpx.MockTransport(handler)
-
-
 async def collect(provider: Provider, request: ModelRequest = REQUEST) -> tuple[list[str], ModelResponse]:
-    chunks: list[str] = []
-    response = None
-    async for item in provider.stream(request):
-        if isinstance(item, TextChunk):
-            chunks.append(item.text)
-        else:
-            response = item
-    assert isinstance(response, ModelResponse)
-    return chunks, response
+    return await collect_stream(provider, request)
+
+
+def pieces_transport(data: bytes, size: int = 7) -> httpx.MockTransport:
+    return serve_in_pieces(data, size)
 
 
 ServeFixture = Callable[[str], Any]
