@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import itertools
 import json
 import signal
 import threading
@@ -49,13 +48,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+from .fake_answers import AnswerWriter, error_body
+
 __all__ = ["FakeLLMServer", "ReceivedRequest"]
 
 _ROUTES = {"openai": "/chat/completions", "anthropic": "/messages"}
-_OPENAI_STOP = {
-    "end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length",
-    "refusal": "content_filter",
-}
 # fault: (status on OpenAI paths, status on Anthropic paths, error type, message)
 _HTTP_FAULTS = {
     "rate_limit": (429, 429, "rate_limit_error", "Rate limit reached"),
@@ -103,7 +100,7 @@ class FakeLLMServer:
     def __post_init__(self) -> None:
         self._script = list(self.steps)
         self._cursor = 0
-        self._ids = itertools.count(1)
+        self._writer = AnswerWriter()
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
 
@@ -212,12 +209,12 @@ class FakeLLMServer:
         path = request.path.split("?")[0].rstrip("/")
         api = next((a for a, suffix in _ROUTES.items() if path.endswith(suffix)), "")
         if not api or request.method != "POST":
-            await _send_json(writer, 404, _error(api, "not_found_error", f"no route {path}"))
+            await _send_json(writer, 404, error_body(api, "not_found_error", f"no route {path}"))
             return True
         step = self._next_step(request.body)
         if step is None:
             message = f"fake server: script exhausted after {len(self._script)} steps"
-            await _send_json(writer, 400, _error(api, "invalid_request_error", message))
+            await _send_json(writer, 400, error_body(api, "invalid_request_error", message))
             return True
         await asyncio.sleep(step.get("delay", self.latency))
         body = request.body if isinstance(request.body, dict) else {}
@@ -229,14 +226,14 @@ class FakeLLMServer:
             shown = request.api_key if step.get("echo_key", True) else "***"
             headers = {"Retry-After": str(step["retry_after"])} if "retry_after" in step else {}
             status = anthropic_status if api == "anthropic" else openai_status
-            await _send_json(writer, status, _error(api, kind, message.format(key=shown)), headers)
+            await _send_json(writer, status, error_body(api, kind, message.format(key=shown)), headers)
         elif fault == "malformed_json" and body.get("stream"):
             name = "event: content_block_delta\n" if api == "anthropic" else ""
             await _send_events(writer, [name + 'data: {"delta": oops\n\n'])
         elif fault == "malformed_json":
             await _send_bytes(writer, 200, "application/json", b'{"id": "broken", "choices": [')
         elif fault == "drop_mid_stream":
-            events = self._events(api, {"tool_calls": step.get("tool_calls") or [_DROP_CALL]}, {})
+            events = self._writer.events(api, {"tool_calls": step.get("tool_calls") or [_DROP_CALL]}, {})
             # The start of the message and of the tool call, up to its first argument piece;
             # then the connection closes without the chunked body's end.
             writer.write(_head(200, _STREAM_HEADERS))
@@ -247,166 +244,10 @@ class FakeLLMServer:
         elif fault is not None:
             raise ValueError(f"fake server: unknown fault {fault!r}")
         elif body.get("stream"):
-            await _send_events(writer, self._events(api, step, body))
+            await _send_events(writer, self._writer.events(api, step, body))
         else:
-            await _send_json(writer, 200, self._answer_body(api, step, body))
+            await _send_json(writer, 200, self._writer.body(api, step, body))
         return True
-
-    # -- answers ---------------------------------------------------------------------------
-
-    def _calls(self, api: str, step: Mapping[str, Any]) -> list[tuple[str, str, str]]:
-        """``(id, name, arguments JSON text)`` for each tool call of a step."""
-        prefix = "call_" if api == "openai" else "toolu_"
-        out = []
-        for call in step.get("tool_calls") or []:
-            arguments = call.get("arguments", {})
-            text = arguments if isinstance(arguments, str) else json.dumps(arguments)
-            out.append((call.get("id") or f"{prefix}fake{next(self._ids)}", call["name"], text))
-        return out
-
-    def _answer_body(
-        self, api: str, step: Mapping[str, Any], body: Mapping[str, Any]
-    ) -> dict[str, Any]:
-        text, calls, stop = step.get("text", ""), self._calls(api, step), _stop(step)
-        usage, model = _usage(step, body), body.get("model", "fake")
-        if api == "openai":
-            message: dict[str, Any] = {"role": "assistant", "content": text or None}
-            if calls:
-                message["tool_calls"] = [
-                    {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
-                    for i, n, a in calls
-                ]
-            choice = {"index": 0, "message": message, "finish_reason": _OPENAI_STOP.get(stop, stop)}
-            return {"id": f"chatcmpl-fake{next(self._ids)}", "object": "chat.completion",
-                    "model": model, "choices": [choice], "usage": _openai_usage(usage)}
-        content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
-        content += [
-            {"type": "tool_use", "id": i, "name": n, "input": _object(a)} for i, n, a in calls
-        ]
-        return {"id": f"msg_fake{next(self._ids)}", "type": "message", "role": "assistant",
-                "model": model, "content": content, "stop_reason": stop, "stop_sequence": None,
-                "usage": _anthropic_usage(usage)}
-
-    def _events(self, api: str, step: Mapping[str, Any], body: Mapping[str, Any]) -> list[str]:
-        """The SSE events of a streamed answer, as text."""
-        text, calls, stop = step.get("text", ""), self._calls(api, step), _stop(step)
-        usage, model = _usage(step, body), body.get("model", "fake")
-        if api == "openai":
-            with_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            ident = f"chatcmpl-fake{next(self._ids)}"
-            return _openai_events(ident, model, text, calls, stop, usage if with_usage else None)
-        return _anthropic_events(f"msg_fake{next(self._ids)}", model, text, calls, stop, usage)
-
-
-def _openai_events(
-    ident: str, model: str, text: str, calls: list[tuple[str, str, str]], stop: str,
-    usage: Mapping[str, int] | None,
-) -> list[str]:
-    base = {"id": ident, "object": "chat.completion.chunk", "model": model}
-
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
-        return _sse(dict(base, choices=[{"index": 0, "delta": delta, "finish_reason": finish}]))
-
-    events = [chunk({"role": "assistant", "content": ""})]
-    events += [chunk({"content": piece}) for piece in _pieces(text, 16)]
-    for index, (call_id, name, arguments) in enumerate(calls):
-        function = {"name": name, "arguments": ""}
-        events.append(chunk({"tool_calls": [
-            {"index": index, "id": call_id, "type": "function", "function": function}
-        ]}))
-        events += [
-            chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-            for piece in _pieces(arguments, 8)
-        ]
-    events.append(chunk({}, _OPENAI_STOP.get(stop, stop)))
-    if usage is not None:
-        events.append(_sse(dict(base, choices=[], usage=_openai_usage(usage))))
-    return [*events, "data: [DONE]\n\n"]
-
-
-def _anthropic_events(
-    ident: str, model: str, text: str, calls: list[tuple[str, str, str]], stop: str,
-    usage: Mapping[str, int],
-) -> list[str]:
-    message: dict[str, Any] = {"id": ident, "type": "message", "role": "assistant", "model": model,
-               "content": [], "stop_reason": None, "stop_sequence": None,
-               "usage": dict(_anthropic_usage(usage), output_tokens=1)}
-    events = [_sse({"type": "message_start", "message": message}, named=True)]
-    blocks: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
-    if text:
-        deltas = [{"type": "text_delta", "text": p} for p in _pieces(text, 16)]
-        blocks.append(({"type": "text", "text": ""}, deltas))
-    for call_id, name, arguments in calls:
-        deltas = [{"type": "input_json_delta", "partial_json": p} for p in _pieces(arguments, 8)]
-        blocks.append(({"type": "tool_use", "id": call_id, "name": name, "input": {}}, deltas))
-    for index, (block, deltas) in enumerate(blocks):
-        start = {"type": "content_block_start", "index": index, "content_block": block}
-        events.append(_sse(start, named=True))
-        if index == 0:
-            events.append(_sse({"type": "ping"}, named=True))
-        events += [
-            _sse({"type": "content_block_delta", "index": index, "delta": d}, named=True)
-            for d in deltas
-        ]
-        events.append(_sse({"type": "content_block_stop", "index": index}, named=True))
-    delta = {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
-             "usage": {"output_tokens": usage["output_tokens"]}}
-    return [*events, _sse(delta, named=True), _sse({"type": "message_stop"}, named=True)]
-
-
-# -- wire helpers --------------------------------------------------------------------------
-
-
-def _stop(step: Mapping[str, Any]) -> str:
-    return str(step.get("stop_reason") or ("tool_use" if step.get("tool_calls") else "end_turn"))
-
-
-def _usage(step: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str, int]:
-    # Without a scripted usage, a deterministic estimate: about four characters a token.
-    given = step.get("usage") or {}
-    out_chars = len(step.get("text", "")) + len(json.dumps(step.get("tool_calls") or []))
-    return {
-        "input_tokens": int(given.get("input_tokens", len(json.dumps(body)) // 4)),
-        "output_tokens": int(given.get("output_tokens", out_chars // 4 + 1)),
-        "cache_read_tokens": int(given.get("cache_read_tokens", 0)),
-    }
-
-
-def _openai_usage(u: Mapping[str, int]) -> dict[str, Any]:
-    prompt = u["input_tokens"] + u["cache_read_tokens"]  # OpenAI counts the cached part in
-    return {"prompt_tokens": prompt, "completion_tokens": u["output_tokens"],
-            "total_tokens": prompt + u["output_tokens"],
-            "prompt_tokens_details": {"cached_tokens": u["cache_read_tokens"]}}
-
-
-def _anthropic_usage(u: Mapping[str, int]) -> dict[str, Any]:
-    return {"input_tokens": u["input_tokens"], "output_tokens": u["output_tokens"],
-            "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": u["cache_read_tokens"]}
-
-
-def _object(arguments: str) -> Any:
-    try:
-        return json.loads(arguments)
-    except ValueError:
-        return {}
-
-
-def _error(api: str, kind: str, message: str) -> dict[str, Any]:
-    if api == "anthropic":
-        return {"type": "error", "error": {"type": kind, "message": message}}
-    return {"error": {"message": message, "type": kind, "code": None}}
-
-
-def _pieces(text: str, size: int) -> list[str]:
-    return [text[i : i + size] for i in range(0, len(text), size)]
-
-
-def _sse(data: Mapping[str, Any], *, named: bool = False) -> str:
-    # Anthropic names every event after its type; OpenAI sends bare data lines.
-    head = f"event: {data['type']}\n" if named else ""
-    return f"{head}data: {json.dumps(data)}\n\n"
-
 
 def _chunk(text: str | bytes) -> bytes:
     data = text.encode() if isinstance(text, str) else text

@@ -1,0 +1,177 @@
+"""How the fake LLM server words its answers: the JSON bodies and the SSE events of the
+OpenAI Chat Completions and Anthropic Messages APIs, built from a script step.
+
+Streams fragment text and tool-call arguments over several events like the real APIs and
+end with the usage chunk / ``message_stop``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Mapping
+from typing import Any
+
+_OPENAI_STOP = {
+    "end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length",
+    "refusal": "content_filter",
+}
+
+
+class AnswerWriter:
+    """Builds answers for one server; ids (``call_fake1``, ``msg_fake2`` …) are unique per writer."""
+
+    def __init__(self) -> None:
+        self._ids = itertools.count(1)
+
+    def calls(self, api: str, step: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+        """``(id, name, arguments JSON text)`` for each tool call of a step."""
+        prefix = "call_" if api == "openai" else "toolu_"
+        out = []
+        for call in step.get("tool_calls") or []:
+            arguments = call.get("arguments", {})
+            text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+            out.append((call.get("id") or f"{prefix}fake{next(self._ids)}", call["name"], text))
+        return out
+
+    def body(self, api: str, step: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str, Any]:
+        """The JSON body of a plain (not streamed) answer to request ``body``."""
+        text, calls, stop = step.get("text", ""), self.calls(api, step), _stop(step)
+        usage, model = _usage(step, body), body.get("model", "fake")
+        if api == "openai":
+            message: dict[str, Any] = {"role": "assistant", "content": text or None}
+            if calls:
+                message["tool_calls"] = [
+                    {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
+                    for i, n, a in calls
+                ]
+            choice = {"index": 0, "message": message, "finish_reason": _OPENAI_STOP.get(stop, stop)}
+            return {"id": f"chatcmpl-fake{next(self._ids)}", "object": "chat.completion",
+                    "model": model, "choices": [choice], "usage": _openai_usage(usage)}
+        content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+        content += [
+            {"type": "tool_use", "id": i, "name": n, "input": _object(a)} for i, n, a in calls
+        ]
+        return {"id": f"msg_fake{next(self._ids)}", "type": "message", "role": "assistant",
+                "model": model, "content": content, "stop_reason": stop, "stop_sequence": None,
+                "usage": _anthropic_usage(usage)}
+
+    def events(self, api: str, step: Mapping[str, Any], body: Mapping[str, Any]) -> list[str]:
+        """The SSE events of a streamed answer, as text."""
+        text, calls, stop = step.get("text", ""), self.calls(api, step), _stop(step)
+        usage, model = _usage(step, body), body.get("model", "fake")
+        if api == "openai":
+            with_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            ident = f"chatcmpl-fake{next(self._ids)}"
+            return _openai_events(ident, model, text, calls, stop, usage if with_usage else None)
+        return _anthropic_events(f"msg_fake{next(self._ids)}", model, text, calls, stop, usage)
+
+
+def _openai_events(
+    ident: str, model: str, text: str, calls: list[tuple[str, str, str]], stop: str,
+    usage: Mapping[str, int] | None,
+) -> list[str]:
+    base = {"id": ident, "object": "chat.completion.chunk", "model": model}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        return sse(dict(base, choices=[{"index": 0, "delta": delta, "finish_reason": finish}]))
+
+    events = [chunk({"role": "assistant", "content": ""})]
+    events += [chunk({"content": piece}) for piece in _pieces(text, 16)]
+    for index, (call_id, name, arguments) in enumerate(calls):
+        function = {"name": name, "arguments": ""}
+        events.append(chunk({"tool_calls": [
+            {"index": index, "id": call_id, "type": "function", "function": function}
+        ]}))
+        events += [
+            chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+            for piece in _pieces(arguments, 8)
+        ]
+    events.append(chunk({}, _OPENAI_STOP.get(stop, stop)))
+    if usage is not None:
+        events.append(sse(dict(base, choices=[], usage=_openai_usage(usage))))
+    return [*events, "data: [DONE]\n\n"]
+
+
+def _anthropic_events(
+    ident: str, model: str, text: str, calls: list[tuple[str, str, str]], stop: str,
+    usage: Mapping[str, int],
+) -> list[str]:
+    message: dict[str, Any] = {"id": ident, "type": "message", "role": "assistant", "model": model,
+               "content": [], "stop_reason": None, "stop_sequence": None,
+               "usage": dict(_anthropic_usage(usage), output_tokens=1)}
+    events = [sse({"type": "message_start", "message": message}, named=True)]
+    blocks: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+    if text:
+        deltas = [{"type": "text_delta", "text": p} for p in _pieces(text, 16)]
+        blocks.append(({"type": "text", "text": ""}, deltas))
+    for call_id, name, arguments in calls:
+        deltas = [{"type": "input_json_delta", "partial_json": p} for p in _pieces(arguments, 8)]
+        blocks.append(({"type": "tool_use", "id": call_id, "name": name, "input": {}}, deltas))
+    for index, (block, deltas) in enumerate(blocks):
+        start = {"type": "content_block_start", "index": index, "content_block": block}
+        events.append(sse(start, named=True))
+        if index == 0:
+            events.append(sse({"type": "ping"}, named=True))
+        events += [
+            sse({"type": "content_block_delta", "index": index, "delta": d}, named=True)
+            for d in deltas
+        ]
+        events.append(sse({"type": "content_block_stop", "index": index}, named=True))
+    delta = {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
+             "usage": {"output_tokens": usage["output_tokens"]}}
+    return [*events, sse(delta, named=True), sse({"type": "message_stop"}, named=True)]
+
+
+# -- wire helpers --------------------------------------------------------------------------
+
+
+def _stop(step: Mapping[str, Any]) -> str:
+    return str(step.get("stop_reason") or ("tool_use" if step.get("tool_calls") else "end_turn"))
+
+
+def _usage(step: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str, int]:
+    # Without a scripted usage, a deterministic estimate: about four characters a token.
+    given = step.get("usage") or {}
+    out_chars = len(step.get("text", "")) + len(json.dumps(step.get("tool_calls") or []))
+    return {
+        "input_tokens": int(given.get("input_tokens", len(json.dumps(body)) // 4)),
+        "output_tokens": int(given.get("output_tokens", out_chars // 4 + 1)),
+        "cache_read_tokens": int(given.get("cache_read_tokens", 0)),
+    }
+
+
+def _openai_usage(u: Mapping[str, int]) -> dict[str, Any]:
+    prompt = u["input_tokens"] + u["cache_read_tokens"]  # OpenAI counts the cached part in
+    return {"prompt_tokens": prompt, "completion_tokens": u["output_tokens"],
+            "total_tokens": prompt + u["output_tokens"],
+            "prompt_tokens_details": {"cached_tokens": u["cache_read_tokens"]}}
+
+
+def _anthropic_usage(u: Mapping[str, int]) -> dict[str, Any]:
+    return {"input_tokens": u["input_tokens"], "output_tokens": u["output_tokens"],
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": u["cache_read_tokens"]}
+
+
+def _object(arguments: str) -> Any:
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        return {}
+
+
+def error_body(api: str, kind: str, message: str) -> dict[str, Any]:
+    if api == "anthropic":
+        return {"type": "error", "error": {"type": kind, "message": message}}
+    return {"error": {"message": message, "type": kind, "code": None}}
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def sse(data: Mapping[str, Any], *, named: bool = False) -> str:
+    # Anthropic names every event after its type; OpenAI sends bare data lines.
+    head = f"event: {data['type']}\n" if named else ""
+    return f"{head}data: {json.dumps(data)}\n\n"
