@@ -13,7 +13,9 @@ outputs (``text/plain`` of widgets, the Markdown of answers, streams, errors).
 from __future__ import annotations
 
 import argparse
+import html
 import json
+import re
 import sys
 import tempfile
 import textwrap
@@ -63,15 +65,46 @@ def execute(path: Path, *, timeout: float = 600, kernel: str | None = None) -> n
     return nb
 
 
-def text_outputs(cell: Any) -> Iterator[str]:
-    """The text a reader sees for each output of a code cell."""
+_TAG = re.compile(r"<[^>]+>")
+_DETAILS_BODY = re.compile(r"</summary>.*?</details>", re.DOTALL)  # a tool call's full result
+_WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def widget_text(model_id: str, state: dict[str, Any], depth: int = 0) -> list[str]:
+    """The text a widget tree showed when the run ended (HTML values without their tags, the
+    Markdown of Output widgets), one line per piece: a run view's header, its tool calls,
+    subagent lines and approval cards."""
+    model = state.get(model_id)
+    if model is None or depth > 20:
+        return []
+    st = model.get("state", {})
+    lines: list[str] = []
+    value = st.get("value")
+    if model.get("model_name") in ("HTMLModel", "LabelModel") and isinstance(value, str):
+        text = html.unescape(_TAG.sub(" ", _DETAILS_BODY.sub("", value)))
+        lines += [" ".join(ln.split()) for ln in text.splitlines() if ln.strip()]
+    for out in st.get("outputs", ()) or ():
+        data = out.get("data", {})
+        lines += str(data.get("text/markdown") or data.get("text/plain") or out.get("text", "")).splitlines()
+    for child in st.get("children", ()) or ():
+        lines += widget_text(str(child).removeprefix("IPY_MODEL_"), state, depth + 1)
+    return lines
+
+
+def text_outputs(cell: Any, widgets: dict[str, Any] | None = None) -> Iterator[str]:
+    """The text a reader sees for each output of a code cell (with ``widgets``, the saved
+    widget state, a widget's final contents instead of its one-line text form)."""
     for out in cell.get("outputs", ()):
         kind = out["output_type"]
         if kind == "stream":
             yield out["text"]
         elif kind in ("display_data", "execute_result"):
             data = out.get("data", {})
-            yield str(data.get("text/markdown") or data.get("text/plain") or "")
+            view = data.get(_WIDGET_VIEW)
+            if widgets and view and view.get("model_id") in widgets:
+                yield "\n".join(widget_text(view["model_id"], widgets))
+            else:
+                yield str(data.get("text/markdown") or data.get("text/plain") or "")
         elif kind == "error":
             yield f"{out['ename']}: {out['evalue']}"
 
@@ -80,6 +113,8 @@ def render(nb: nbformat.NotebookNode) -> str:
     """Code cells as ``In [n]:`` + source and their text outputs; Markdown headings kept as
     section titles so the printout follows the tutorial."""
     parts: list[str] = []
+    saved = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
+    widgets = saved.get("state") or None
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             headings = [ln for ln in cell.source.splitlines() if ln.startswith("#")]
@@ -88,7 +123,7 @@ def render(nb: nbformat.NotebookNode) -> str:
         if cell.cell_type != "code":
             continue
         parts.append(f"\nIn [{cell.get('execution_count') or ' '}]:\n{textwrap.indent(cell.source, '    ')}")
-        for text in text_outputs(cell):
+        for text in text_outputs(cell, widgets):
             text = text.rstrip("\n")
             if text:
                 parts.append(textwrap.indent(text, "  | ", lambda _line: True))
