@@ -158,3 +158,16 @@ async def test_empty_cassette_says_so(tmp_path: Path) -> None:
     empty.write_text("")
     with pytest.raises(ProviderError, match="the cassette is empty"):
         await ReplayProvider(empty).complete(ModelRequest(system="", messages=[UserMessage(content="x")]))
+
+
+async def test_replaying_with_recording_still_on_does_not_append_to_the_cassette(recorded: Path, tmp_path: Path) -> None:
+    """A class replays the teacher's notebook with the teacher's `record_to` still set: the
+    cassette must not grow with its own replayed answers."""
+    before = recorded.read_bytes()
+    replay = create_provider(f"replay/{recorded}", record_to=recorded, workdir=tmp_path)
+    assert isinstance(replay, ReplayProvider)
+    await run(replay, conversation(tmp_path))
+    assert recorded.read_bytes() == before
+    (tmp_path / "s.yaml").write_text("- text: hi\n")
+    scripted = create_provider("scripted/s.yaml", record_to="c.jsonl", workdir=tmp_path)
+    assert not isinstance(scripted, RecordingProvider)

@@ -52,7 +52,8 @@ def create_provider(
     provider's constructor (``max_retries``, ``retry``, ``timeout``, ``empty_content``,
     ``max_tokens``, ``request_options``, ``streaming``). ``scripted/`` and ``replay/``
     paths are taken relative to ``workdir`` unless absolute. With ``record_to``, every
-    call is also appended to that cassette.
+    call of a real provider is also appended to that cassette (offline models are not
+    recorded).
     """
     prefix, name = parse_model(model)
     provider: Provider
@@ -79,7 +80,9 @@ def create_provider(
         from .cassette import ReplayProvider
 
         provider = ReplayProvider(_under(workdir, name), workdir=workdir)
-    if record_to is not None:
+    # Only real models are recorded: replaying with recording still switched on must not
+    # append the replayed answers to a cassette (possibly the very one being replayed).
+    if record_to is not None and prefix not in ("scripted", "replay"):
         from .cassette import RecordingProvider
 
         provider = RecordingProvider(provider, _under(workdir, str(record_to)), workdir=workdir)
