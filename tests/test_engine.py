@@ -433,3 +433,31 @@ async def test_a_tool_with_its_own_timeout_is_not_cut_off_by_the_engine_first():
     await engine.run("go")
     outs = [m.content for m in engine.session.messages if isinstance(m, ToolResultMessage)]
     assert outs == ["reported after 0.3 s", "reported after 0.2 s"]
+
+
+async def test_a_run_that_stops_mid_stream_closes_the_model_stream_at_once():
+    """When the run stops while the provider's stream is suspended between chunks (here a
+    KeyboardInterrupt raised while a chunk is being shown), the stream — and so its HTTP
+    response — is closed right away, not later by the garbage collector."""
+    from harness_nb.providers.base import ModelRequest, Provider, TextChunk
+
+    closed = asyncio.Event()
+
+    class Slow(Provider):
+        name = "slow"
+
+        async def stream(self, request: ModelRequest):  # type: ignore[override]
+            try:
+                yield TextChunk("thinking…")
+                await asyncio.sleep(60)
+            finally:
+                closed.set()
+
+    def sink(event):
+        if isinstance(event, TextDelta):
+            raise KeyboardInterrupt
+
+    engine = AgentEngine(Slow("m"), ToolRegistry([echo]))
+    with pytest.raises(KeyboardInterrupt):
+        await engine.run("go", on_event=sink)
+    assert closed.is_set()

@@ -10,6 +10,7 @@ into an async iterator.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -212,11 +213,14 @@ class AgentEngine:
                 emit(TextDelta(text=response.message.content, agent=self.agent))
             return response
         result: ModelResponse | None = None
-        async for item in self.provider.stream(request):
-            if isinstance(item, TextChunk):
-                emit(TextDelta(text=item.text, agent=self.agent))
-            else:
-                result = item
+        # aclosing: on an interrupt the stream (and its HTTP response) closes now, not when
+        # the garbage collector gets to the generator
+        async with contextlib.aclosing(self.provider.stream(request)) as stream:
+            async for item in stream:
+                if isinstance(item, TextChunk):
+                    emit(TextDelta(text=item.text, agent=self.agent))
+                else:
+                    result = item
         if result is None:
             raise HarnessError(f"{self.provider!r} ended its stream without an answer")
         return result

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -307,7 +307,7 @@ class AnthropicProvider(HTTPProvider):
             model=model,
         )
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]:
         """Text chunks as they arrive, then the whole answer."""
         body, answer = self.body(request, stream=True), MessageStream(self.name, self.model)
         async for item in self.stream_answer("/v1/messages", body, answer):

@@ -7,8 +7,8 @@ A provider turns a ``ModelRequest`` (system prompt, history, tool specs) into a
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Sequence
+from abc import ABC
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, ClassVar
@@ -75,7 +75,7 @@ class Provider(ABC):
             raise RuntimeError(f"{type(self).__name__}.stream ended without a response")
         return response
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]:
         """Yield text chunks, then the ``ModelResponse`` (default: one chunk from ``complete``)."""
         response = await self.complete(request)
         if response.message.content:

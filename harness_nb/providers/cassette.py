@@ -19,7 +19,7 @@ import asyncio
 import hashlib
 import json
 import os
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -93,7 +93,7 @@ class RecordingProvider(Provider):
         await self._append(request, response)
         return response
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]:
         """Forward the stream; record the answer before handing it on."""
         async for item in self.inner.stream(request):
             if isinstance(item, ModelResponse):
@@ -173,7 +173,7 @@ class ReplayProvider(Provider):
         self._served[key] = served + 1
         return matches[min(served, len(matches) - 1)].response.model_copy(deep=True)
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]:
         """The recorded text in a few chunks, then the recorded answer."""
         response = await self.complete(request)
         text = response.message.content

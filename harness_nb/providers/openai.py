@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, get_args
 
@@ -338,7 +338,7 @@ class OpenAIProvider(HTTPProvider):
             model=data.get("model") or self.model,
         )
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]:
         """Text chunks as they arrive, then the whole answer."""
         body, answer = self.body(request, stream=True), ChatStream(self.name, self.model)
         async for item in self.stream_answer("/chat/completions", body, answer):

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -130,7 +130,7 @@ class ScriptedProvider(Provider):
             raise ProviderError(str(step["error"]), provider=self.name, status=step.get("status"))
         return self._response(request, step)
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]:
         response = await self.complete(request)
         for piece in _WORDS.findall(response.message.content):
             if self.chunk_delay:
