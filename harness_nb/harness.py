@@ -5,9 +5,10 @@
     result = await h.run("Summarise data.csv")
     print(result.final_text, result.usage)
 
-A harness owns one main conversation, its tools and hooks, and the provider. The model and
-keys come from the arguments, else from the environment (``HARNESS_NB_MODEL``,
-``OPENAI_API_KEY``, ...).
+A harness owns one main conversation, its tools and hooks, and the provider; the registry
+of subagents (``registry``), the tracker of background work (``tracker``) and the teams
+(``teams``). The model and keys come from the arguments, else from the environment
+(``HARNESS_NB_MODEL``, ``OPENAI_API_KEY``, ...).
 """
 
 from __future__ import annotations
