@@ -9,6 +9,9 @@ from typing import Any
 
 import httpx
 import pytest
+from provider_support import CaptureReplayer
+from provider_support import collect as collect_stream
+from provider_support import pieces_transport as serve_in_pieces
 
 from harness_nb.core import (
     AssistantMessage,
@@ -21,12 +24,15 @@ from harness_nb.core import (
     ToolSpec,
     UserMessage,
 )
-from harness_nb.providers import AnthropicProvider, ModelRequest, ModelResponse, create_provider
+from harness_nb.providers import (
+    AnthropicProvider,
+    ModelRequest,
+    ModelResponse,
+    create_provider,
+)
 from harness_nb.providers.base import Provider
 from harness_nb.providers.http import RetryPolicy
 from harness_nb.testing.fake_server import FakeLLMServer
-from provider_support import collect as collect_stream
-from provider_support import pieces_transport as serve_in_pieces
 
 pytestmark = pytest.mark.usefixtures("no_provider_env")
 
@@ -47,26 +53,14 @@ ServeFixture = Callable[[str], Any]
 @pytest.fixture(params=["mock_transport", "fake_server"])
 async def serve_fixture(request: pytest.FixtureRequest, fixtures_dir: Path) -> AsyncIterator[ServeFixture]:
     """Stream a captured fixture file to a provider, through MockTransport or over loopback."""
-    servers: list[FakeLLMServer] = []
-    providers: list[Provider] = []
+    replay = CaptureReplayer(request.param, "anthropic/claude-x", api_key="k", api_root="", piece_size=5)
 
     async def serve(name: str) -> tuple[list[str], ModelResponse]:
         data = (fixtures_dir / "anthropic-sse" / name).read_bytes()
-        if request.param == "mock_transport":
-            provider = create_provider("anthropic/claude-x", api_key="k", transport=pieces_transport(data))
-        else:
-            server = FakeLLMServer([{"raw": data}])
-            await server.start()
-            servers.append(server)
-            provider = create_provider("anthropic/claude-x", api_key="k", base_url=server.url)
-        providers.append(provider)
-        return await collect(provider)
+        return await replay(data, REQUEST)
 
     yield serve
-    for p in providers:
-        await p.aclose()
-    for s in servers:
-        await s.aclose()
+    await replay.aclose()
 
 
 async def test_basic_response(serve_fixture: ServeFixture) -> None:

@@ -9,6 +9,9 @@ from typing import Any
 
 import httpx
 import pytest
+from provider_support import CaptureReplayer
+from provider_support import collect as collect_stream
+from provider_support import pieces_transport as serve_in_pieces
 
 from harness_nb.core import (
     AssistantMessage,
@@ -24,8 +27,6 @@ from harness_nb.providers import ModelRequest, ModelResponse, create_provider
 from harness_nb.providers.base import Provider
 from harness_nb.providers.openai import OpenAIProvider
 from harness_nb.testing.fake_server import FakeLLMServer
-from provider_support import collect as collect_stream
-from provider_support import pieces_transport as serve_in_pieces
 
 pytestmark = pytest.mark.usefixtures("no_provider_env")
 
@@ -51,28 +52,16 @@ ServeFixture = Callable[[str], Any]
 @pytest.fixture(params=["mock_transport", "fake_server"])
 async def serve_fixture(request: pytest.FixtureRequest, fixtures_dir: Path) -> AsyncIterator[ServeFixture]:
     """Stream a captured fixture file to a provider, through MockTransport or over loopback."""
-    servers: list[FakeLLMServer] = []
-    providers: list[Provider] = []
+    replay = CaptureReplayer(request.param, "openai/gpt-4o", api_key="sk-test", api_root="/v1", piece_size=7)
 
     async def serve(name: str) -> ModelResponse:
         data = (fixtures_dir / "openai-sse" / name).read_bytes()
-        if request.param == "mock_transport":
-            provider = create_provider("openai/gpt-4o", api_key="sk-test", transport=pieces_transport(data))
-        else:
-            server = FakeLLMServer([{"raw": data}])
-            await server.start()
-            servers.append(server)
-            provider = create_provider("openai/gpt-4o", api_key="sk-test", base_url=server.url + "/v1")
-        providers.append(provider)
-        chunks, response = await collect(provider)
+        chunks, response = await replay(data, REQUEST)
         assert chunks == []  # these captured answers hold tool calls only
         return response
 
     yield serve
-    for p in providers:
-        await p.aclose()
-    for s in servers:
-        await s.aclose()
+    await replay.aclose()
 
 
 async def test_single_tool_call_stream(serve_fixture: ServeFixture) -> None:
