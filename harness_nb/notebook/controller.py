@@ -13,7 +13,7 @@ from typing import Any, cast
 from IPython.core.error import UsageError
 from IPython.display import display
 
-from ..core import HarnessError
+from ..core import HarnessError, SubagentUpdate
 from ..engine import RunResult
 from ..harness import ApprovalPolicy, Harness
 from ..subagents import BackgroundApprovals, TaskEntry, TaskStatus
@@ -188,8 +188,8 @@ class NotebookHarness:
 
         def sink(event: Any) -> None:
             view(event)
-            for task_id in view.task_ids:
-                self._views.setdefault(task_id, view)
+            if isinstance(event, SubagentUpdate):  # the only events that bring task ids
+                self._views.setdefault(event.task_id, view)
 
         return sink
 

@@ -96,7 +96,6 @@ class RunView(LiveBox):
         self.state = "running"
         self.usage = Usage()
         self.started = time.monotonic()
-        self.task_ids: set[str] = set()
         self.header = widgets.HTML()
         self.stream = widgets.Output()
         self.activity = widgets.VBox()
@@ -106,7 +105,6 @@ class RunView(LiveBox):
         self._shown_text = ""
         self._tool_lines: dict[str, tuple[widgets.HTML, ToolCall]] = {}
         self._subs: dict[str, _SubLine] = {}
-        self.messages_sent = 0  # widget updates pushed; the benchmark reads this
         super().__init__([self.header, self.stream, self.activity, self.approvals, self.completions], rate=rate)
         self._render_header()
 
@@ -136,12 +134,10 @@ class RunView(LiveBox):
             line = widgets.HTML(self._tool_html(event.call, None, False))
             self._tool_lines[event.call.id] = (line, event.call)
             self.activity.children = (*self.activity.children, line)
-            self.messages_sent += 1
         elif isinstance(event, ToolCallFinished):
             entry = self._tool_lines.get(event.call.id)
             if entry is not None:
                 entry[0].value = self._tool_html(event.call, event.result, event.is_error)
-                self.messages_sent += 1
         elif isinstance(event, TurnFinished):
             self.usage = event.usage
             self.mark("header")
@@ -157,12 +153,10 @@ class RunView(LiveBox):
         inner = update.event
         sub = self._subs.get(update.task_id)
         if sub is None:
-            self.task_ids.add(update.task_id)
             sub = _SubLine(update.agent, self.describe_task(update.task_id), widgets.HTML())
             self._subs[update.task_id] = sub
             self._freeze_narration()
             self.activity.children = (*self.activity.children, sub.widget)
-            self.messages_sent += 1
         if isinstance(inner, ToolCallStarted):
             sub.tools += 1
             sub.last = inner.call.brief(50)
@@ -204,12 +198,10 @@ class RunView(LiveBox):
             f"<b>{icon} {html.escape(self.agent)}</b>{title} · <code>{html.escape(self.model)}</code> · "
             f"{self.state} · {self.usage.total_tokens:,} tokens · {plural(self.usage.turns, 'turn')} · {elapsed:.1f} s"
         )
-        self.messages_sent += 1
 
     def _add_note(self, text: str) -> None:
         note = widgets.HTML(f"<i>{html.escape(text)}</i>")
         self.activity.children = (*self.activity.children, note)
-        self.messages_sent += 1
 
     def _freeze_narration(self) -> None:
         """Text streamed before a tool call becomes a line in the activity log."""
@@ -218,7 +210,6 @@ class RunView(LiveBox):
             out = widgets.Output()
             out.outputs = _markdown_output(text)
             self.activity.children = (*self.activity.children, out)
-            self.messages_sent += 1
         self._text = ""
         self.mark("stream")
 
@@ -226,7 +217,6 @@ class RunView(LiveBox):
         if "stream" in dirty and self._text != self._shown_text:
             self.stream.outputs = _markdown_output(self._text)
             self._shown_text = self._text
-            self.messages_sent += 1
         if "header" in dirty:
             self._render_header()
         for part in dirty:
@@ -234,7 +224,6 @@ class RunView(LiveBox):
                 sub = self._subs.get(part[4:])
                 if sub is not None:
                     sub.widget.value = sub.render()
-                    self.messages_sent += 1
 
     # ------------------------------------------------------------------ outcomes
     def finish(self, state: str, *, keep_text: bool = False) -> None:
@@ -249,7 +238,6 @@ class RunView(LiveBox):
     def post_completion(self, markdown: str) -> None:
         """Append a background result to this cell (from the task that finished)."""
         self.completions.append_display_data(MarkdownText(markdown))
-        self.messages_sent += 1
 
     def approval_channel(self, *, timeout: float | None, unattended: str | None) -> ApprovalChannel:
         """An approval channel that asks in this view. With ``unattended`` set ('deny' or
@@ -265,7 +253,6 @@ class RunView(LiveBox):
                 return answer
             card = ApprovalCard(call, reason, risk)
             self.approvals.children = (*self.approvals.children, card)
-            self.messages_sent += 1
             previous, self.state = self.state, "waiting"
             self.mark("header")
             try:
