@@ -35,7 +35,9 @@ def price_for(model: str) -> tuple[float, float, float, float] | None:
 
 
 class Usage(BaseModel):
-    """What a run (or one LLM call) consumed. ``cost`` is ``None`` when no price is known."""
+    """What a run (or one LLM call) consumed. ``cost`` is ``None`` when no price is known;
+    ``unreported_calls`` counts the LLM calls whose server sent no usage at all (many local
+    servers do not), so "0 tokens" is never shown for "nobody said"."""
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -45,6 +47,7 @@ class Usage(BaseModel):
     tool_calls: int = 0
     wall_time: float = 0.0
     cost: float | None = None
+    unreported_calls: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -59,6 +62,7 @@ class Usage(BaseModel):
         self.turns += other.turns
         self.tool_calls += other.tool_calls
         self.wall_time += other.wall_time
+        self.unreported_calls += other.unreported_calls
         if other.cost is not None:
             self.cost = (self.cost or 0.0) + other.cost
 
@@ -76,9 +80,18 @@ class Usage(BaseModel):
         ) / 1_000_000
         return self.model_copy(update={"cost": cost})
 
+    def tokens_label(self) -> str:
+        """``1,234 tokens``; ``usage not reported`` when no call reported any; ``1,234 tokens
+        (2 calls unreported)`` when some did not."""
+        if not self.unreported_calls:
+            return f"{self.total_tokens:,} tokens"
+        if not self.total_tokens:
+            return "usage not reported"
+        return f"{self.total_tokens:,} tokens ({plural(self.unreported_calls, 'call')} unreported)"
+
     def summary(self) -> str:
         """One short human line: ``1,234 tokens · 3 turns · 5 tools · 4.2 s``."""
-        parts = [f"{self.total_tokens:,} tokens", plural(self.turns, "turn"), plural(self.tool_calls, "tool")]
+        parts = [self.tokens_label(), plural(self.turns, "turn"), plural(self.tool_calls, "tool")]
         if self.wall_time:
             parts.append(f"{self.wall_time:.1f} s")
         if self.cost is not None:
