@@ -7,15 +7,12 @@ from pathlib import Path
 
 import pytest
 
-# The shared folder sits beside the repository, locally and in CI.
-FIXTURES = Path(__file__).parents[2] / "shared" / "fixtures"
+FIXTURES = Path(__file__).parent / "fixtures"
 
 
 @pytest.fixture
 def fixtures_dir() -> Path:
-    """The captured real API streams (see its README.md)."""
-    if not FIXTURES.is_dir():
-        pytest.fail(f"captured streams not found at {FIXTURES}: the shared/ folder must sit beside the repo")
+    """The captured real API streams, kept in the repository (see tests/fixtures/README.md)."""
     return FIXTURES
 
 
