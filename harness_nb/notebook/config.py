@@ -1,61 +1,122 @@
 """``HarnessNB``: the extension's settings as traitlets, so ``%config HarnessNB.model = …``
-works and IPython config files can set them. Environment variables give the defaults."""
+works and IPython config files can set them. Environment variables give the defaults.
+
+A value a setting cannot take fails the cell that set it, and the old value stays in force:
+
+- validators on the traits raise ``TraitError``; traitlets then rolls the whole update back
+  and does not merge it into the settings' config;
+- ``SettingsMagics`` replaces ``%config`` and turns that error into a ``UsageError`` (one
+  line, no traceback). IPython's own ``%config`` (IPython 9, ``core/magics/config.py``)
+  catches every exception raised while applying a value and only logs it, so with it the
+  cell reports ok and the person believes the value was taken. Every line that does not
+  set a ``HarnessNB`` setting still goes to IPython's magic.
+
+Values from the environment (``$HARNESS_NB_*``) are checked when the settings are made,
+because traitlets never validates defaults; a bad one stops ``%load_ext``.
+"""
 
 from __future__ import annotations
 
+import difflib
 import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
-from traitlets import Bool, Enum, Float, Int, List, Unicode
-from traitlets.config import Configurable
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_magic, magics_class
+from traitlets import Bool, Enum, Float, Int, List, TraitError, Unicode, validate
+from traitlets.config import Config, Configurable
+
+from ..core import ConfigError
+from ..providers.factory import parse_model
 
 
-def _env(name: str, default: str | None = None) -> str | None:
-    value = os.environ.get(name)
+# The settings whose default comes from the environment, and from which variable.
+ENVIRONMENT = {
+    "model": "HARNESS_NB_MODEL",
+    "workdir": "HARNESS_NB_WORKDIR",
+    "approval_policy": "HARNESS_NB_APPROVAL_POLICY",
+    "approval_timeout": "HARNESS_NB_APPROVAL_TIMEOUT",
+    "unattended_approvals": "HARNESS_NB_UNATTENDED_APPROVALS",
+    "background_approvals": "HARNESS_NB_BACKGROUND_APPROVALS",
+    "record_to": "HARNESS_NB_RECORD_TO",
+}
+
+
+def _env(setting: str, default: str | None = None) -> str | None:
+    value = os.environ.get(ENVIRONMENT[setting])
     return value if value else default
 
 
-def _env_float(name: str, default: float) -> float:
-    value = os.environ.get(name)
+def _env_float(setting: str, default: float) -> float:
+    value = os.environ.get(ENVIRONMENT[setting])
     try:
         return float(value) if value else default
     except ValueError:
         return default
 
 
+# The number settings' ranges: the one place each rule is written (``%%agent --max-turns``
+# uses ``number_problem`` too).
+_NUMBER_RULES: dict[str, tuple[Callable[[float], bool], str]] = {
+    "max_turns": (lambda n: n >= 1, "1 or more"),
+    "token_budget": (lambda n: n >= 0, "0 (no budget) or more"),
+    "offload_chars": (lambda n: n >= 1, "1 or more"),
+    "approval_timeout": (lambda n: n > 0, "more than 0 seconds"),
+    "updates_per_second": (lambda n: n > 0, "more than 0"),
+}
+
+
+def number_problem(name: str, value: float) -> str | None:
+    """Why ``value`` cannot be the number setting ``name`` (``None`` when it can)."""
+    allowed, valid = _NUMBER_RULES[name]
+    return None if allowed(value) else f"it must be {valid}"
+
+
+def _rejected(proposal: Any, problem: str) -> TraitError:
+    return TraitError(f"HarnessNB.{proposal.trait.name} = {proposal.value!r} cannot be used: {problem}")
+
+
 class HarnessNB(Configurable):
-    """Settings of the harness_nb notebook extension."""
+    """Settings of the harness_nb notebook extension (see the module doc for how a bad value
+    is refused)."""
 
     model = Unicode(
-        _env("HARNESS_NB_MODEL"),
+        _env("model"),
         allow_none=True,
         help="provider/model for %%agent, e.g. 'openai/gpt-4o-mini', 'anthropic/claude-sonnet-4-5', "
-        "'ollama/qwen2.5:7b', 'scripted/<script.yaml>', 'replay/<cassette.jsonl>' ($HARNESS_NB_MODEL).",
+        "'ollama/qwen2.5:7b', 'scripted/<script.yaml>', 'replay/<cassette.jsonl>' ($HARNESS_NB_MODEL). "
+        "Empty or None: not configured.",
     ).tag(config=True)
     workdir = Unicode(
-        _env("HARNESS_NB_WORKDIR", "."), help="Working directory the agent's file tools are confined to."
+        _env("workdir", "."),
+        help="Working directory the agent's file tools are confined to: an existing folder "
+        "(a relative one starts at the kernel's working directory).",
     ).tag(config=True)
     approval_policy = Enum(
         ["dangerous", "always", "never"],
-        default_value=_env("HARNESS_NB_APPROVAL_POLICY", "dangerous"),
+        default_value=_env("approval_policy", "dangerous"),
         help="When to ask: 'dangerous' (risky shell commands and writes, run_python), 'always' "
         "(every tool that changes something), 'never'.",
     ).tag(config=True)
     approval_timeout = Float(
-        _env_float("HARNESS_NB_APPROVAL_TIMEOUT", 300.0),
+        _env_float("approval_timeout", 300.0),
         help="Seconds an approval card waits for a click before the call is denied.",
     ).tag(config=True)
     unattended_approvals = Enum(
         ["deny", "approve"],
-        default_value=_env("HARNESS_NB_UNATTENDED_APPROVALS", "deny"),
+        default_value=_env("unattended_approvals", "deny"),
         help="Decision for approvals when the frontend cannot answer (nbclient, nbval, papermill: "
         "they send allow_stdin=false).",
     ).tag(config=True)
     background_approvals = Enum(
         ["deny", "ask"],
-        default_value=_env("HARNESS_NB_BACKGROUND_APPROVALS", "deny"),
+        default_value=_env("background_approvals", "deny"),
         help="Background subagents: 'deny' risky calls (fail closed) or 'ask' in the launching cell.",
     ).tag(config=True)
-    max_turns = Int(50, help="Most LLM calls one run may make.").tag(config=True)
+    max_turns = Int(50, help="Most LLM calls one run may make (1 or more).").tag(config=True)
     token_budget = Int(0, help="Stop a run after this many tokens (0: no budget).").tag(config=True)
     agent_dirs = List(Unicode(), help="Extra folders of agent files (*.md).").tag(config=True)
     user_agents = Bool(
@@ -63,7 +124,7 @@ class HarnessNB(Configurable):
     ).tag(config=True)
     offload_chars = Int(20_000, help="Tool results longer than this go to .harness_nb/offload/.").tag(config=True)
     record_to = Unicode(
-        _env("HARNESS_NB_RECORD_TO"),
+        _env("record_to"),
         allow_none=True,
         help="Append every real model request/response to this cassette (JSONL) for later replay.",
     ).tag(config=True)
@@ -71,3 +132,95 @@ class HarnessNB(Configurable):
     kernel_tools = Bool(True, help="Give the main agent list_variables, inspect_variable and run_python.").tag(
         config=True
     )
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        for name, variable in ENVIRONMENT.items():
+            if not os.environ.get(variable):
+                continue
+            try:
+                value = getattr(self, name)  # checks the type only
+                if value == self.trait_defaults(name):  # not replaced by a config file
+                    setattr(self, name, value)  # checks the rest: a default is never validated
+            except TraitError as exc:
+                raise TraitError(f"{str(exc).rstrip('.')} (from ${variable})") from None
+
+    @validate("model")
+    def _check_model(self, proposal: Any) -> str | None:
+        # Only the form is checked: scripted/ and replay/ files are read when a run starts,
+        # so a notebook may set the model before it writes the script.
+        if proposal.value:
+            try:
+                parse_model(proposal.value)
+            except ConfigError as exc:
+                raise _rejected(proposal, str(exc)) from None
+        value: str | None = proposal.value
+        return value
+
+    @validate("workdir")
+    def _check_workdir(self, proposal: Any) -> str:
+        # Checked when set, so the cell that names a missing folder is the one that fails;
+        # the harness checks again when it is built (the folder may be gone by then).
+        folder = Path.cwd() / Path(proposal.value or ".").expanduser()
+        if not folder.is_dir():
+            raise _rejected(proposal, f"{folder} is not a folder; create it first or name another")
+        value: str = proposal.value
+        return value
+
+    @validate(*_NUMBER_RULES)
+    def _check_number(self, proposal: Any) -> float:
+        problem = number_problem(proposal.trait.name, proposal.value)
+        if problem is not None:
+            raise _rejected(proposal, problem)
+        value: float = proposal.value
+        return value
+
+
+# `%config HarnessNB.x = …` and `%config HarnessNB.x.update(a=1)`: IPython's magic treats a
+# line with "=" that is not a bare read (`HarnessNB.x`) as a statement to apply.
+_SETTING = re.compile(r"\s*HarnessNB\.(\w+)\b")
+_READ = re.compile(r"^\w+\.\w+$")
+
+
+@magics_class
+class SettingsMagics(Magics):
+    """``%config`` that fails its cell when a ``HarnessNB`` value is refused (see the module
+    doc for why IPython's does not); everything else goes to IPython's ``%config``."""
+
+    def __init__(self, shell: Any, settings: HarnessNB, ipython_config: Callable[[str], Any]) -> None:
+        super().__init__(shell)
+        self.settings = settings
+        self.ipython_config = ipython_config
+
+    # A method named ``config`` would hide the ``config`` trait every Magics has. (IPython
+    # annotates ``line_magic`` as returning a union, so mypy cannot see it is a decorator here.)
+    @line_magic("config")  # type: ignore[arg-type]
+    def config_line(self, line: str) -> Any:
+        """Configure IPython and harness_nb: ``%config HarnessNB`` lists the settings,
+        ``%config HarnessNB.model`` shows one, ``%config HarnessNB.model = 'openai/gpt-4o-mini'``
+        sets one (the value is a Python expression). A value harness_nb cannot use fails
+        the cell and the old value stays. Other classes: as IPython's ``%config``."""
+        found = _SETTING.match(line)
+        if found is None or "=" not in line or _READ.match(line.strip()):
+            return self.ipython_config(line)
+        name = found.group(1)
+        settings = self.settings.trait_names(config=True)
+        if name not in settings:
+            close = difflib.get_close_matches(name, settings, n=1)
+            hint = f"did you mean HarnessNB.{close[0]}? " if close else ""
+            raise UsageError(f"HarnessNB has no setting {name!r}; {hint}see %config HarnessNB for the list")
+        assert self.shell is not None  # registered magics always have one
+        cfg = Config()
+        try:
+            # as IPython's magic does: the value may name the notebook's variables
+            exec("cfg." + line.strip(), self.shell.user_ns, {"cfg": cfg})
+        except (NameError, SyntaxError) as exc:
+            raise UsageError(
+                f"%config {line.strip()}: {exc}. The value is Python: quote text, e.g. "
+                f"%config HarnessNB.model = 'openai/gpt-4o-mini'"
+            ) from None
+        try:
+            self.settings.update_config(cfg)
+        except TraitError as exc:
+            kept = getattr(self.settings, name)
+            raise UsageError(f"{str(exc).rstrip('.')}. HarnessNB.{name} stays {kept!r}") from None

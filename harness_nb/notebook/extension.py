@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from IPython.core.error import UsageError
+from traitlets import TraitError
+
+from .config import SettingsMagics
 from .controller import NotebookHarness
 from .magics import HarnessMagics, sync_agent_magics
 from .team_magics import TeamMagics
@@ -23,9 +27,13 @@ def load(shell: Any) -> None:
     """Register harness_nb with ``shell`` (a second load is a no-op)."""
     if getattr(shell, _STATE, None) is not None:
         return
-    controller = NotebookHarness(shell)
+    try:
+        controller = NotebookHarness(shell)
+    except TraitError as exc:  # a bad value in an IPython config file or $HARNESS_NB_*
+        raise UsageError(f"harness_nb is not loaded: {str(exc).rstrip('.')}. Fix it, then %load_ext harness_nb again") from None
     setattr(shell, _STATE, controller)
     shell.configurables.append(controller.config)
+    shell.register_magics(SettingsMagics(shell, controller.config, shell.find_line_magic("config")))
     shell.register_magics(HarnessMagics(shell, controller))
     shell.register_magics(TeamMagics(shell, controller))
     token_transformers = shell.input_transformer_manager.token_transformers
@@ -58,6 +66,9 @@ def unload(shell: Any) -> None:
     if PromptMagicTransformer in token_transformers:
         token_transformers.remove(PromptMagicTransformer)
     magics = shell.magics_manager.magics
+    settings_magics = shell.magics_manager.registry.pop(SettingsMagics.__name__, None)
+    if settings_magics is not None and magics["line"].get("config") == settings_magics.config_line:
+        magics["line"]["config"] = settings_magics.ipython_config
     for kind in ("line", "cell"):
         for name in [n for n in magics[kind] if n.startswith("@") or n in ("agent", "agents", "task", "team")]:
             magics[kind].pop(name, None)

@@ -1,0 +1,128 @@
+"""A setting that cannot be used fails the cell that set it, in a real ipykernel: the reply
+is an error with one line naming the setting, the value and the fix; the old value stays,
+and later runs use (and show) it.
+
+The tests share one kernel (starting one per test is most of their time); each sets the
+settings it relies on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from harness_nb.testing.kernel_driver import Cell, KernelDriver
+from notebook_support import error_name, notebook, result_text, run_views, write_script
+
+pytestmark = [pytest.mark.kernel, pytest.mark.asyncio(loop_scope="module")]
+
+OLD_MODEL = "scripted/old.yaml"
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def kernel(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[KernelDriver]:
+    async with notebook(tmp_path_factory.mktemp("config")) as k:
+        yield k
+
+
+def folder_of(k: KernelDriver) -> Path:
+    return Path(k.cwd)
+
+
+def assert_refused(k: KernelDriver, cell: Cell, *fragments: str) -> str:
+    """The cell failed with a ``UsageError``: one line, no traceback, naming ``fragments``."""
+    assert cell.status == "error" and error_name(cell) == "UsageError", k.error(cell)
+    text = k.text(cell).strip()
+    for fragment in fragments:
+        assert fragment in text, (fragment, text)
+    assert "\n" not in text and "Traceback" not in text, text
+    return text
+
+
+async def setting(k: KernelDriver, name: str) -> str:
+    """What ``%config HarnessNB.<name>`` shows (the value's repr)."""
+    return result_text(await k.run(f"%config HarnessNB.{name}"))
+
+
+async def test_a_model_that_cannot_work_fails_its_cell_and_the_old_one_keeps_running(kernel):
+    """The bug: ``%config HarnessNB.model = "nope"`` reported ok while later runs used the
+    old model under a header saying "nope"."""
+    k = kernel
+    write_script(folder_of(k), {"agents": {"main": [{"text": "answered by the old model"}] * 2}}, "old.yaml")
+    await k.run(f"%config HarnessNB.model = {OLD_MODEL!r}")
+    assert result_text(await k.run("%%agent\nhello")) == "answered by the old model"
+
+    refused = await k.run('%config HarnessNB.model = "nope"', check=False)
+    assert_refused(
+        k, refused, "HarnessNB.model = 'nope'", "no provider prefix", "openai/gpt-4o-mini", f"stays {OLD_MODEL!r}"
+    )
+
+    assert await setting(k, "model") == repr(OLD_MODEL)
+    assert result_text(await k.run("%%agent\nand again")) == "answered by the old model"
+    assert OLD_MODEL in run_views(k)[-1].header
+
+
+async def test_impossible_values_fail_their_cell_and_change_nothing(kernel):
+    k = kernel
+    cases = {
+        "max_turns = 0": ["HarnessNB.max_turns = 0", "1 or more", "stays 50"],
+        "max_turns = -1": ["HarnessNB.max_turns = -1", "1 or more"],
+        "max_turns = 'many'": ["max_turns", "expected an int", "'many'", "stays 50"],
+        "token_budget = -5": ["HarnessNB.token_budget = -5", "0 (no budget) or more", "stays 0"],
+        "approval_timeout = 0": ["HarnessNB.approval_timeout = 0", "more than 0 seconds", "stays 300.0"],
+        "offload_chars = 0": ["HarnessNB.offload_chars = 0", "1 or more"],
+        "updates_per_second = 0": ["HarnessNB.updates_per_second = 0", "more than 0"],
+        "workdir = 'no-such-folder'": ["HarnessNB.workdir = 'no-such-folder'", "not a folder", "create it"],
+        "approval_policy = 'sometimes'": ["approval_policy", "'dangerous', 'always', 'never'", "'sometimes'"],
+        "max_turn = 5": ["no setting 'max_turn'", "did you mean HarnessNB.max_turns?"],
+        "model = ollama/llama3": ["name 'ollama' is not defined", "quote text"],
+        "model = openai/gpt-4o-mini": ["invalid decimal literal", "quote text"],
+    }
+    before = {name: await setting(k, name) for name in ("max_turns", "token_budget", "workdir", "approval_policy")}
+    for statement, fragments in cases.items():
+        assert_refused(k, await k.run(f"%config HarnessNB.{statement}", check=False), *fragments)
+    assert {name: await setting(k, name) for name in before} == before
+
+
+async def test_good_values_and_other_config_lines_still_apply(kernel):
+    k = kernel
+    (folder_of(k) / "project").mkdir()
+    await k.run("turns = 7\n%config HarnessNB.max_turns = turns")
+    assert await setting(k, "max_turns") == "7"
+    await k.run("%config HarnessNB.workdir = 'project'")
+    assert await setting(k, "workdir") == "'project'"
+    await k.run("%config HarnessNB.workdir = '.'")
+    await k.run("%config HarnessNB.model = None")
+    assert await setting(k, "model") == ""  # None has no Out[] value
+
+    assert "HarnessNB.max_turns" in k.text(await k.run("%config HarnessNB"))
+    await k.run("%config HistoryManager.db_log_output = True")
+    assert result_text(await k.run("get_ipython().history_manager.db_log_output")) == "True"
+
+
+async def test_a_bad_value_from_the_ipython_config_stops_loading(kernel):
+    """A config file's value is checked when the extension loads: ``%load_ext`` fails with
+    the same one line instead of a traceback, and nothing is half-registered."""
+    k = kernel
+    await k.run("%unload_ext harness_nb")
+    await k.run("get_ipython().config.HarnessNB.max_turns = 0")
+    refused = await k.run("%load_ext harness_nb", check=False)
+    assert_refused(k, refused, "harness_nb is not loaded", "HarnessNB.max_turns = 0", "1 or more")
+    assert error_name(await k.run("%%agent\nhello", check=False)) == "UsageError"  # no %%agent magic
+
+    await k.run("del get_ipython().config.HarnessNB['max_turns']\n%load_ext harness_nb")
+    assert await setting(k, "max_turns") == "50"
+
+
+async def test_a_bad_value_from_the_environment_stops_loading(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"HOME": str(home), "IPYTHONDIR": str(home / ".ipython"), "HARNESS_NB_APPROVAL_TIMEOUT": "-1"}
+    async with KernelDriver(cwd=tmp_path, env=env) as k:
+        refused = await k.run("%load_ext harness_nb", check=False)
+        assert_refused(
+            k, refused, "HarnessNB.approval_timeout = -1.0", "more than 0 seconds", "$HARNESS_NB_APPROVAL_TIMEOUT"
+        )
