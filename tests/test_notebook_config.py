@@ -1,6 +1,6 @@
 """A setting that cannot be used fails the cell that set it, in a real ipykernel: the reply
 is an error with one line naming the setting, the value and the fix; the old value stays,
-and later runs use (and show) it.
+and later runs use (and show) it. The same for ``%%agent --max-turns``.
 
 The tests share one kernel (starting one per test is most of their time); each sets the
 settings it relies on.
@@ -101,6 +101,17 @@ async def test_good_values_and_other_config_lines_still_apply(kernel):
     assert "HarnessNB.max_turns" in k.text(await k.run("%config HarnessNB"))
     await k.run("%config HistoryManager.db_log_output = True")
     assert result_text(await k.run("get_ipython().history_manager.db_log_output")) == "True"
+
+
+async def test_agent_max_turns_must_be_one_or_more(kernel):
+    k = kernel
+    write_script(folder_of(k), {"agents": {"main": [{"text": "one turn was enough"}]}}, "once.yaml")
+    await k.run("%config HarnessNB.model = 'scripted/once.yaml'")
+    for value in ("0", "-1"):
+        refused = await k.run(f"%%agent --max-turns {value}\nhello", check=False)
+        assert_refused(k, refused, "--max-turns", f"got {value}", "1 or more")
+    assert_refused(k, await k.run("%agent --max-turns lots hello", check=False), "'lots' is not a whole number")
+    assert result_text(await k.run("%%agent --max-turns 1\nhello")) == "one turn was enough"
 
 
 async def test_a_bad_value_from_the_ipython_config_stops_loading(kernel):

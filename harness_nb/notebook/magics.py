@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import shlex
+from argparse import ArgumentTypeError
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,7 @@ from IPython.display import display
 
 from ..core import HarnessError, UnknownNameError
 from ..subagents import TaskStatus
+from .config import number_problem
 from .controller import NotebookHarness, Pending, completion_markdown, done, with_ticker
 from .reply import AgentReply, MarkdownText
 
@@ -48,6 +50,18 @@ def split_options(line: str) -> tuple[str, str]:
     return " ".join(shlex.quote(o) for o in options), rest
 
 
+def turn_count(text: str) -> int:
+    """``--max-turns N``: a whole number in the range of ``HarnessNB.max_turns``."""
+    try:
+        turns = int(text)
+    except ValueError:
+        raise ArgumentTypeError(f"{text!r} is not a whole number; give the most LLM calls this run may make") from None
+    problem = number_problem("max_turns", turns)
+    if problem is not None:
+        raise ArgumentTypeError(f"got {turns}; {problem}")
+    return turns
+
+
 @magics_class
 class HarnessMagics(Magics):
     """Magics of harness_nb (one instance per shell)."""
@@ -58,7 +72,7 @@ class HarnessMagics(Magics):
 
     @magic_arguments()
     @argument("--model", "-m", default=None, help="provider/model for this run only")
-    @argument("--max-turns", type=int, default=None, help="most LLM calls for this run")
+    @argument("--max-turns", type=turn_count, default=None, help="most LLM calls for this run (1 or more)")
     @argument("--bg", action="store_true", help="run in the background (as --agent, default general-purpose)")
     @argument("--agent", "-a", default="general-purpose", help="the subagent a --bg run uses")
     @argument("--new", action="store_true", help="start a new conversation first")
