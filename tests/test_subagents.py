@@ -142,8 +142,8 @@ async def test_subagent_never_gets_a_tool_its_parent_lacks(tmp_path):
     child = [r for r in provider.requests if r.agent == "writer"][0]
     assert [t.name for t in child.tools] == ["read_file"]
     # general-purpose inherits everything the parent has, minus coordination tools
-    child_engine = h.runner.build(h.registry.get("general-purpose"), h.engine, task_id="x", background=False)
-    assert child_engine.tools.names() == ["read_file"]
+    child = h.runner.build(h.registry.get("general-purpose"), h.lead_context(), task_id="x", background=False)
+    assert child.engine.tools.names() == ["read_file"]
 
 
 async def test_a_child_calling_task_is_denied_at_run_time_even_if_injected(tmp_path):
@@ -158,7 +158,7 @@ async def test_a_child_calling_task_is_denied_at_run_time_even_if_injected(tmp_p
 
     def build_with_task_injected(*args, **kwargs):
         child = original_build(*args, **kwargs)
-        child.tools.add(h.task_tool)  # simulate a bug that let `task` slip into the list
+        child.engine.tools.add(h.task_tool)  # simulate a bug that let `task` slip into the list
         return child
 
     h.runner.build = build_with_task_injected  # type: ignore[method-assign]
@@ -175,10 +175,11 @@ async def test_a_child_calling_task_is_denied_at_run_time_even_if_injected(tmp_p
 
 async def test_depth_guard_refuses_a_spawn_beyond_max_depth(tmp_path):
     h, _ = harness(tmp_path, {"main": [{"text": "x"}]}, max_depth=1)
-    child = h.runner.build(h.registry.get("reader"), h.engine, task_id="c1", background=False)
-    assert child.depth == 1
+    child = h.runner.build(h.registry.get("reader"), h.lead_context(), task_id="c1", background=False)
+    assert child.engine.depth == 1
+    grandparent = child.engine.parent_context(child.context)
     with pytest.raises(HarnessError, match="depth 2: the limit is max_depth=1"):
-        h.runner.build(h.registry.get("reader"), child, task_id="c2", background=False)
+        h.runner.build(h.registry.get("reader"), grandparent, task_id="c2", background=False)
 
 
 async def test_foreground_approval_is_relayed_to_the_parents_channel(tmp_path):
@@ -322,6 +323,19 @@ async def test_background_results_are_delivered_once_into_the_next_prompt(tmp_pa
 
 
 async def test_parallel_runs_concurrently_keeps_order_and_survives_a_failure(tmp_path):
+    # alpha and gamma meet at a barrier that opens only once both are inside it, which a
+    # sequential run never reaches (the timeout is the guard, not the assertion); alpha then
+    # waits for gamma to end, so results arrive in the reverse of the order they are listed in
+    both_running = asyncio.Barrier(2)
+
+    @tool
+    async def meet(ctx: ToolContext, who: str) -> str:
+        """Wait for the other subagent."""
+        await both_running.wait()
+        if who == "alpha":
+            await h.tracker.wait("fg-3")
+        return f"{who} met"
+
     h, provider = harness(
         tmp_path,
         {
@@ -330,32 +344,32 @@ async def test_parallel_runs_concurrently_keeps_order_and_survives_a_failure(tmp
                     "tool_calls": [
                         task(
                             tasks=[
-                                {"subagent_type": "reader", "prompt": "alpha"},
-                                {"subagent_type": "reader", "prompt": "beta"},
-                                {"subagent_type": "reader", "prompt": "gamma"},
+                                {"subagent_type": "general-purpose", "prompt": "alpha"},
+                                {"subagent_type": "general-purpose", "prompt": "beta"},
+                                {"subagent_type": "general-purpose", "prompt": "gamma"},
                             ]
                         )
                     ]
                 },
                 {"text": "combined"},
             ],
-            "reader": [
-                {"match": "alpha", "text": "A done", "delay": 0.3},
+            "general-purpose": [
+                {"match": "alpha", "tool_calls": [call("meet", who="alpha")]},
+                {"match": "alpha", "text": "A done"},
                 {"match": "beta", "error": "model exploded"},
-                {"match": "gamma", "text": "C done", "delay": 0.1},
+                {"match": "gamma", "tool_calls": [call("meet", who="gamma")]},
+                {"match": "gamma", "text": "C done"},
             ],
         },
+        tools=(meet,),
     )
-    loop = asyncio.get_running_loop()
-    start = loop.time()
-    result = await h.run("fan out")
-    elapsed = loop.time() - start
+    async with asyncio.timeout(10):
+        result = await h.run("fan out")
     out = tool_results(result.messages)[0].splitlines()
     assert out[0] == '<task id="fg-1" state="completed"><task_result>A done</task_result></task>'
-    assert out[1].startswith('<task id="fg-2" state="error">subagent reader (fg-2) failed: ProviderError')
+    assert out[1].startswith('<task id="fg-2" state="error">ProviderError')
     assert "model exploded" in out[1]
     assert out[2] == '<task id="fg-3" state="completed"><task_result>C done</task_result></task>'
-    assert elapsed < 0.39  # 0.3 + 0.1 would be sequential; they overlapped
     assert h.tracker.get("fg-2").status is TaskStatus.FAILED
 
 
@@ -434,7 +448,7 @@ async def test_chain_substitutes_previous_and_stops_at_a_failing_step(tmp_path):
     assert second.messages[0].content == "describe these: a, b, c"
     first_out, second_out = tool_results(result.messages)
     assert first_out == '<task id="fg-2" state="completed" steps="2"><task_result>three columns</task_result></task>'
-    assert second_out.startswith('<task state="error">chain stopped at step 2 of 3 (reader): ')
+    assert second_out.startswith('error: chain stopped at step 2 of 3 (reader): <task id="fg-4" state="error">')
     assert "boom" in second_out
     assert [r.messages[0].content for r in provider.requests if r.agent == "reader"][-1] == "step two one"
 
