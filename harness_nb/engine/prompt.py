@@ -4,11 +4,10 @@ preloaded skills, assembled once per engine."""
 from __future__ import annotations
 
 import logging
-import platform
-import sys
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+
+from ..core.environment import current_environment_line
 
 log = logging.getLogger("harness_nb.engine")
 
@@ -44,7 +43,10 @@ def load_skill(name: str, folders: Sequence[Path]) -> str | None:
 
 class PromptBuilder:
     """Builds the system prompt once: ``system_prompt`` + working directory + environment +
-    one section per preloaded skill (a skill that cannot be found is logged and skipped)."""
+    one section per preloaded skill (a skill that cannot be found is logged and skipped).
+
+    ``environment_line`` gives the environment line (Python, system, today); tests pass
+    their own to fix the day and the machine."""
 
     def __init__(
         self,
@@ -54,12 +56,14 @@ class PromptBuilder:
         skills: Sequence[str] = (),
         skill_texts: Mapping[str, str] | None = None,
         environment: bool = True,
+        environment_line: Callable[[], str] = current_environment_line,
     ) -> None:
         self.system_prompt = system_prompt
         self.workdir = workdir
         self.skills = list(skills)
         self.skill_texts = dict(skill_texts or {})
         self.environment = environment
+        self.environment_line = environment_line
         self._built: str | None = None
 
     def build(self) -> str:
@@ -70,10 +74,7 @@ class PromptBuilder:
     def _assemble(self) -> str:
         parts = [self.system_prompt.strip(), f"Working directory: {self.workdir}"]
         if self.environment:
-            parts.append(
-                f"Environment: Python {sys.version.split()[0]} on {platform.system()}; "
-                f"today is {time.strftime('%Y-%m-%d')}."
-            )
+            parts.append(self.environment_line())
         folders = skill_dirs(self.workdir)
         for name in self.skills:
             body = self.skill_texts.get(name) or load_skill(name, folders)
