@@ -141,3 +141,58 @@ def test_command_line(tmp_path: Path) -> None:
         if process.stdout is not None:
             process.stdout.close()
     assert process.returncode == 0
+
+
+TOOLS = [{"type": "function", "function": {"name": "grep", "parameters": {"type": "object"}}}]
+CALL_STEP = {"tool_calls": [{"name": "grep", "arguments": {"pattern": "x"}, "id": "c1"}]}
+
+
+async def test_strict_server_rejects_null_content_and_ignores_tools_without_tool_choice() -> None:
+    """As particular as llama.cpp / llama-cpp-python, so providers can be tested against it."""
+    null_turn = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function"}]}
+    steps = [{"text": "unused"}, CALL_STEP, CALL_STEP, {"text": "fine"}]
+    async with FakeLLMServer(steps, strict=True) as srv, httpx.AsyncClient(base_url=srv.url) as client:
+        rejected = await client.post("/v1/chat/completions", json={"messages": [null_turn]})
+        ignored = await client.post("/v1/chat/completions", json={"messages": [], "tools": TOOLS})
+        called = await client.post("/v1/chat/completions", json={"messages": [], "tools": TOOLS, "tool_choice": "auto"})
+        accepted = await client.post("/v1/chat/completions", json={"messages": [dict(null_turn, content="")]})
+    assert rejected.status_code == 500 and "Expected 'content' to be a string" in rejected.text
+    ignored_message = ignored.json()["choices"][0]["message"]
+    assert "tool_calls" not in ignored_message and "grep" in ignored_message["content"]
+    assert called.json()["choices"][0]["message"]["tool_calls"][0]["id"] == "c1"
+    assert accepted.json()["choices"][0]["message"]["content"] == "fine"
+    assert srv.remaining == 0  # a rejected request still used its step
+
+
+async def test_lenient_server_takes_null_content() -> None:
+    turn = {"role": "assistant", "content": None}
+    async with FakeLLMServer([{"text": "ok"}]) as srv, httpx.AsyncClient(base_url=srv.url) as client:
+        response = await client.post("/v1/chat/completions", json={"messages": [turn]})
+    assert response.status_code == 200
+
+
+async def test_omit_usage_sends_none_on_either_api_streamed_or_not() -> None:
+    step = {"text": "Hi", "omit_usage": True}
+    async with FakeLLMServer([step] * 4) as srv, httpx.AsyncClient(base_url=srv.url) as client:
+        openai_plain = (await client.post("/v1/chat/completions", json={})).json()
+        anthropic_plain = (await client.post("/v1/messages", json={})).json()
+        stream = {"stream": True, "stream_options": {"include_usage": True}}
+        openai_events = sse_data((await client.post("/v1/chat/completions", json=stream)).text)
+        anthropic_events = sse_data((await client.post("/v1/messages", json={"stream": True})).text)
+    assert "usage" not in openai_plain and "usage" not in anthropic_plain
+    assert all("usage" not in event for event in openai_events)
+    assert all("usage" not in event and "usage" not in event.get("message", {}) for event in anthropic_events)
+
+
+async def test_end_early_closes_the_stream_cleanly_without_the_finishing_events() -> None:
+    step = {"fault": "end_early", "text": "Hello"}
+    async with FakeLLMServer([step, step]) as srv, httpx.AsyncClient(base_url=srv.url) as client:
+        body = {"stream": True, "stream_options": {"include_usage": True}}
+        openai = await client.post("/v1/chat/completions", json=body)  # a complete chunked body
+        anthropic = await client.post("/v1/messages", json={"stream": True})
+    assert "[DONE]" not in openai.text
+    chunks = sse_data(openai.text)
+    assert "".join(c["choices"][0]["delta"].get("content", "") for c in chunks) == "Hello"
+    assert all(c["choices"][0]["finish_reason"] is None for c in chunks)
+    names = [line[7:] for line in anthropic.text.splitlines() if line.startswith("event: ")]
+    assert names[0] == "message_start" and names[-1] == "content_block_stop"

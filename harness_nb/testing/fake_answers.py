@@ -2,7 +2,8 @@
 OpenAI Chat Completions and Anthropic Messages APIs, built from a script step.
 
 Streams fragment text and tool-call arguments over several events like the real APIs and
-end with the usage chunk / ``message_stop``.
+end with the usage chunk / ``message_stop``. A step with ``omit_usage`` gets no usage at
+all, as from the many local servers that send none.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class AnswerWriter:
         """The JSON body of a plain (not streamed) answer to request ``body``."""
         text, calls, stop = step.get("text", ""), self.calls(api, step), _stop(step)
         usage, model = _usage(step, body), body.get("model", "fake")
+        answer: dict[str, Any]
         if api == "openai":
             message: dict[str, Any] = {"role": "assistant", "content": text or None}
             if calls:
@@ -46,25 +48,36 @@ class AnswerWriter:
                     for i, n, a in calls
                 ]
             choice = {"index": 0, "message": message, "finish_reason": _OPENAI_STOP.get(stop, stop)}
-            return {"id": f"chatcmpl-fake{next(self._ids)}", "object": "chat.completion",
-                    "model": model, "choices": [choice], "usage": _openai_usage(usage)}
+            answer = {"id": f"chatcmpl-fake{next(self._ids)}", "object": "chat.completion",
+                      "model": model, "choices": [choice]}
+            if usage is not None:
+                answer["usage"] = _openai_usage(usage)
+            return answer
         content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
         content += [
             {"type": "tool_use", "id": i, "name": n, "input": _object(a)} for i, n, a in calls
         ]
-        return {"id": f"msg_fake{next(self._ids)}", "type": "message", "role": "assistant",
-                "model": model, "content": content, "stop_reason": stop, "stop_sequence": None,
-                "usage": _anthropic_usage(usage)}
+        answer = {"id": f"msg_fake{next(self._ids)}", "type": "message", "role": "assistant",
+                  "model": model, "content": content, "stop_reason": stop, "stop_sequence": None}
+        if usage is not None:
+            answer["usage"] = _anthropic_usage(usage)
+        return answer
 
-    def events(self, api: str, step: Mapping[str, Any], body: Mapping[str, Any]) -> list[str]:
-        """The SSE events of a streamed answer, as text."""
+    def events(
+        self, api: str, step: Mapping[str, Any], body: Mapping[str, Any], *, finished: bool = True
+    ) -> list[str]:
+        """The SSE events of a streamed answer, as text; ``finished=False`` leaves out the
+        events that say the answer is complete (finish_reason, usage, [DONE], message_stop)."""
         text, calls, stop = step.get("text", ""), self.calls(api, step), _stop(step)
         usage, model = _usage(step, body), body.get("model", "fake")
         if api == "openai":
-            with_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            if not (body.get("stream_options") or {}).get("include_usage"):
+                usage = None
             ident = f"chatcmpl-fake{next(self._ids)}"
-            return _openai_events(ident, model, text, calls, stop, usage if with_usage else None)
-        return _anthropic_events(f"msg_fake{next(self._ids)}", model, text, calls, stop, usage)
+            events = _openai_events(ident, model, text, calls, stop, usage)
+            return events if finished else events[: -(3 if usage is not None else 2)]
+        events = _anthropic_events(f"msg_fake{next(self._ids)}", model, text, calls, stop, usage)
+        return events if finished else events[:-2]
 
 
 def _openai_events(
@@ -95,11 +108,12 @@ def _openai_events(
 
 def _anthropic_events(
     ident: str, model: str, text: str, calls: list[tuple[str, str, str]], stop: str,
-    usage: Mapping[str, int],
+    usage: Mapping[str, int] | None,
 ) -> list[str]:
     message: dict[str, Any] = {"id": ident, "type": "message", "role": "assistant", "model": model,
-               "content": [], "stop_reason": None, "stop_sequence": None,
-               "usage": dict(_anthropic_usage(usage), output_tokens=1)}
+               "content": [], "stop_reason": None, "stop_sequence": None}
+    if usage is not None:
+        message["usage"] = dict(_anthropic_usage(usage), output_tokens=1)
     events = [sse({"type": "message_start", "message": message}, named=True)]
     blocks: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
     if text:
@@ -118,8 +132,10 @@ def _anthropic_events(
             for d in deltas
         ]
         events.append(sse({"type": "content_block_stop", "index": index}, named=True))
-    delta = {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
-             "usage": {"output_tokens": usage["output_tokens"]}}
+    delta: dict[str, Any] = {"type": "message_delta",
+                             "delta": {"stop_reason": stop, "stop_sequence": None}}
+    if usage is not None:
+        delta["usage"] = {"output_tokens": usage["output_tokens"]}
     return [*events, sse(delta, named=True), sse({"type": "message_stop"}, named=True)]
 
 
@@ -130,8 +146,10 @@ def _stop(step: Mapping[str, Any]) -> str:
     return str(step.get("stop_reason") or ("tool_use" if step.get("tool_calls") else "end_turn"))
 
 
-def _usage(step: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str, int]:
+def _usage(step: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str, int] | None:
     # Without a scripted usage, a deterministic estimate: about four characters a token.
+    if step.get("omit_usage"):
+        return None
     given = step.get("usage") or {}
     out_chars = len(step.get("text", "")) + len(json.dumps(step.get("tool_calls") or []))
     return {

@@ -8,12 +8,15 @@ It answers ``POST /v1/chat/completions`` and ``POST /v1/messages`` (also without
      "tool_calls": [{"name": "grep", "arguments": {"pattern": "x"}, "id": "call_1"}],
      "usage": {"input_tokens": 12, "output_tokens": 3, "cache_read_tokens": 0},
      "stop_reason": "end_turn",   # optional: end_turn | tool_use | max_tokens | refusal
+     "omit_usage": True,          # optional: send no usage at all (as many local servers)
      "delay": 0.2}                # optional: seconds before answering
 
     {"fault": "rate_limit", "retry_after": 0.1}   # 429, with Retry-After when given
     {"fault": "server_error"}                     # 500
     {"fault": "overloaded"}                       # 529 overloaded_error (503 on OpenAI paths)
     {"fault": "drop_mid_stream"}                  # part of a tool call, then the socket closes
+    {"fault": "end_early", "text": "Hel"}         # a stream that ends cleanly, but without
+                                                  # finish_reason / [DONE] / message_stop
     {"fault": "malformed_json"}                   # 200 whose body (or an SSE event) is not JSON
     {"fault": "unauthorized", "echo_key": True}   # 401, echoing the key the client sent
     {"raw": "<body>", "status": 200, "content_type": "text/event-stream"}   # sent verbatim
@@ -22,7 +25,14 @@ Streams fragment text and tool-call arguments over several events like the real 
 end with the usage chunk / ``message_stop``. Every request is kept in ``requests`` (unless
 ``record=False``, as on the command line, where nobody could read them).
 
-By default the script is one queue shared by every request. With ``per_conversation=True``
+With ``strict=True`` the server is as particular as llama.cpp's: an assistant message with
+``"content": null`` is answered with HTTP 500, and tools offered without ``tool_choice``
+are ignored (the step's tool calls are not made; its text, or the calls written out as
+text, is the answer), as llama-cpp-python does.
+
+By default the script is one queue shared by every request. A step with ``"match": "text"``
+is only taken by a request with that text in one of its user messages (once any step has a
+``match``, each request takes the first unused step it matches). With ``per_conversation=True``
 each request instead gets the step at its own conversation's position (the number of
 assistant messages in its history), so several conversations at once each walk the script
 from the start, however their requests interleave.
@@ -85,8 +95,9 @@ class FakeLLMServer:
     """A loopback HTTP/1.1 server answering LLM API calls from ``steps`` (see module doc).
 
     ``latency`` delays every answer (a step's ``delay`` overrides it); ``loop`` cycles the
-    script forever; ``per_conversation`` picks steps by the conversation's own turn count
-    (see the module doc). When the script runs out the server answers 400 saying so."""
+    script forever; ``per_conversation`` picks steps by the conversation's own turn count;
+    ``strict`` rejects what llama.cpp rejects (see the module doc). When the script runs
+    out the server answers 400 saying so."""
 
     steps: Sequence[Mapping[str, Any]] = ()
     latency: float = 0.0
@@ -94,12 +105,14 @@ class FakeLLMServer:
     host: str = "127.0.0.1"
     port: int = 0
     per_conversation: bool = False
+    strict: bool = False
     record: bool = True
     requests: list[ReceivedRequest] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._script = list(self.steps)
         self._cursor = 0
+        self._used: set[int] = set()  # steps taken, when steps have `match`
         self._writer = AnswerWriter()
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -184,6 +197,8 @@ class FakeLLMServer:
     def _next_step(self, body: Any) -> Mapping[str, Any] | None:
         if self.per_conversation:
             return self._conversation_step(body)
+        if any("match" in step for step in self._script):
+            return self._matching_step(body)
         if self._cursor >= len(self._script):
             if not (self.loop and self._script):
                 return None
@@ -191,6 +206,22 @@ class FakeLLMServer:
         step = self._script[self._cursor]
         self._cursor += 1
         return step
+
+    def _matching_step(self, body: Any) -> Mapping[str, Any] | None:
+        """The first unused step whose ``match`` (if any) is in one of the request's user
+        messages: several conversations at once (a run and its subagents) each take their
+        own steps, however their requests interleave."""
+        messages = body.get("messages") if isinstance(body, dict) else None
+        said = [m["content"] for m in messages or () if isinstance(m, dict) and m.get("role") == "user"]
+        text = "\n".join(c for c in said if isinstance(c, str))
+        for index, step in enumerate(self._script):
+            if index in self._used:
+                continue
+            if "match" not in step or str(step["match"]) in text:
+                self._used.add(index)
+                self._cursor = len(self._used)
+                return step
+        return None
 
     def _conversation_step(self, body: Any) -> Mapping[str, Any] | None:
         messages = body.get("messages") if isinstance(body, dict) else None
@@ -218,6 +249,12 @@ class FakeLLMServer:
             return True
         await asyncio.sleep(step.get("delay", self.latency))
         body = request.body if isinstance(request.body, dict) else {}
+        if self.strict and api == "openai":
+            if _null_content(body):
+                await _send_json(writer, 500, error_body(api, "server_error", _NULL_CONTENT))
+                return True
+            if body.get("tools") and "tool_choice" not in body:
+                step = _without_tool_calls(step)
         fault = step.get("fault")
         if "raw" in step:
             await _send_raw(writer, step)
@@ -241,6 +278,8 @@ class FakeLLMServer:
                 writer.write(_chunk(event))
             await writer.drain()
             return False
+        elif fault == "end_early":
+            await _send_events(writer, self._writer.events(api, step, body, finished=False))
         elif fault is not None:
             raise ValueError(f"fake server: unknown fault {fault!r}")
         elif body.get("stream"):
@@ -248,6 +287,26 @@ class FakeLLMServer:
         else:
             await _send_json(writer, 200, self._writer.body(api, step, body))
         return True
+
+
+# What llama.cpp's server says (with HTTP 500) to an assistant message whose content is null.
+_NULL_CONTENT = "Expected 'content' to be a string or an array"
+
+
+def _null_content(body: Mapping[str, Any]) -> bool:
+    messages = body.get("messages") or []
+    return any(
+        isinstance(m, dict) and m.get("role") == "assistant" and m.get("content", "") is None
+        for m in messages
+    )
+
+
+def _without_tool_calls(step: Mapping[str, Any]) -> dict[str, Any]:
+    """The answer a server that ignores ``tools`` gives: the model writes about the calls."""
+    calls = step.get("tool_calls") or []
+    text = step.get("text") or (json.dumps(calls) if calls else "")
+    return {**step, "text": text, "tool_calls": [], "stop_reason": "end_turn"}
+
 
 def _chunk(text: str | bytes) -> bytes:
     data = text.encode() if isinstance(text, str) else text
