@@ -78,6 +78,7 @@ async def test_impossible_values_fail_their_cell_and_change_nothing(kernel):
         "workdir = 'no-such-folder'": ["HarnessNB.workdir = 'no-such-folder'", "not a folder", "create it"],
         "approval_policy = 'sometimes'": ["approval_policy", "'dangerous', 'always', 'never'", "'sometimes'"],
         "max_turn = 5": ["no setting 'max_turn'", "did you mean HarnessNB.max_turns?"],
+        "modle": ["no setting 'modle'", "did you mean HarnessNB.model?"],
         "model = ollama/llama3": ["name 'ollama' is not defined", "quote text"],
         "model = openai/gpt-4o-mini": ["invalid decimal literal", "quote text"],
     }

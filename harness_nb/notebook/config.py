@@ -176,8 +176,8 @@ class HarnessNB(Configurable):
         return value
 
 
-# `%config HarnessNB.x = …` and `%config HarnessNB.x.update(a=1)`: IPython's magic treats a
-# line with "=" that is not a bare read (`HarnessNB.x`) as a statement to apply.
+# `%config HarnessNB.x` reads a setting; any longer line is a statement that sets it:
+# `HarnessNB.x = …`, `HarnessNB.x.update({…})` (IPython's magic wants an "=" in it too).
 _SETTING = re.compile(r"\s*HarnessNB\.(\w+)\b")
 _READ = re.compile(r"^\w+\.\w+$")
 
@@ -201,7 +201,7 @@ class SettingsMagics(Magics):
         sets one (the value is a Python expression). A value harness_nb cannot use fails
         the cell and the old value stays. Other classes: as IPython's ``%config``."""
         found = _SETTING.match(line)
-        if found is None or "=" not in line or _READ.match(line.strip()):
+        if found is None:
             return self.ipython_config(line)
         name = found.group(1)
         settings = self.settings.trait_names(config=True)
@@ -209,6 +209,8 @@ class SettingsMagics(Magics):
             close = difflib.get_close_matches(name, settings, n=1)
             hint = f"did you mean HarnessNB.{close[0]}? " if close else ""
             raise UsageError(f"HarnessNB has no setting {name!r}; {hint}see %config HarnessNB for the list")
+        if _READ.match(line.strip()):
+            return self.ipython_config(line)
         assert self.shell is not None  # registered magics always have one
         cfg = Config()
         try:
