@@ -15,6 +15,7 @@ import ipywidgets as widgets
 
 from ..core import ToolCall
 from ..engine import Approved, Denied
+from .live import PlainTextBox
 
 RISK_COLOURS = {"high": "#c62828", "medium": "#ef6c00", "low": "#2e7d32"}
 
@@ -26,7 +27,7 @@ def _arguments(call: ToolCall) -> str:
         return call.arguments[:2000]
 
 
-class ApprovalCard(widgets.VBox):
+class ApprovalCard(PlainTextBox):
     """One pending approval: shows the call and waits for a click."""
 
     def __init__(self, call: ToolCall, reason: str, risk: str) -> None:
@@ -72,4 +73,5 @@ class ApprovalCard(widgets.VBox):
         self.status.value = f"<i>{html.escape(text)}</i>"
 
     def plain_text(self) -> str:
+        """``approval: <call> (<reason>)``: the card's ``text/plain`` form."""
         return f"approval: {self.call.brief(80)} ({self.reason})"

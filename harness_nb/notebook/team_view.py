@@ -18,7 +18,7 @@ import ipywidgets as widgets
 from ..core import Event, RunFinished, TextDelta, ToolCallStarted
 from ..team import Message, RosterMember, TeamManager
 from ..textview import preview
-from .live import LiveBox
+from .live import LiveBox, Scheduler
 
 STATE_ICONS = {"working": "⏳", "idle": "💤", "exited": "■"}
 
@@ -54,8 +54,13 @@ class _MemberPanel:
         self.send = widgets.Button(description="Send", icon="paper-plane")
         self.status = widgets.HTML()
         self.send.on_click(lambda _b: view.send_from_box(self))
-        self.box.on_submit(lambda _t: view.send_from_box(self))
+        self.box.on_msg(lambda _box, content, _buffers: self._on_box_message(view, content))
         self.widget = widgets.VBox([self.activity, widgets.HBox([self.box, self.send, self.status])])
+
+    def _on_box_message(self, view: TeamView, content: dict[str, Any]) -> None:
+        # Enter in the box arrives as a "submit" message (Text.on_submit is deprecated)
+        if content.get("event") == "submit":
+            view.send_from_box(self)
 
     def render(self) -> str:
         lines = "".join(f"<div>{html.escape(line)}</div>" for line in self.log)
@@ -65,7 +70,7 @@ class _MemberPanel:
 class TeamView(LiveBox):
     """The live team view over a ``TeamManager``."""
 
-    def __init__(self, manager: TeamManager, *, rate: float = 8.0) -> None:
+    def __init__(self, manager: TeamManager, *, rate: float = 8.0, scheduler: Scheduler | None = None) -> None:
         self.manager = manager
         self.header = widgets.HTML()
         self.members = widgets.Accordion()
@@ -73,7 +78,8 @@ class TeamView(LiveBox):
         self._panels: dict[str, _MemberPanel] = {}
         self._log: deque[str] = deque(maxlen=30)
         self._sending: set[asyncio.Task[Any]] = set()
-        super().__init__([self.header, self.members, widgets.HTML("<b>messages</b>"), self.messages], rate=rate)
+        children = [self.header, self.members, widgets.HTML("<b>messages</b>"), self.messages]
+        super().__init__(children, rate=rate, scheduler=scheduler)
         for message in list(manager.message_log)[-30:]:
             self._log.append(message_line(message))
         manager.on_leader_message.append(self._on_leader_message)

@@ -14,7 +14,6 @@ form is stable (what nbval compares and what a non-widget frontend shows).
 from __future__ import annotations
 
 import html
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,7 +39,7 @@ from ..core.usage import plural
 from ..engine import ApprovalChannel, Approved, Denied
 from ..textview import preview
 from .approval import ApprovalCard
-from .live import LiveBox
+from .live import LiveBox, Scheduler
 from .reply import MarkdownText
 
 STATE_ICONS = {"running": "⏳", "done": "✓", "failed": "✗", "interrupted": "■", "waiting": "⏸"}
@@ -59,19 +58,18 @@ class _SubLine:
     agent: str
     description: str
     widget: widgets.HTML
-    started: float = field(default_factory=time.monotonic)
+    started: float
     tools: int = 0
     last: str = "starting"
     state: str = "running"
     tokens: int = 0
 
-    def render(self) -> str:
-        elapsed = time.monotonic() - self.started
+    def render(self, now: float) -> str:
         icon = STATE_ICONS.get(self.state, "")
         title = f" — {html.escape(self.description)}" if self.description else ""
         return (
             f"<code>{icon} <b>{html.escape(self.agent)}</b>{title} · {html.escape(self.last)} · "
-            f"{plural(self.tools, 'tool')} · {self.tokens:,} tokens · {elapsed:.1f} s</code>"
+            f"{plural(self.tools, 'tool')} · {self.tokens:,} tokens · {now - self.started:.1f} s</code>"
         )
 
 
@@ -87,6 +85,7 @@ class RunView(LiveBox):
         rate: float = 8.0,
         own_task: str | None = None,
         describe_task: Callable[[str], str] | None = None,
+        scheduler: Scheduler | None = None,
     ) -> None:
         self.agent = agent
         self.model = model
@@ -95,7 +94,6 @@ class RunView(LiveBox):
         self.describe_task = describe_task or (lambda _tid: "")
         self.state = "running"
         self.usage = Usage()
-        self.started = time.monotonic()
         self.header = widgets.HTML()
         self.stream = widgets.Output()
         self.activity = widgets.VBox()
@@ -105,7 +103,9 @@ class RunView(LiveBox):
         self._shown_text = ""
         self._tool_lines: dict[str, tuple[widgets.HTML, ToolCall]] = {}
         self._subs: dict[str, _SubLine] = {}
-        super().__init__([self.header, self.stream, self.activity, self.approvals, self.completions], rate=rate)
+        children = [self.header, self.stream, self.activity, self.approvals, self.completions]
+        super().__init__(children, rate=rate, scheduler=scheduler)
+        self.started = self.now()
         self._render_header()
 
     # ------------------------------------------------------------------ text forms
@@ -153,7 +153,7 @@ class RunView(LiveBox):
         inner = update.event
         sub = self._subs.get(update.task_id)
         if sub is None:
-            sub = _SubLine(update.agent, self.describe_task(update.task_id), widgets.HTML())
+            sub = _SubLine(update.agent, self.describe_task(update.task_id), widgets.HTML(), started=self.now())
             self._subs[update.task_id] = sub
             self._freeze_narration()
             self.activity.children = (*self.activity.children, sub.widget)
@@ -192,7 +192,7 @@ class RunView(LiveBox):
 
     def _render_header(self) -> None:
         icon = STATE_ICONS.get(self.state, "")
-        elapsed = time.monotonic() - self.started
+        elapsed = self.now() - self.started
         title = f" — {html.escape(self.title)}" if self.title else ""
         self.header.value = (
             f"<b>{icon} {html.escape(self.agent)}</b>{title} · <code>{html.escape(self.model)}</code> · "
@@ -219,11 +219,12 @@ class RunView(LiveBox):
             self._shown_text = self._text
         if "header" in dirty:
             self._render_header()
+        now = self.now()
         for part in dirty:
             if part.startswith("sub:"):
                 sub = self._subs.get(part[4:])
                 if sub is not None:
-                    sub.widget.value = sub.render()
+                    sub.widget.value = sub.render(now)
 
     # ------------------------------------------------------------------ outcomes
     def finish(self, state: str, *, keep_text: bool = False) -> None:

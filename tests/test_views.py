@@ -1,0 +1,432 @@
+"""The live widgets without a kernel: coalesced refreshes under a hand-moved clock, what a
+``RunView`` shows for each event, approval cards answered by their buttons, the team view's
+per-teammate areas, background completions, and the stable ``text/plain`` forms.
+
+Widgets are created under ``WidgetWire`` (a comm that records the messages they send), so a
+test can say what reached the frontend, and clicks arrive as the frontend's comm messages.
+The real-kernel tests (``test_notebook_*``) check the same widgets end to end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+from traitlets.config import Config
+
+from harness_nb.core import (
+    ApprovalRequested,
+    RunFailed,
+    RunFinished,
+    SubagentUpdate,
+    TextDelta,
+    ToolCall,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnFinished,
+    Usage,
+)
+from harness_nb.engine import Approved, Denied
+from harness_nb.notebook.approval import ApprovalCard
+from harness_nb.notebook.live import LiveBox, Scheduler
+from harness_nb.notebook.team_view import TeamView
+from harness_nb.notebook.view import RunView
+from team_support import (  # noqa: F401  (close_harnesses is an autouse fixture)
+    call,
+    close_harnesses,
+    make_harness,
+    teams,
+)
+from widget_support import ManualClock, WidgetWire
+
+
+@pytest.fixture(autouse=True)
+def wire() -> Iterator[WidgetWire]:
+    recorder = WidgetWire()
+    recorder.install()
+    yield recorder
+    recorder.uninstall()
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def shell(tmp_path, monkeypatch) -> Iterator[InteractiveShell]:
+    """The IPython shell whose display formatter ``Output.append_display_data`` uses; no
+    history file, and gone again afterwards (``get_ipython()`` returns it while it exists)."""
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
+    config = Config()
+    config.HistoryManager.enabled = False
+    yield InteractiveShell.instance(config=config)
+    InteractiveShell.clear_instance()
+
+
+class Recorder(LiveBox):
+    """A LiveBox that notes each refresh and the parts it carried."""
+
+    def __init__(self, *, rate: float = 4.0, scheduler: Scheduler | None = None) -> None:
+        self.renders: list[set[str]] = []
+        super().__init__([], rate=rate, scheduler=scheduler)
+
+    def plain_text(self) -> str:
+        return "recorder"
+
+    def render(self, dirty: set[str]) -> None:
+        self.renders.append(dirty)
+
+
+def bash_call(command: str = "ls", call_id: str = "c1") -> ToolCall:
+    return ToolCall(id=call_id, name="bash", arguments=f'{{"command": "{command}"}}')
+
+
+def sub(task_id: str, event, agent: str = "explore") -> SubagentUpdate:
+    return SubagentUpdate(task_id=task_id, agent=agent, event=event)
+
+
+def stream_texts(wire: WidgetWire, view: RunView, since: int = 0) -> list[str]:
+    """The streamed text of each update of the view's stream sent after message ``since``."""
+    texts = []
+    for state in wire.updates(view.stream, "outputs", since=since):
+        outputs = state["outputs"]
+        texts.append(outputs[0]["data"]["text/plain"] if outputs else "")
+    return texts
+
+
+# ---------------------------------------------------------------------- coalescing
+
+
+def test_marks_within_one_interval_make_one_refresh_carrying_every_part(clock):
+    box = Recorder(rate=4, scheduler=clock)  # one refresh per 0.25 s
+    box.flush()
+    box.renders.clear()
+    clock.advance(0.0625)
+    for part in ("stream", "header", "stream", "sub:fg-1"):
+        box.mark(part)
+    assert clock.pending() == [1000.25], "one timer, due an interval after the last refresh"
+    clock.advance(0.125)
+    assert box.renders == []
+    clock.advance(0.0625)
+    assert box.renders == [{"stream", "header", "sub:fg-1"}]
+    assert clock.pending() == []
+
+
+def test_the_next_refresh_comes_only_when_the_clock_passes_the_interval(clock):
+    box = Recorder(rate=4, scheduler=clock)
+    box.mark("a")
+    clock.advance(0)  # the first mark after a quiet spell refreshes at once
+    assert box.renders == [{"a"}]
+    box.mark("b")
+    clock.advance(0.25 - 0.0625)
+    assert box.renders == [{"a"}]
+    clock.advance(0.0625)
+    assert box.renders == [{"a"}, {"b"}]
+    box.mark("c")  # straight after a refresh: wait a whole interval
+    assert clock.pending() == [1000.5]
+    clock.advance(10)
+    assert box.renders == [{"a"}, {"b"}, {"c"}]
+    box.mark("d")  # after a quiet spell: at once again
+    assert clock.pending() == [1010.25]
+
+
+def test_flush_refreshes_now_and_drops_the_pending_refresh(clock):
+    box = Recorder(rate=4, scheduler=clock)
+    box.flush()
+    box.mark("stream")
+    box.flush()
+    assert box.renders == [set(), {"stream"}]
+    clock.advance(1)
+    assert box.renders == [set(), {"stream"}], "the cancelled timer did not refresh again"
+
+
+def test_a_zero_rate_still_coalesces_marks_made_together(clock):
+    box = Recorder(rate=0, scheduler=clock)
+    box.flush()
+    box.mark("a")
+    box.mark("b")
+    clock.advance(0)
+    assert box.renders == [set(), {"a", "b"}]
+
+
+async def test_by_default_the_running_loop_paces_the_refreshes():
+    refreshed = asyncio.Event()
+
+    class Signalling(Recorder):
+        def render(self, dirty: set[str]) -> None:
+            super().render(dirty)
+            refreshed.set()
+
+    box = Signalling(rate=1000)
+    box.mark("a")
+    box.mark("b")
+    assert box.renders == [], "marking only schedules the refresh"
+    async with asyncio.timeout(5):
+        await refreshed.wait()
+    assert box.renders == [{"a", "b"}]
+
+
+def test_without_an_event_loop_a_mark_refreshes_at_once():
+    box = Recorder(rate=4)
+    box.mark("a")
+    assert box.renders == [{"a"}]
+
+
+# ---------------------------------------------------------------------- run view
+
+
+def test_text_deltas_are_coalesced_into_the_stream(wire, clock):
+    view = RunView("main", "scripted/model", rate=4, scheduler=clock)
+    view(TextDelta(text="Hello"))
+    clock.advance(0)
+    assert stream_texts(wire, view) == ["Hello"]
+    start = wire.count()
+    for i in range(40):
+        view(TextDelta(text=f" w{i}"))
+    clock.advance(0.125)
+    assert stream_texts(wire, view, since=start) == [], "nothing is sent before the interval ends"
+    clock.advance(0.125)
+    full = "Hello" + "".join(f" w{i}" for i in range(40))
+    assert stream_texts(wire, view, since=start) == [full], "forty deltas, one message"
+    assert view.stream.outputs[0]["data"]["text/markdown"] == full
+
+
+def test_finish_clears_the_stream_and_marks_the_header(wire, clock):
+    view = RunView("main", "scripted/model", rate=4, scheduler=clock)
+    view(TextDelta(text="the answer"))
+    view.finish("done")
+    assert view.stream.outputs == ()
+    assert "✓ main" in view.header.value and " · done · " in view.header.value
+
+
+def test_a_tool_call_line_shows_its_arguments_then_a_preview_of_the_result(clock):
+    view = RunView("main", "m", scheduler=clock)
+    view(TextDelta(text="Let me look."))
+    call = ToolCall(id="c1", name="read_file", arguments='{"path": "data/a.csv"}')
+    view(ToolCallStarted(call=call))
+    narration, line = view.activity.children
+    assert narration.outputs[0]["data"]["text/markdown"] == "Let me look.", "text before a call becomes narration"
+    assert "→ read_file(path=&#x27;data/a.csv&#x27;)" in line.value and "running…" in line.value
+
+    view(ToolCallFinished(call=call, result="id,name\n1,<b>x</b>\n"))
+    assert len(view.activity.children) == 2, "the result lands on the call's own line"
+    assert "→ read_file(path=&#x27;data/a.csv&#x27;)" in line.value
+    assert "✓" in line.value and "<code>id,name …</code>" in line.value, "a one-line preview, marked as cut"
+    assert "<pre" in line.value and "1,&lt;b&gt;x&lt;/b&gt;" in line.value, "the whole result, escaped"
+
+    failing = ToolCall(id="c2", name="bash", arguments='{"command": "false"}')
+    view(ToolCallStarted(call=failing))
+    view(ToolCallFinished(call=failing, result="exit status 1", is_error=True))
+    assert "✗" in view.activity.children[-1].value and "exit status 1" in view.activity.children[-1].value
+
+
+def test_a_subagent_has_one_progress_line_updated_in_place(wire, clock):
+    view = RunView("main", "m", rate=4, scheduler=clock, describe_task={"fg-1": "scan the data"}.get)
+    view(sub("fg-1", ToolCallStarted(call=ToolCall(id="s1", name="glob", arguments='{"pattern": "*.csv"}'))))
+    clock.advance(0)
+    (line,) = view.activity.children
+    assert "⏳ <b>explore</b> — scan the data · glob(pattern=&#x27;*.csv&#x27;) · 1 tool · 0 tokens · 0.0 s" in line.value
+
+    clock.advance(1.5)
+    view(sub("fg-1", ToolCallStarted(call=ToolCall(id="s2", name="grep", arguments='{"pattern": "TODO"}'))))
+    view(sub("fg-1", TurnFinished(turn=1, usage=Usage(input_tokens=1000, output_tokens=234))))
+    clock.advance(0)
+    assert view.activity.children == (line,), "still one line"
+    assert "grep(pattern=&#x27;TODO&#x27;) · 2 tools · 1,234 tokens · 1.5 s" in line.value
+
+    view(sub("fg-1", ApprovalRequested(call=bash_call(), reason="bash needs approval")))
+    clock.advance(0.25)
+    assert "⏸" in line.value and "waiting for approval: bash" in line.value
+
+    usage = Usage(input_tokens=1500, output_tokens=500)
+    view(sub("fg-1", RunFinished(final_text="3 files", stop_reason="end_turn", usage=usage)))
+    clock.advance(0.25)
+    assert "✓ <b>explore</b>" in line.value and "finished · 2 tools · 2,000 tokens · 2.0 s" in line.value
+    values = [state["value"] for state in wire.updates(line, "value")]
+    assert len(values) == 4, "each refresh updated the same widget"
+
+    view(sub("fg-2", RunFailed(error="ProviderError: boom", usage=Usage()), agent="general-purpose"))
+    assert len(view.activity.children) == 2, "another task gets its own line"
+    clock.advance(0.25)
+    assert "✗ <b>general-purpose</b>" in view.activity.children[1].value
+    assert "ProviderError: boom" in view.activity.children[1].value
+
+
+def test_the_text_plain_form_is_stable(clock):
+    view = RunView("main", "openai/gpt-4o-mini", scheduler=clock)
+    first = view._repr_mimebundle_()["text/plain"]
+    view(TextDelta(text="streaming"))
+    view(TurnFinished(turn=1, usage=Usage(input_tokens=99)))
+    clock.advance(12.5)
+    view.finish("done")
+    assert view._repr_mimebundle_()["text/plain"] == first == repr(view) == "agent run: main · openai/gpt-4o-mini"
+    assert "application/vnd.jupyter.widget-view+json" in view._repr_mimebundle_()
+    view.set_title("background bg-2")
+    assert repr(view) == "agent run: main · openai/gpt-4o-mini · background bg-2"
+
+
+def test_a_background_completion_is_posted_into_the_view(shell, clock):
+    view = RunView("explore", "m", own_task="bg-1", scheduler=clock)
+    view.post_completion("**bg-1** · explore · completed\n\nthe data has 3 rows")
+    view.post_completion("**bg-2** · explore · failed\n\nboom")
+    first, second = view.completions.outputs
+    assert first["output_type"] == "display_data"
+    assert first["data"]["text/markdown"] == "**bg-1** · explore · completed\n\nthe data has 3 rows"
+    assert first["data"]["text/plain"] == first["data"]["text/markdown"], "readable where Markdown is not rendered"
+    assert second["data"]["text/markdown"].endswith("boom")
+
+
+# ---------------------------------------------------------------------- approvals
+
+
+async def wait_for_card(view: RunView) -> ApprovalCard:
+    async with asyncio.timeout(5):
+        while not view.approvals.children:
+            await asyncio.sleep(0)
+    card = view.approvals.children[-1]
+    assert isinstance(card, ApprovalCard)
+    return card
+
+
+@pytest.mark.parametrize(
+    ("button", "expected", "status"),
+    [("approve_button", Approved(), "approved"), ("deny_button", Denied("denied by the person"), "denied by the person")],
+)
+async def test_an_approval_card_is_answered_by_its_buttons(wire, clock, button, expected, status):
+    view = RunView("main", "m", scheduler=clock)
+    ask = view.approval_channel(timeout=None, unattended=None)
+    answer = asyncio.create_task(ask(bash_call("rm -rf build"), "bash needs approval", "high"), name="ask")
+    card = await wait_for_card(view)
+    assert "<b>Approve bash?</b>" in card.summary.value and "risk high" in card.summary.value
+    assert "&quot;command&quot;: &quot;rm -rf build&quot;" in card.summary.value
+    view.flush()
+    assert " · waiting · " in view.header.value and "⏸" in view.header.value
+    assert not answer.done(), "only a click answers"
+
+    wire.click(getattr(card, button))
+    async with asyncio.timeout(5):
+        assert await answer == expected
+    assert card.approve_button.disabled and card.deny_button.disabled
+    assert status in card.status.value
+    view.flush()
+    assert " · running · " in view.header.value, "the header goes back to running"
+    wire.click(card.approve_button)  # a late click on a settled card changes nothing
+    assert status in card.status.value
+
+
+async def test_an_unanswered_approval_is_denied_after_the_timeout(clock):
+    view = RunView("main", "m", scheduler=clock)
+    ask = view.approval_channel(timeout=0.01, unattended=None)
+    async with asyncio.timeout(5):
+        answer = await ask(bash_call(), "bash needs approval", "medium")
+    assert answer == Denied("nobody answered within 0.01 s: denied")
+    (card,) = view.approvals.children
+    assert card.approve_button.disabled and "nobody answered within 0.01 s" in card.status.value
+
+
+async def test_an_interrupted_approval_settles_its_card_and_re_raises():
+    card = ApprovalCard(bash_call(), "bash needs approval", "high")
+    waiting = asyncio.create_task(card.decision(None), name="decision")
+    await asyncio.sleep(0)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert card.approve_button.disabled and "interrupted" in card.status.value
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected", "verdict"),
+    [("approve", Approved(), "approved"), ("deny", Denied("no one can answer here (unattended run): denied"), "denied")],
+)
+async def test_an_unattended_run_decides_at_once_and_says_so(clock, policy, expected, verdict):
+    view = RunView("main", "m", scheduler=clock)
+    ask = view.approval_channel(timeout=30, unattended=policy)
+    assert await ask(bash_call("make"), "bash needs approval", "high") == expected
+    assert view.approvals.children == (), "no card that nobody could click"
+    (note,) = view.activity.children
+    assert f"approval for bash(command=&#x27;make&#x27;) (bash needs approval): {verdict} automatically" in note.value
+
+
+async def test_an_approval_card_has_a_stable_text_plain_form():
+    card = ApprovalCard(bash_call("ls -la"), "bash needs approval", "high")
+    assert card._repr_mimebundle_()["text/plain"] == "approval: bash(command='ls -la') (bash needs approval)"
+    assert repr(card) == "approval: bash(command='ls -la') (bash needs approval)"
+
+
+# ---------------------------------------------------------------------- team view
+
+
+TEAM_SCRIPT = {
+    "alice": [
+        {"tool_calls": [call("read_file", path="sales.csv")]},
+        {"text": "sales.csv has 3 rows."},
+        {"match": "columns", "text": "date, region, revenue."},
+        {"match": "empty", "text": "no empty cells."},
+    ],
+    "bob": [{"text": "report.py sums revenue."}],
+}
+
+
+async def test_the_team_view_has_an_area_per_teammate_and_the_message_log(tmp_path, wire, clock):
+    h, _, _ = make_harness(tmp_path, TEAM_SCRIPT)
+    manager = teams(h)
+    view = TeamView(manager, scheduler=clock)
+    assert view.members.children == ()
+    assert view.plain_text() == "team view\nno teammates yet\nmessages:\n(no messages yet)"
+
+    await manager.spawn("reader", "Count the rows of sales.csv.", team="analysis", name="alice")
+    await manager.spawn("reader", "Read report.py.", team="analysis", name="bob")
+    async with asyncio.timeout(10):
+        await manager.wait_idle("alice", turns=1)
+        await manager.wait_idle("bob", turns=1)
+    clock.advance(1)
+
+    alice, bob = view._panels["alice"], view._panels["bob"]
+    assert view.members.children == (alice.widget, bob.widget)
+    assert view.members.get_title(0).startswith("💤 alice (reader, analysis) · idle · ")
+    assert view.members.get_title(0).endswith(" tokens")
+    assert "→ read_file(path=&#x27;sales.csv&#x27;)" in alice.activity.value
+    assert "✓ sales.csv has 3 rows." in alice.activity.value
+    assert "read_file" not in bob.activity.value and "✓ report.py sums revenue." in bob.activity.value
+    assert "teams: analysis · 2 teammates" in view.header.value
+
+    text = view.plain_text()
+    assert text.startswith("team view\nname   team      agent   state  tokens  last message\n")
+    assert "alice → team-lead [idle_notification]: sales.csv has 3 rows." in text
+    assert repr(view) == text
+
+
+async def test_the_team_views_text_box_messages_its_teammate(tmp_path, wire, clock):
+    h, _, _ = make_harness(tmp_path, TEAM_SCRIPT)
+    manager = teams(h)
+    view = TeamView(manager, scheduler=clock)
+    await manager.spawn("reader", "Count the rows of sales.csv.", name="alice")
+    async with asyncio.timeout(10):
+        await manager.wait_idle("alice", turns=1)
+    clock.advance(1)
+    panel = view._panels["alice"]
+    assert panel.box.placeholder == "message alice…"
+
+    wire.click(panel.send)  # an empty box sends nothing
+    wire.type_into(panel.box, "which columns?")
+    wire.click(panel.send)
+    assert panel.box.value == "", "the box is cleared at once"
+    async with asyncio.timeout(10):
+        await manager.wait_idle("alice", turns=2)
+    clock.advance(1)
+    assert "delivered to alice" in panel.status.value
+    assert "← team-lead: which columns?" in panel.activity.value
+    assert "✓ date, region, revenue." in panel.activity.value
+    assert "team-lead → alice: which columns?" in view.plain_text()
+
+    wire.type_into(panel.box, "any empty cells?")
+    wire.frontend(panel.box, {"method": "custom", "content": {"event": "submit"}})  # Enter
+    async with asyncio.timeout(10):
+        await manager.wait_idle("alice", turns=3)
+    clock.advance(1)
+    assert "✓ no empty cells." in panel.activity.value
+    view.close()
+    assert view._on_event not in manager.on_event, "a closed view stops listening"
