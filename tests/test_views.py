@@ -255,6 +255,59 @@ def test_a_subagent_has_one_progress_line_updated_in_place(wire, clock):
     assert "ProviderError: boom" in view.activity.children[1].value
 
 
+@pytest.mark.parametrize("limit", ["max_turns", "token_budget", "wall_time"])
+def test_a_run_stopped_by_a_limit_shows_the_stop_even_when_told_done(clock, limit):
+    view = RunView("main", "m", scheduler=clock)
+    view(RunFinished(final_text="partial [stopped]", stop_reason=limit, usage=Usage(input_tokens=10, turns=3)))
+    view.finish("done")  # what the controller says after every run that did not raise
+    assert view.state == f"stopped: {limit}"
+    assert f"<b>⚠ main</b> · <code>m</code> · stopped: {limit} · " in view.header.value
+    assert "✓" not in view.header.value
+
+
+def test_a_limit_stop_does_not_hide_a_later_failure_and_a_normal_end_is_done(clock):
+    stopped = RunView("main", "m", scheduler=clock)
+    stopped(RunFinished(final_text="", stop_reason="max_turns", usage=Usage()))
+    stopped.finish("interrupted")
+    assert stopped.state == "interrupted"
+
+    normal = RunView("main", "m", scheduler=clock)
+    normal(RunFinished(final_text="ok", stop_reason="end_turn", usage=Usage()))
+    normal.finish("done")
+    assert normal.state == "done" and "<b>✓ main</b>" in normal.header.value
+
+
+def test_a_background_view_keeps_the_limit_stop_of_its_own_task(clock):
+    view = RunView("explore", "m", own_task="bg-1", scheduler=clock)
+    view(sub("bg-1", RunFinished(final_text="", stop_reason="token_budget", usage=Usage(output_tokens=50))))
+    assert view.activity.children == (), "its own task is the run, not a subagent line"
+    view.finish("done")
+    assert view.state == "stopped: token_budget"
+
+
+def test_a_subagent_stopped_by_a_limit_says_so_on_its_line(clock):
+    view = RunView("main", "m", scheduler=clock)
+    view(sub("fg-1", RunFinished(final_text="", stop_reason="max_turns", usage=Usage(input_tokens=5))))
+    clock.advance(0)
+    (line,) = view.activity.children
+    assert "⚠ <b>explore</b> · stopped: max_turns · " in line.value
+
+
+def test_usage_a_server_did_not_report_is_not_shown_as_zero_tokens(clock):
+    view = RunView("main", "local/llama", scheduler=clock)
+    view(TurnFinished(turn=1, usage=Usage(turns=1, unreported_calls=1)))
+    view(sub("fg-1", TurnFinished(turn=1, usage=Usage(unreported_calls=2))))
+    view.flush()
+    assert " · usage not reported · 1 turn · " in view.header.value
+    assert "0 tokens" not in view.header.value
+    (line,) = view.activity.children
+    assert "usage not reported" in line.value and "0 tokens" not in line.value
+
+    view(TurnFinished(turn=2, usage=Usage(input_tokens=10, output_tokens=5, turns=2, unreported_calls=1)))
+    view.flush()
+    assert " · 15 tokens (1 call unreported) · 2 turns · " in view.header.value
+
+
 def test_the_text_plain_form_is_stable(clock):
     view = RunView("main", "openai/gpt-4o-mini", scheduler=clock)
     first = view._repr_mimebundle_()["text/plain"]
@@ -366,7 +419,7 @@ TEAM_SCRIPT = {
         {"match": "columns", "text": "date, region, revenue."},
         {"match": "empty", "text": "no empty cells."},
     ],
-    "bob": [{"text": "report.py sums revenue."}],
+    "bob": [{"text": "report.py sums revenue.", "usage": {"unreported_calls": 1}}],
 }
 
 
@@ -388,13 +441,15 @@ async def test_the_team_view_has_an_area_per_teammate_and_the_message_log(tmp_pa
     assert view.members.children == (alice.widget, bob.widget)
     assert view.members.get_title(0).startswith("💤 alice (reader, analysis) · idle · ")
     assert view.members.get_title(0).endswith(" tokens")
+    assert view.members.get_title(1) == "💤 bob (reader, analysis) · idle · usage not reported"
     assert "→ read_file(path=&#x27;sales.csv&#x27;)" in alice.activity.value
     assert "✓ sales.csv has 3 rows." in alice.activity.value
     assert "read_file" not in bob.activity.value and "✓ report.py sums revenue." in bob.activity.value
     assert "teams: analysis · 2 teammates" in view.header.value
 
     text = view.plain_text()
-    assert text.startswith("team view\nname   team      agent   state  tokens  last message\n")
+    assert text.startswith("team view\nname   team      agent   state  tokens              last message\n")
+    assert "bob    analysis  reader  idle   usage not reported  report.py sums revenue." in text
     assert "alice → team-lead [idle_notification]: sales.csv has 3 rows." in text
     assert repr(view) == text
 

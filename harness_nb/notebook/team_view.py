@@ -29,7 +29,9 @@ def roster_table(members: list[RosterMember]) -> str:
         return "no teammates yet"
     head = ("name", "team", "agent", "state", "tokens", "last message")
     rows = [head] + [
-        (m.name, m.team, m.agent, m.state, f"{m.tokens:,}", preview(m.last_message, 60)) for m in members
+        # the column head already says "tokens": "1,565", or "usage not reported"
+        (m.name, m.team, m.agent, m.state, m.usage.tokens_label().removesuffix(" tokens"), preview(m.last_message, 60))
+        for m in members
     ]
     widths = [max(len(r[i]) for r in rows) for i in range(len(head) - 1)]
     return "\n".join(
@@ -150,7 +152,8 @@ class TeamView(LiveBox):
             self._panel(member.name)
         for index, member in enumerate(roster):
             icon = STATE_ICONS.get(member.state, "")
-            title = f"{icon} {member.name} ({member.agent}, {member.team}) · {member.state} · {member.tokens:,} tokens"
+            tokens = member.usage.tokens_label()
+            title = f"{icon} {member.name} ({member.agent}, {member.team}) · {member.state} · {tokens}"
             if self.members.get_title(index) != title:
                 self.members.set_title(index, title)
             panel = self._panels[member.name]

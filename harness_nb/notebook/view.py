@@ -42,7 +42,26 @@ from .approval import ApprovalCard
 from .live import LiveBox, Scheduler
 from .reply import MarkdownText
 
-STATE_ICONS = {"running": "⏳", "done": "✓", "failed": "✗", "interrupted": "■", "waiting": "⏸"}
+STATE_ICONS = {
+    "running": "⏳",
+    "done": "✓",
+    "failed": "✗",
+    "interrupted": "■",
+    "waiting": "⏸",
+    "stopped": "⚠",  # on a limit: max_turns, token_budget, wall_time
+}
+# the stop reasons of a run that ended on a limit, not because the model was done
+LIMIT_STOPS = frozenset({"max_turns", "token_budget", "wall_time"})
+
+
+def state_icon(state: str) -> str:
+    """The icon of ``state``; ``stopped: max_turns`` has the icon of ``stopped``."""
+    return STATE_ICONS.get(state.partition(":")[0], "")
+
+
+def limit_state(stop_reason: str) -> str | None:
+    """``stopped: <limit>`` when a run ended on a limit, else None."""
+    return f"stopped: {stop_reason}" if stop_reason in LIMIT_STOPS else None
 
 
 def _markdown_output(text: str) -> tuple[dict[str, Any], ...]:
@@ -62,14 +81,14 @@ class _SubLine:
     tools: int = 0
     last: str = "starting"
     state: str = "running"
-    tokens: int = 0
+    usage: Usage = field(default_factory=Usage)
 
     def render(self, now: float) -> str:
-        icon = STATE_ICONS.get(self.state, "")
+        icon = state_icon(self.state)
         title = f" — {html.escape(self.description)}" if self.description else ""
         return (
             f"<code>{icon} <b>{html.escape(self.agent)}</b>{title} · {html.escape(self.last)} · "
-            f"{plural(self.tools, 'tool')} · {self.tokens:,} tokens · {now - self.started:.1f} s</code>"
+            f"{plural(self.tools, 'tool')} · {self.usage.tokens_label()} · {now - self.started:.1f} s</code>"
         )
 
 
@@ -103,6 +122,7 @@ class RunView(LiveBox):
         self._shown_text = ""
         self._tool_lines: dict[str, tuple[widgets.HTML, ToolCall]] = {}
         self._subs: dict[str, _SubLine] = {}
+        self._limit_stop: str | None = None
         children = [self.header, self.stream, self.activity, self.approvals, self.completions]
         super().__init__(children, rate=rate, scheduler=scheduler)
         self.started = self.now()
@@ -146,8 +166,11 @@ class RunView(LiveBox):
                 self._add_note(f"⇢ {preview(text, 140)}")
         elif isinstance(event, RunFinished):
             self.usage = event.usage
+            self._limit_stop = limit_state(event.stop_reason)
+            self.mark("header")
         elif isinstance(event, RunFailed):
             self.usage = event.usage
+            self.mark("header")
 
     def _on_subagent(self, update: SubagentUpdate) -> None:
         inner = update.event
@@ -167,9 +190,10 @@ class RunView(LiveBox):
             sub.state = "running"
             sub.last = f"{inner.call.name} {'approved' if inner.approved else 'denied'}"
         elif isinstance(inner, TurnFinished):
-            sub.tokens = inner.usage.total_tokens
+            sub.usage = inner.usage
         elif isinstance(inner, RunFinished):
-            sub.state, sub.last, sub.tokens = "done", "finished", inner.usage.total_tokens
+            stopped = limit_state(inner.stop_reason)
+            sub.state, sub.last, sub.usage = stopped or "done", stopped or "finished", inner.usage
         elif isinstance(inner, RunFailed):
             sub.state = "interrupted" if inner.interrupted else "failed"
             sub.last = "interrupted" if inner.interrupted else preview(inner.error, 60)
@@ -191,12 +215,13 @@ class RunView(LiveBox):
         )
 
     def _render_header(self) -> None:
-        icon = STATE_ICONS.get(self.state, "")
+        icon = state_icon(self.state)
         elapsed = self.now() - self.started
         title = f" — {html.escape(self.title)}" if self.title else ""
         self.header.value = (
             f"<b>{icon} {html.escape(self.agent)}</b>{title} · <code>{html.escape(self.model)}</code> · "
-            f"{self.state} · {self.usage.total_tokens:,} tokens · {plural(self.usage.turns, 'turn')} · {elapsed:.1f} s"
+            f"{html.escape(self.state)} · {self.usage.tokens_label()} · {plural(self.usage.turns, 'turn')} · "
+            f"{elapsed:.1f} s"
         )
 
     def _add_note(self, text: str) -> None:
@@ -227,12 +252,12 @@ class RunView(LiveBox):
                     sub.widget.value = sub.render(now)
 
     # ------------------------------------------------------------------ outcomes
-    def finish(self, state: str, *, keep_text: bool = False) -> None:
-        """Mark the run done / failed / interrupted. The streamed answer is cleared unless
-        ``keep_text`` (the magic returns it as the cell's value instead)."""
-        self.state = state
-        if not keep_text:
-            self._text = ""
+    def finish(self, state: str) -> None:
+        """Mark the run done / failed / interrupted and clear the streamed answer (the magic
+        returns it as the cell's value instead). A run whose own ``RunFinished`` said it
+        stopped on a limit stays ``stopped: <limit>`` when told it is done."""
+        self.state = self._limit_stop if state == "done" and self._limit_stop else state
+        self._text = ""
         self._dirty.update({"stream", "header"})
         self.flush()
 
