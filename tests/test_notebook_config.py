@@ -8,6 +8,9 @@ settings it relies on.
 
 from __future__ import annotations
 
+import asyncio
+import os
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -138,3 +141,15 @@ async def test_a_bad_value_from_the_environment_stops_loading(tmp_path):
         assert_refused(
             k, refused, "HarnessNB.approval_timeout = -1.0", "more than 0 seconds", "$HARNESS_NB_APPROVAL_TIMEOUT"
         )
+
+
+async def test_a_number_the_environment_cannot_give_is_refused_not_replaced():
+    """``HARNESS_NB_APPROVAL_TIMEOUT=soon`` used to mean a silent 300 s."""
+    code = "from harness_nb.notebook.config import HarnessNB\nHarnessNB()"
+    env = {**os.environ, "HARNESS_NB_APPROVAL_TIMEOUT": "soon"}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", code, env=env, stderr=asyncio.subprocess.PIPE
+    )
+    _, stderr = await process.communicate()
+    assert process.returncode != 0
+    assert "expected a float, not the str 'soon' (from $HARNESS_NB_APPROVAL_TIMEOUT)" in stderr.decode()

@@ -26,7 +26,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
-from traitlets import Bool, Enum, Float, Int, List, TraitError, Unicode, validate
+from traitlets import Bool, Enum, Float, Int, List, TraitError, Unicode, default, validate
 from traitlets.config import Config, Configurable
 
 from ..core import ConfigError
@@ -45,17 +45,9 @@ ENVIRONMENT = {
 }
 
 
-def _env(setting: str, default: str | None = None) -> str | None:
+def _env(setting: str, fallback: str | None = None) -> str | None:
     value = os.environ.get(ENVIRONMENT[setting])
-    return value if value else default
-
-
-def _env_float(setting: str, default: float) -> float:
-    value = os.environ.get(ENVIRONMENT[setting])
-    try:
-        return float(value) if value else default
-    except ValueError:
-        return default
+    return value if value else fallback
 
 
 # The number settings' ranges: the one place each rule is written (``%%agent --max-turns``
@@ -102,8 +94,7 @@ class HarnessNB(Configurable):
         "(every tool that changes something), 'never'.",
     ).tag(config=True)
     approval_timeout = Float(
-        _env_float("approval_timeout", 300.0),
-        help="Seconds an approval card waits for a click before the call is denied.",
+        help="Seconds an approval card waits for a click before the call is denied (default 300).",
     ).tag(config=True)
     unattended_approvals = Enum(
         ["deny", "approve"],
@@ -144,6 +135,14 @@ class HarnessNB(Configurable):
                     setattr(self, name, value)  # checks the rest: a default is never validated
             except TraitError as exc:
                 raise TraitError(f"{str(exc).rstrip('.')} (from ${variable})") from None
+
+    @default("approval_timeout")
+    def _approval_timeout_from_environment(self) -> Any:
+        value = _env("approval_timeout")
+        try:
+            return float(value) if value else 300.0
+        except ValueError:
+            return value  # as given, so the setting refuses it (never a silent 300)
 
     @validate("model")
     def _check_model(self, proposal: Any) -> str | None:
