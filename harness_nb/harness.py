@@ -14,12 +14,12 @@ of subagents (``registry``), the tracker of background work (``tracker``) and th
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
-from .core import ConfigError, Event
+from .core import ConfigError, Event, Usage
 from .engine import (
     MAIN_SYSTEM_PROMPT,
     AgentEngine,
@@ -28,20 +28,25 @@ from .engine import (
     DangerHook,
     EventSink,
     Hook,
-    Injector,
     HookRegistry,
+    Injector,
     Limits,
     MemorySession,
     OffloadHook,
+    ParentContext,
     PromptBuilder,
     RedactSecretsHook,
+    RunContext,
     RunResult,
+    UsageAccount,
+    require_positive,
 )
 from .providers.base import Provider
 from .subagents import (
     AgentRegistry,
     BackgroundApprovals,
     MessageRouter,
+    ModelResolver,
     SubagentHandle,
     SubagentRunner,
     TaskTool,
@@ -63,12 +68,22 @@ NO_MODEL_MESSAGE = (
 
 
 class Harness:
-    """One main agent conversation with its tools, hooks and provider.
+    """One main agent conversation with its tools, hooks and providers.
 
     ``approval_policy``: ``"dangerous"`` asks before risky shell commands and writes (and
     always before ``run_python``), ``"always"`` asks before every tool that changes
-    anything, ``"never"`` asks nothing. Asking goes to ``approval`` (an async callable
+    anything, ``"never"`` asks nothing. Asking goes to the run's approval channel: the
+    ``approval=`` of that run, else the harness's ``approval`` (an async callable
     ``(call, reason, risk) -> Approved | Denied``); without one, asked calls are denied.
+
+    ``provider_options`` (a dict or ``ProviderOptions``: ``streaming``, ``max_tokens``,
+    ``temperature``, ``tool_choice``, ``empty_content``, ``context_window``, ``extra``
+    request fields) apply to every provider the harness makes. ``api_key`` and
+    ``base_url`` apply to the harness's own model (else the environment's are used).
+
+    Each run gets its own ``RunContext`` (provider, limits, approval channel, usage
+    account): ``run(..., model=X)`` runs on X without touching other runs, and background
+    work keeps the context of the run that launched it. ``usage`` is the harness's total.
     """
 
     def __init__(
@@ -78,6 +93,7 @@ class Harness:
         workdir: str | Path = ".",
         api_key: str | None = None,
         base_url: str | None = None,
+        provider_options: Mapping[str, Any] | None = None,
         system_prompt: str = MAIN_SYSTEM_PROMPT,
         tools: Iterable[Tool] | None = None,
         extra_tools: Iterable[Tool] = (),
@@ -102,31 +118,36 @@ class Harness:
         self.workdir = Path(workdir).expanduser().resolve()
         if not self.workdir.is_dir():
             raise ConfigError(f"workdir {self.workdir} is not a folder; create it or pass another")
-        self._model = model if model is not None else os.environ.get("HARNESS_NB_MODEL") or None
+        require_positive("max_concurrency", max_concurrency, whole=True)
+        require_positive("max_depth", max_depth, whole=True)
+        require_positive("offload_chars", offload_chars, whole=True)
+        self.limits = Limits(
+            max_turns=max_turns, token_budget=token_budget, wall_time=wall_time, tool_timeout=tool_timeout
+        )
         self._api_key = api_key
         self._base_url = base_url
         self._record_to = record_to
-        self._provider: Provider | None = model if isinstance(model, Provider) else None
-        self._retired: list[Provider] = []
+        self.provider_options = _checked_options(provider_options)
+        self.models = ModelResolver(self._make_provider)
+        self._model: str | None
+        if isinstance(model, Provider):
+            self._model = model.model_id
+            self.models.adopt(model.model_id, self._recorded(model))
+        else:
+            self._model = model or os.environ.get("HARNESS_NB_MODEL") or None
         self.system_prompt = system_prompt
         self.skills = list(skills)
         self.approval = approval
         self.approval_policy = approval_policy
-        self.limits = Limits(
-            max_turns=max_turns, token_budget=token_budget, wall_time=wall_time, tool_timeout=tool_timeout
-        )
         self.transcripts = transcripts
+        self.total = UsageAccount()
         self.registry = AgentRegistry(
             self.workdir,
             extra_dirs=[Path(d).expanduser() for d in agent_dirs],
             include_user=include_user_agents,
         )
         self.tracker = TaskTracker()
-        self.runner = SubagentRunner(
-            provider_factory=self._make_provider,
-            max_depth=max_depth,
-            background_approvals=background_approvals,
-        )
+        self.runner = SubagentRunner(self.models, max_depth=max_depth, background_approvals=background_approvals)
         self.router = MessageRouter([TrackerRoute(self.tracker)])
         self.task_tool = TaskTool(self.registry, self.runner, self.tracker, max_concurrency=max_concurrency)
         self.teams: TeamManager | None = None
@@ -136,7 +157,7 @@ class Harness:
                 agents=self.registry,
                 runner=self.runner,
                 tracker=self.tracker,
-                parent=self._lead_engine,
+                lead=self.lead_context,
             )
             self.router.routes.insert(0, self.teams.route)
             self.task_tool.team_spawner = self.teams.spawn_from_task
@@ -173,30 +194,42 @@ class Harness:
     @property
     def model(self) -> str | None:
         """The ``provider/model`` string in use (``None`` when nothing is configured)."""
-        if self._provider is not None:
-            return self._provider.model_id
-        return self._model if isinstance(self._model, str) else None
+        return self._model
+
+    @property
+    def usage(self) -> Usage:
+        """Everything this harness has used so far: every run, subagent and teammate."""
+        return self.total.snapshot()
 
     @property
     def provider(self) -> Provider:
         """The main agent's provider, created on first use. Raises ``ConfigError`` when no model
         is configured (a clear message saying how to configure one, never a fake answer)."""
-        if self._provider is None:
-            if not self._model:
-                raise ConfigError(NO_MODEL_MESSAGE)
-            self._provider = self._make_provider(str(self._model), main=True)
-        return self._provider
+        if not self._model:
+            raise ConfigError(NO_MODEL_MESSAGE)
+        return self.models.get(self._model)
 
-    def _make_provider(self, model: str, *, main: bool = False) -> Provider:
+    def _make_provider(self, model: str) -> Provider:
         from .providers.factory import create_provider
 
+        own = model == self._model
         return create_provider(
             model,
-            api_key=self._api_key if main else None,
-            base_url=self._base_url if main else None,
+            api_key=self._api_key if own else None,
+            base_url=self._base_url if own else None,
             record_to=self._resolve_record_path(),
             workdir=self.workdir,
+            options=self.provider_options,
         )
+
+    def _recorded(self, provider: Provider) -> Provider:
+        """A provider instance given to the harness, recorded like the ones it makes."""
+        path = self._resolve_record_path()
+        if path is None:
+            return provider
+        from .providers.cassette import recording
+
+        return recording(provider, path, workdir=self.workdir)
 
     def _resolve_record_path(self) -> Path | None:
         if self._record_to is None:
@@ -228,7 +261,9 @@ class Harness:
 
     @property
     def engine(self) -> AgentEngine:
-        """The main agent's engine (built on first use, rebuilt after ``new_conversation``)."""
+        """The main agent's engine: the conversation's session, tools, hooks and prompt
+        (built on first use, rebuilt after ``new_conversation``). Each run passes it its own
+        ``RunContext``."""
         if self._engine is None:
             self._engine = AgentEngine(
                 self.provider,
@@ -237,11 +272,9 @@ class Harness:
                 session=self.session,
                 prompt_builder=PromptBuilder(self.system_prompt, workdir=self.workdir, skills=self.skills),
                 limits=self.limits,
-                approval=self.approval,
                 workdir=self.workdir,
                 agent="main",
                 injectors=self.injectors,
-                services={"harness": self},
             )
         return self._engine
 
@@ -253,31 +286,48 @@ class Harness:
         max_turns: int | None = None,
         token_budget: int | None = None,
         background_approvals: BackgroundApprovals | None = None,
+        provider_options: Mapping[str, Any] | None = None,
     ) -> None:
-        """Change settings between runs; the conversation is kept."""
-        # Compare with the configured string, not the provider's model_id: they differ for
-        # scripted/ and replay/ paths, and a needless switch restarts the provider.
-        if model is not None and model != self._model:
-            if self._provider is not None:
-                # subagents or teammates may still be using it: close it with the harness
-                self._retired.append(self._provider)
-            self._model, self._provider = model, None
-            if self._engine is not None:
-                self._engine.provider = self.provider
+        """Change settings for the runs that start from now on; the conversation is kept,
+        and runs (and background tasks) already under way keep the settings they started
+        with. ``token_budget=0`` removes the budget."""
+        limits = self.limits
+        if max_turns is not None or token_budget is not None:
+            limits = replace(
+                limits,
+                max_turns=max_turns if max_turns is not None else limits.max_turns,
+                token_budget=(token_budget or None) if token_budget is not None else limits.token_budget,
+            )
+        options = _checked_options(provider_options) if provider_options is not None else None
+        # Everything is checked before anything changes: a bad value leaves all in force.
         if approval_policy is not None and approval_policy != self.approval_policy:
             others = [h for h in self.hooks.hooks if not isinstance(h, DangerHook | AskAllHook)]
             self.hooks.hooks = [*self._policy_hooks(approval_policy), *others]
             self.approval_policy = approval_policy
-        if max_turns is not None or token_budget is not None:
-            self.limits = replace(
-                self.limits,
-                max_turns=max_turns if max_turns is not None else self.limits.max_turns,
-                token_budget=(token_budget or None) if token_budget is not None else self.limits.token_budget,
-            )
-            if self._engine is not None:
-                self._engine.limits = self.limits
+        self.limits = limits
+        if options is not None and options != self.provider_options:
+            # providers made with the old options stay open for runs still using them
+            self.provider_options = options
+            self.models.retire_made()
+        if model is not None:
+            self._model = model or None
         if background_approvals is not None:
             self.runner.background_approvals = background_approvals
+
+    def run_context(
+        self, *, model: str | None = None, max_turns: int | None = None, approval: ApprovalChannel | None = None
+    ) -> RunContext:
+        """A new run's context: the harness's provider and limits (or ``model`` /
+        ``max_turns`` for this run only), the approval channel (``approval``, else the
+        harness's) and a fresh usage account billed to the harness's total."""
+        provider = self.models.get(model) if model is not None else self.provider
+        limits = self.limits if max_turns is None else replace(self.limits, max_turns=max_turns)
+        return RunContext(provider, limits, approval or self.approval, self.total.child())
+
+    def lead_context(self, approval: ApprovalChannel | None = None) -> ParentContext:
+        """The main agent as a parent, as configured now: what a subagent or teammate
+        started from outside a run (``run_subagent``, ``%team``) inherits."""
+        return self.engine.parent_context(self.run_context(approval=approval))
 
     async def run(
         self,
@@ -286,56 +336,57 @@ class Harness:
         on_event: EventSink | None = None,
         model: str | None = None,
         max_turns: int | None = None,
+        approval: ApprovalChannel | None = None,
     ) -> RunResult:
-        """Run the main agent on ``prompt`` in the ongoing conversation. ``model`` and
-        ``max_turns`` apply to this run only."""
-        engine = self.engine
-        engine.approval = self.approval
-        saved = engine.provider, engine.limits
-        if model is not None:
-            engine.provider = self._make_provider(model)
-        if max_turns is not None:
-            engine.limits = replace(engine.limits, max_turns=max_turns)
-        try:
-            return await engine.run(prompt, on_event=on_event)
-        finally:
-            if engine.provider is not saved[0]:
-                await engine.provider.aclose()
-            engine.provider, engine.limits = saved
+        """Run the main agent on ``prompt`` in the ongoing conversation. ``model``,
+        ``max_turns`` and ``approval`` apply to this run only (and to the background work it
+        launches)."""
+        context = self.run_context(model=model, max_turns=max_turns, approval=approval)
+        return await self.engine.run(prompt, on_event=on_event, context=context)
 
-    async def run_stream(self, prompt: str) -> AsyncIterator[Event]:
+    async def run_stream(
+        self,
+        prompt: str,
+        *,
+        model: str | None = None,
+        max_turns: int | None = None,
+        approval: ApprovalChannel | None = None,
+    ) -> AsyncIterator[Event]:
         """Yield the events of a main-agent run as they happen."""
-        engine = self.engine
-        engine.approval = self.approval
-        async for event in engine.run_stream(prompt):
+        context = self.run_context(model=model, max_turns=max_turns, approval=approval)
+        async for event in self.engine.run_stream(prompt, context=context):
             yield event
 
-    def _lead_engine(self) -> AgentEngine:
-        """The main engine with the current approval channel: the parent of teammates."""
-        engine = self.engine
-        engine.approval = self.approval
-        return engine
-
-    async def run_subagent(self, name: str, prompt: str, *, on_event: EventSink | None = None) -> RunResult:
+    async def run_subagent(
+        self,
+        name: str,
+        prompt: str,
+        *,
+        on_event: EventSink | None = None,
+        approval: ApprovalChannel | None = None,
+    ) -> RunResult:
         """Run subagent ``name`` directly on ``prompt`` in the foreground, bypassing the main
         model (the ``%@name`` path). Its usage shows on its task entry (``fg-N``)."""
         definition = self.registry.get(name)
-        engine = self.engine
-        engine.approval = self.approval
-        _, result = await self.task_tool.run_child(definition, prompt, engine, emit=on_event, wrap=False)
+        parent = self.lead_context(approval)
+        _, result = await self.task_tool.run_child(definition, prompt, parent, emit=on_event, wrap=False)
         return result
 
     def start_subagent(
-        self, name: str, prompt: str, *, description: str = "", on_event: EventSink | None = None
+        self,
+        name: str,
+        prompt: str,
+        *,
+        description: str = "",
+        on_event: EventSink | None = None,
+        approval: ApprovalChannel | None = None,
     ) -> SubagentHandle:
         """Start subagent ``name`` in the background and return a handle at once: ``await``
         it for the ``RunResult``, ``cancel()`` it, or ``send(message)`` to steer it. Must be
         called with an event loop running."""
         definition = self.registry.get(name)
-        engine = self.engine
-        engine.approval = self.approval
         entry = self.task_tool.launch_background(
-            definition, prompt, engine, description=description, emit=on_event
+            definition, prompt, self.lead_context(approval), description=description, emit=on_event
         )
         return SubagentHandle(self.tracker, entry)
 
@@ -344,12 +395,8 @@ class Harness:
         if self.teams is not None:
             await self.teams.aclose()
         await self.tracker.aclose()
-        await self.runner.aclose()
+        await self.models.aclose()
         self.session.close()
-        for provider in (*self._retired, self._provider):
-            if provider is not None:
-                await provider.aclose()
-        self._retired.clear()
 
     async def __aenter__(self) -> Harness:
         return self
@@ -359,3 +406,11 @@ class Harness:
 
     def __repr__(self) -> str:
         return f"<Harness model={self.model!r} workdir={str(self.workdir)!r}>"
+
+
+def _checked_options(options: Mapping[str, Any] | None) -> Any:
+    """``provider_options`` as a validated ``ProviderOptions`` (``ConfigError`` naming a
+    bad key or value)."""
+    from .providers.options import ProviderOptions
+
+    return ProviderOptions.of(options)

@@ -125,8 +125,8 @@ GOOD_CASES: dict[str, tuple[dict[str, Any], list[str] | None]] = {
         None,
     ),
     "model-sonnet.md": (
-        {"name": "architect", "model": None},
-        ["model 'sonnet' is a Claude Code alias", "parent's model"],
+        {"name": "architect", "model": "sonnet"},
+        ["model 'sonnet' is a Claude Code alias", "anthropic/claude-sonnet-4-5 when the main model", "parent's model"],
     ),
     "model-openai.md": (
         {"name": "fast-summariser", "model": "openai/gpt-4o", "tools": []},
@@ -155,7 +155,7 @@ GOOD_CASES: dict[str, tuple[dict[str, Any], list[str] | None]] = {
         ["loaded leniently", "line 3", "mapping values are not allowed here"],
     ),
     "lenient-examples.md": (
-        {"name": "python-pro", "model": None},
+        {"name": "python-pro", "model": "opus"},
         ["loaded leniently", "line 3", "model 'opus' is a Claude Code alias"],
     ),
     "lenient-multiline.md": (

@@ -48,8 +48,6 @@ async def echo(ctx: ToolContext, text: str) -> str:
 @tool
 async def nap(ctx: ToolContext, seconds: float, tag: str) -> str:
     """Sleep, then return the tag."""
-    log = ctx.extra.setdefault("log", [])
-    log.append(("start", tag))
     await asyncio.sleep(seconds)
     return tag
 

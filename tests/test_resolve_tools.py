@@ -6,14 +6,48 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harness_nb import Harness
 from harness_nb.subagents.definition import SubAgentDefinition
-from harness_nb.subagents.permission import COORDINATION_TOOLS, resolve_tools
+from harness_nb.subagents.permission import resolve_tools as resolve
+from harness_nb.tools import FunctionTool, Tool, ToolContext
 
 POOL = ["read_file", "write_file", "bash", "edit_file", "task"]
+# In these vectors the names below stand for tools flagged `coordination`, as the real ones
+# are (test_the_harness_flags_every_coordination_tool checks that).
+COORDINATION_TOOLS = frozenset({"task", "task_output", "task_stop", "send_message", "team_create", "ask_user"})
 
 
 def agent(**fields: object) -> SubAgentDefinition:
     return SubAgentDefinition.model_validate({"name": "child", "description": "d", **fields})
+
+
+async def _noop(ctx: ToolContext) -> str:
+    """A stand-in tool."""
+    return ""
+
+
+def named_tools(names: list[str]) -> list[Tool]:
+    return [FunctionTool(_noop, name=n, coordination=n in COORDINATION_TOOLS) for n in names]
+
+
+def resolve_tools(defn: SubAgentDefinition, names: list[str]) -> list[str]:
+    """resolve_tools over tools with these names (the vectors are written as names)."""
+    return resolve(defn, named_tools(names))
+
+
+def test_the_harness_flags_every_coordination_tool(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    h = Harness(workdir=tmp_path)
+    flagged = {t.name for t in h.tools if t.coordination}
+    assert flagged == {"task", "task_output", "task_stop", "send_message", "team_create"}
+    assert resolve(agent(), h.tools) == [t.name for t in h.tools if not t.coordination]
+
+
+def test_the_flag_decides_not_the_name() -> None:
+    # A tool called "task" that is not a coordination tool is an ordinary tool, and a
+    # coordination tool with any name is stripped: one source, the flag.
+    plain_task = FunctionTool(_noop, name="task")
+    sneaky = FunctionTool(_noop, name="helper", coordination=True)
+    assert resolve(agent(), [plain_task, sneaky]) == ["task"]
 
 
 @pytest.mark.parametrize(
@@ -53,7 +87,6 @@ def test_every_coordination_tool_is_stripped_even_when_allowed() -> None:
     parent = ["read_file", *sorted(COORDINATION_TOOLS)]
     defn = agent(tools=parent)
     assert resolve_tools(defn, parent) == ["read_file"]
-    assert COORDINATION_TOOLS >= {"task", "task_output", "task_stop", "send_message", "ask_user"}
 
 
 NAMES = st.sampled_from(

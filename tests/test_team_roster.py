@@ -74,7 +74,7 @@ async def test_a_message_to_a_teammate_that_exited_revives_it_with_its_history(t
         ("user", lead("count the columns too")),
     ]
     entry = h.tracker.get("tm-2")
-    assert (entry.kind, entry.status, entry.meta["name"]) == ("teammate", TaskStatus.RUNNING, "alice")
+    assert (entry.kind, entry.status, entry.member) == ("teammate", TaskStatus.RUNNING, "alice")
     assert h.tracker.get("tm-1").status is TaskStatus.COMPLETED
     [row] = t.roster()
     assert (row.task_id, row.state, row.turns, row.last_message) == ("tm-2", "idle", 2, "and 2 columns")

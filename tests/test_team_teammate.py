@@ -43,11 +43,11 @@ async def test_task_with_team_name_spawns_a_teammate_and_returns_at_once(tmp_pat
     assert tool_results(result.messages) == ['<teammate id="tm-1" name="alice" team="analysis" state="running"/>']
     await gates.reached("g")  # the run ended while alice is still mid-turn
     entry = h.tracker.get("tm-1")
-    assert (entry.kind, entry.agent, entry.status, entry.meta["state"]) == ("teammate", "reader", TaskStatus.RUNNING, "working")
+    assert (entry.kind, entry.agent, entry.status, entry.member_state) == ("teammate", "reader", TaskStatus.RUNNING, "working")
     gates.open("g")
     record = await teams(h).wait_idle("alice", turns=1, timeout=5)
     assert (record.state, record.last_message, record.team) == ("idle", "there are 3 rows", "analysis")
-    assert entry.meta["state"] == "idle" and entry.status is TaskStatus.RUNNING
+    assert entry.member_state == "idle" and entry.status is TaskStatus.RUNNING
     assert any(line.startswith("idle: there are 3 rows") for line in entry.log)
     assert h.tracker.completion_texts() == []  # it reports through the mailbox, never as a completion
     first = requests_of(provider, "alice")[0]
@@ -122,7 +122,7 @@ async def test_the_shutdown_handshake_answers_the_requester_and_ends_the_loop(tm
     assert entry.status is TaskStatus.COMPLETED and entry.result == "shut down on request"
     assert member.task is not None
     await asyncio.wait_for(member.task, 5)
-    assert member.state == "exited" and entry.meta["state"] == "exited"
+    assert member.state == "exited" and entry.member_state == "exited"
     # ... but the shutdown came first: no further turn ran
     assert len(requests_of(provider, "alice")) == 2
     inbox = [(m.sender, m.kind, m.to) for m in t.inbox.mailbox.peek()]
@@ -157,7 +157,7 @@ async def test_teammates_cannot_delegate_or_manage_the_team(tmp_path: Path) -> N
 
     def build_with_task_injected(*args, **kwargs):  # type: ignore[no-untyped-def]
         child = original_build(*args, **kwargs)
-        child.tools.add(h.task_tool)  # simulate a bug that let `task` slip into the list
+        child.engine.tools.add(h.task_tool)  # simulate a bug that let `task` slip into the list
         return child
 
     h.runner.build = build_with_task_injected  # type: ignore[method-assign]
@@ -181,14 +181,16 @@ async def test_extra_tools_join_after_narrowing_and_escape_only_the_coordination
         return "sent"
 
     narrow = SubAgentDefinition(name="narrow", description="Only reads.", tools=["read_file"])
-    plain = h.runner.build(narrow, h.engine, task_id="a", background=True)
-    extra = h.runner.build(narrow, h.engine, task_id="b", background=True, extra_tools=[send_message])
+    plain = h.runner.build(narrow, h.lead_context(), task_id="a", background=True).engine
+    extra = h.runner.build(narrow, h.lead_context(), task_id="b", background=True, extra_tools=[send_message]).engine
     assert plain.tools.names() == ["read_file"]
     assert extra.tools.names() == ["read_file", "send_message"]
-    ctx = ToolContext(workdir=tmp_path, call=ToolCall(id="c", name="x"))
 
     async def decide(engine, name):  # type: ignore[no-untyped-def]
-        return await engine.hooks.before_tool(ToolCall(id="c", name=name), ctx)
+        # as if the tool had slipped into the child's list: the harness's own tool of that name
+        tool = engine.tools.get(name) or h.tools.get(name)
+        call = ToolCall(id="c", name=name)
+        return await engine.hooks.before_tool(call, ToolContext(workdir=tmp_path, call=call, tool=tool))
 
     assert isinstance(await decide(plain, "send_message"), Deny)
     assert isinstance(await decide(extra, "send_message"), Allow)

@@ -1,5 +1,6 @@
 """The agent loop and what it needs: hooks, sessions, prompts, limits. No IPython here."""
 
+from .context import ParentContext, RunContext, UsageAccount
 from .engine import AgentEngine, EventSink, Injector
 from .hook import (
     ALLOW,
@@ -14,19 +15,20 @@ from .hook import (
     Decision,
     Denied,
     Deny,
-    DenyToolsHook,
+    DenyCoordinationHook,
     Hook,
     HookRegistry,
     OffloadHook,
     RedactSecretsHook,
 )
-from .limits import Limits, RunResult
+from .limits import EARLY_STOPS, Limits, RunResult, require_positive, stop_label
 from .prompt import MAIN_SYSTEM_PROMPT, PromptBuilder, load_skill, skill_dirs
 from .session import MemorySession, load_transcript
 
 __all__ = [
     "ALLOW",
     "DEFAULT_DANGER_RULES",
+    "EARLY_STOPS",
     "MAIN_SYSTEM_PROMPT",
     "AgentEngine",
     "Allow",
@@ -39,7 +41,7 @@ __all__ = [
     "Decision",
     "Denied",
     "Deny",
-    "DenyToolsHook",
+    "DenyCoordinationHook",
     "EventSink",
     "Hook",
     "HookRegistry",
@@ -47,10 +49,15 @@ __all__ = [
     "Limits",
     "MemorySession",
     "OffloadHook",
+    "ParentContext",
     "PromptBuilder",
     "RedactSecretsHook",
+    "RunContext",
     "RunResult",
+    "UsageAccount",
     "load_skill",
     "load_transcript",
+    "require_positive",
     "skill_dirs",
+    "stop_label",
 ]

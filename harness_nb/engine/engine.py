@@ -5,6 +5,12 @@ conversation, call the model (streaming text out as events), run the tool calls 
 answer concurrently, append the results, repeat until the model answers without tool
 calls or a limit stops the run. Events go to a sink callback; ``run_stream`` turns that
 into an async iterator.
+
+The engine holds what a conversation keeps between runs (its session, tools, hooks and
+prompt); what belongs to one run — provider, limits, approval channel, usage account — is
+a ``RunContext`` passed to ``run`` (see ``context.py``). The constructor's ``provider``,
+``limits`` and ``approval`` are only the defaults of a run given no context; nothing
+re-assigns them between runs.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from ..core import (
 )
 from ..providers.base import ModelRequest, ModelResponse, Provider, TextChunk
 from ..tools import ToolContext, ToolOutcome, ToolRegistry, invoke, own_timeout
+from .context import ParentContext, RunContext, UsageAccount
 from .hook import NO_CHANNEL_FEEDBACK, ApprovalChannel, Approved, Ask, Deny, HookRegistry
 from .limits import Limits, RunResult
 from .prompt import PromptBuilder
@@ -52,14 +59,25 @@ Injector = Callable[[], Sequence[str]]
 
 TOOL_TIMEOUT_MARGIN = 5.0
 INTERRUPTED_RESULT = "error: the run was interrupted before this tool call finished"
+EMPTY_ANSWER = "the model returned an empty answer (no text and no tool calls) twice"
+EMPTY_AT_MAX_TOKENS = "the answer hit max_tokens before any text or tool call (raise max_tokens)"
+
+
+class _Stop(Exception):
+    """Ends a run early but normally: ``stop_reason`` and a note for the final text."""
+
+    def __init__(self, stop_reason: str, note: str) -> None:
+        super().__init__(note)
+        self.stop_reason = stop_reason
 
 
 class AgentEngine:
-    """A ReAct loop over one provider, one tool registry and one session.
+    """A ReAct loop over one tool registry and one session.
 
     ``injectors`` are called before every LLM call; each returns texts (background results,
     steering or mailbox messages) that join the conversation as a user message. ``depth``
-    is 0 for the main agent and grows by one for each level of subagent.
+    is 0 for the main agent and grows by one for each level of subagent. ``provider``,
+    ``limits`` and ``approval`` are the defaults for a run that is given no ``RunContext``.
     """
 
     def __init__(
@@ -76,7 +94,6 @@ class AgentEngine:
         agent: str = "main",
         depth: int = 0,
         injectors: Sequence[Injector] = (),
-        services: dict[str, Any] | None = None,
     ) -> None:
         self.provider = provider
         self.tools = tools
@@ -89,36 +106,53 @@ class AgentEngine:
         self.agent = agent
         self.depth = depth
         self.injectors = list(injectors)
-        self.services = services or {}
-        self._usage: Usage | None = None
         self._lock = asyncio.Lock()
 
     @property
     def running(self) -> bool:
         return self._lock.locked()
 
-    def add_child_usage(self, usage: Usage) -> None:
-        """Roll a subagent's usage into the current run's usage."""
-        if self._usage is not None:
-            self._usage.add(usage)
+    def default_context(self) -> RunContext:
+        """A run context from the constructor's defaults, with a fresh usage account."""
+        return RunContext(self.provider, self.limits, self.approval, UsageAccount())
 
-    async def run(self, prompt: str, *, on_event: EventSink | None = None) -> RunResult:
-        """Run until the model is done or a limit is hit. Raises ``ProviderError`` when the
-        model cannot be reached, ``CancelledError`` when interrupted (after emitting
-        ``RunFailed(interrupted=True)``)."""
+    def parent_context(self, context: RunContext) -> ParentContext:
+        """What a subagent started by a run with ``context`` inherits from it."""
+        return ParentContext(
+            provider=context.provider,
+            tools=self.tools,
+            hooks=self.hooks,
+            limits=context.limits,
+            workdir=self.workdir,
+            approval=context.approval,
+            account=context.account,
+            depth=self.depth,
+            agent=self.agent,
+            session_id=self.session.id,
+            transcript=self.session.transcript,
+        )
+
+    async def run(
+        self, prompt: str, *, on_event: EventSink | None = None, context: RunContext | None = None
+    ) -> RunResult:
+        """Run until the model is done or a limit is hit, with ``context`` (the provider,
+        limits, approval channel and usage account of this run; the constructor's defaults
+        when ``None``). Raises ``ProviderError`` when the model cannot be reached,
+        ``CancelledError`` when interrupted (after emitting ``RunFailed(interrupted=True)``)."""
         if self._lock.locked():
             raise HarnessError(
                 f"agent {self.agent!r} is already running in this conversation; wait for it, "
                 "or start a new conversation"
             )
         async with self._lock:
-            return await self._run(prompt, _safe_sink(on_event))
+            return await self._run(prompt, _safe_sink(on_event), context or self.default_context())
 
-    async def run_stream(self, prompt: str) -> AsyncIterator[Event]:
+    async def run_stream(self, prompt: str, *, context: RunContext | None = None) -> AsyncIterator[Event]:
         """Yield the run's events as they happen; the last is ``RunFinished`` or ``RunFailed``
         (after which a failure is re-raised)."""
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
-        task = asyncio.create_task(self.run(prompt, on_event=queue.put_nowait), name=f"run:{self.agent}")
+        run = self.run(prompt, on_event=queue.put_nowait, context=context)
+        task = asyncio.create_task(run, name=f"run:{self.agent}")
         task.add_done_callback(lambda _t: queue.put_nowait(None))
         try:
             while (event := await queue.get()) is not None:
@@ -129,69 +163,69 @@ class AgentEngine:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
 
-    async def _run(self, prompt: str, emit: EventSink) -> RunResult:
+    async def _run(self, prompt: str, emit: EventSink, context: RunContext) -> RunResult:
         run_id = new_id("run")
-        usage = self._usage = Usage()
+        provider, limits, account = context.provider, context.limits, context.account
+        parent = self.parent_context(context)
+        turns = tool_calls = 0
         start = time.perf_counter()
         first_message = len(self.session.messages)
         final, stop = "", "end_turn"
-        emit(RunStarted(run_id=run_id, model=self.provider.model_id, prompt=prompt, agent=self.agent))
-        self.session.record("run_started", run_id=run_id, agent=self.agent, model=self.provider.model_id)
+        emit(RunStarted(run_id=run_id, model=provider.model_id, prompt=prompt, agent=self.agent))
+        self.session.record("run_started", run_id=run_id, agent=self.agent, model=provider.model_id)
         self.session.append(UserMessage(content=prompt))
         try:
-            async with asyncio.timeout(self.limits.wall_time):
+            async with asyncio.timeout(limits.wall_time):
                 while True:
-                    if usage.turns >= self.limits.max_turns:
-                        raise LimitExceeded("max_turns", f"reached max_turns ({self.limits.max_turns})")
+                    if turns >= limits.max_turns:
+                        raise LimitExceeded("max_turns", f"reached max_turns ({limits.max_turns})")
                     self._inject(emit)
-                    response = await self._call_model(emit)
-                    usage.add(response.usage)
-                    usage.turns += 1
+                    response = await self._answer(provider, emit, account)
+                    turns += 1
                     message = response.message
+                    account.credit(_billed(response, provider, tool_calls=len(message.tool_calls)))
                     self.session.append(message)
-                    emit(TurnFinished(turn=usage.turns, usage=usage.model_copy(), agent=self.agent))
+                    emit(TurnFinished(turn=turns, usage=account.snapshot(), agent=self.agent))
                     if message.content:
                         final = message.content
                     if not message.tool_calls:
                         stop = response.stop_reason
                         break
-                    usage.tool_calls += len(message.tool_calls)
-                    await self._run_tools(message.tool_calls, response.stop_reason, emit)
-                    budget = self.limits.token_budget
-                    if budget is not None and usage.total_tokens >= budget:
-                        raise LimitExceeded("token_budget", f"used {usage.total_tokens:,} of the {budget:,}-token budget")
-        except LimitExceeded as exc:
-            stop = exc.limit
+                    tool_calls += len(message.tool_calls)
+                    await self._run_tools(message.tool_calls, response.stop_reason, emit, parent, context)
+                    budget = limits.token_budget
+                    spent = account.usage.total_tokens
+                    if budget is not None and spent >= budget:
+                        raise LimitExceeded("token_budget", f"used {spent:,} of the {budget:,}-token budget")
+        except (LimitExceeded, _Stop) as exc:
+            stop = exc.limit if isinstance(exc, LimitExceeded) else exc.stop_reason
             final = f"{final}\n\n[stopped: {exc}]".strip()
         except TimeoutError:
             stop = "wall_time"
-            final = f"{final}\n\n[stopped: reached the wall-time limit ({self.limits.wall_time} s)]".strip()
+            final = f"{final}\n\n[stopped: reached the wall-time limit ({limits.wall_time} s)]".strip()
         except BaseException as exc:
-            usage.wall_time = time.perf_counter() - start
+            account.credit(Usage(wall_time=time.perf_counter() - start))
             interrupted = isinstance(exc, asyncio.CancelledError | KeyboardInterrupt)
             reason = "interrupted" if interrupted else f"{type(exc).__name__}: {exc}"
             self.session.record("run_failed", run_id=run_id, error=reason)
-            emit(RunFailed(error=reason, interrupted=interrupted, usage=usage.model_copy(), agent=self.agent))
+            emit(RunFailed(error=reason, interrupted=interrupted, usage=account.snapshot(), agent=self.agent))
             raise
-        finally:
-            self._usage = None
-        usage.wall_time = time.perf_counter() - start
-        priced = usage.priced(self.provider.model)
-        if priced.cost is not None and usage.cost is None:
-            usage = priced
+        account.credit(Usage(wall_time=time.perf_counter() - start))
+        usage = account.snapshot()
         self.session.record_usage(run_id, usage, stop)
         emit(RunFinished(final_text=final, stop_reason=stop, usage=usage.model_copy(), agent=self.agent))
         return RunResult(
             final_text=final,
             usage=usage,
             stop_reason=stop,
-            turns=usage.turns,
-            tool_calls=usage.tool_calls,
+            turns=turns,
+            tool_calls=tool_calls,
             run_id=run_id,
             session_id=self.session.id,
-            model=self.provider.model_id,
+            model=provider.model_id,
             agent=self.agent,
             messages=self.session.messages[first_message:],
+            account=account,
         )
 
     def _inject(self, emit: EventSink) -> None:
@@ -200,42 +234,65 @@ class AgentEngine:
             self.session.append(UserMessage(content="\n\n".join(texts)))
             emit(MessagesInjected(texts=tuple(texts), agent=self.agent))
 
-    async def _call_model(self, emit: EventSink) -> ModelResponse:
+    async def _answer(self, provider: Provider, emit: EventSink, account: UsageAccount) -> ModelResponse:
+        """The model's next answer, its tool-call ids made unique. An answer with neither text
+        nor tool calls is asked for once more, then ends the run (``empty_answer``); its
+        tokens are still billed."""
+        for attempt in (1, 2):
+            response = await self._call_model(provider, emit)
+            if response.message.content or response.message.tool_calls:
+                return _with_unique_call_ids(response)
+            account.credit(_billed(response, provider, tool_calls=0).model_copy(update={"turns": 0}))
+            if response.stop_reason == "max_tokens":
+                raise _Stop("max_tokens", EMPTY_AT_MAX_TOKENS)
+            if attempt == 1:
+                log.warning("%s: empty answer from %s; asking once more", self.agent, provider.model_id)
+        raise _Stop("empty_answer", EMPTY_ANSWER)
+
+    async def _call_model(self, provider: Provider, emit: EventSink) -> ModelResponse:
         request = ModelRequest(
             system=self.prompt_builder.build(),
             messages=self.session.messages,
             tools=self.tools.specs(),
             agent=self.agent,
         )
-        if not self.provider.streaming:
-            response = await self.provider.complete(request)
+        if not provider.streaming:
+            response = await provider.complete(request)
             if response.message.content:
                 emit(TextDelta(text=response.message.content, agent=self.agent))
             return response
         result: ModelResponse | None = None
         # aclosing: on an interrupt the stream (and its HTTP response) closes now, not when
         # the garbage collector gets to the generator
-        async with contextlib.aclosing(self.provider.stream(request)) as stream:
+        async with contextlib.aclosing(provider.stream(request)) as stream:
             async for item in stream:
                 if isinstance(item, TextChunk):
                     emit(TextDelta(text=item.text, agent=self.agent))
                 else:
                     result = item
         if result is None:
-            raise HarnessError(f"{self.provider!r} ended its stream without an answer")
+            raise HarnessError(f"{provider!r} ended its stream without an answer")
         return result
 
-    async def _run_tools(self, calls: Sequence[ToolCall], stop_reason: str, emit: EventSink) -> None:
+    async def _run_tools(
+        self,
+        calls: Sequence[ToolCall],
+        stop_reason: str,
+        emit: EventSink,
+        parent: ParentContext,
+        context: RunContext,
+    ) -> None:
         results: dict[str, ToolResultMessage] = {}
+
+        def one(call: ToolCall) -> Any:
+            return self._run_tool(call, stop_reason, emit, parent, context)
+
         try:
             if len(calls) == 1:
-                results[calls[0].id] = await self._run_tool(calls[0], stop_reason, emit)
+                results[calls[0].id] = await one(calls[0])
             else:
                 async with asyncio.TaskGroup() as group:
-                    tasks = [
-                        group.create_task(self._run_tool(c, stop_reason, emit), name=f"tool:{c.name}:{c.id}")
-                        for c in calls
-                    ]
+                    tasks = [group.create_task(one(c), name=f"tool:{c.name}:{c.id}") for c in calls]
                 for c, task in zip(calls, tasks, strict=True):
                     results[c.id] = task.result()
         finally:
@@ -247,10 +304,13 @@ class AgentEngine:
                     or ToolResultMessage(tool_call_id=c.id, name=c.name, content=INTERRUPTED_RESULT, is_error=True)
                 )
 
-    async def _run_tool(self, call: ToolCall, stop_reason: str, emit: EventSink) -> ToolResultMessage:
+    async def _run_tool(
+        self, call: ToolCall, stop_reason: str, emit: EventSink, parent: ParentContext, context: RunContext
+    ) -> ToolResultMessage:
         emit(ToolCallStarted(call=call, agent=self.agent))
-        ctx = ToolContext(workdir=self.workdir, call=call, agent=self.agent, emit=emit, engine=self)
-        outcome = await self._outcome(call, stop_reason, ctx, emit)
+        tool = self.tools.get(call.name)
+        ctx = ToolContext(workdir=self.workdir, call=call, agent=self.agent, emit=emit, tool=tool, parent=parent)
+        outcome = await self._outcome(call, stop_reason, ctx, emit, context)
         outcome = await self.hooks.after_tool(call, outcome, ctx)
         emit(
             ToolCallFinished(
@@ -259,8 +319,10 @@ class AgentEngine:
         )
         return ToolResultMessage(tool_call_id=call.id, name=call.name, content=outcome.content, is_error=outcome.is_error)
 
-    async def _outcome(self, call: ToolCall, stop_reason: str, ctx: ToolContext, emit: EventSink) -> ToolOutcome:
-        tool = self.tools.get(call.name)
+    async def _outcome(
+        self, call: ToolCall, stop_reason: str, ctx: ToolContext, emit: EventSink, context: RunContext
+    ) -> ToolOutcome:
+        tool = ctx.tool
         if tool is None:
             names = ", ".join(self.tools.names()) or "(none)"
             return ToolOutcome(f"error: unknown tool {call.name!r}; available tools: {names}", True)
@@ -279,10 +341,10 @@ class AgentEngine:
             return ToolOutcome(f"error: denied: {decision.reason}", True)
         if isinstance(decision, Ask):
             emit(ApprovalRequested(call=call, reason=decision.reason, risk=decision.risk, agent=self.agent))
-            if self.approval is None:
+            if context.approval is None:
                 answer: Any = None
             else:
-                answer = await self.approval(call, decision.reason, decision.risk)
+                answer = await context.approval(call, decision.reason, decision.risk)
             approved = isinstance(answer, Approved)
             feedback = answer.feedback if answer is not None else NO_CHANNEL_FEEDBACK
             emit(ApprovalDecided(call=call, approved=approved, feedback=feedback, agent=self.agent))
@@ -291,7 +353,7 @@ class AgentEngine:
                 return ToolOutcome(f"error: the call was denied{why}. Do not retry it unchanged.", True)
         if tool.long_running:
             return await invoke(tool, call, ctx)
-        deadline = self.limits.tool_timeout
+        deadline = context.limits.tool_timeout
         requested = own_timeout(tool, call)
         if requested is not None:  # the tool enforces its own limit and reports partial output
             deadline = max(deadline, requested + TOOL_TIMEOUT_MARGIN)
@@ -300,6 +362,37 @@ class AgentEngine:
                 return await invoke(tool, call, ctx)
         except TimeoutError:
             return ToolOutcome(f"error: {call.name} timed out after {deadline:g} s", True)
+
+
+def _billed(response: ModelResponse, provider: Provider, *, tool_calls: int) -> Usage:
+    """What one answer costs the run: its tokens (priced from the table when the provider
+    did not price them), one turn and its tool calls."""
+    usage = response.usage if response.usage.cost is not None else response.usage.priced(provider.model)
+    return usage.model_copy(update={"turns": usage.turns + 1, "tool_calls": usage.tool_calls + tool_calls})
+
+
+def _with_unique_call_ids(response: ModelResponse) -> ModelResponse:
+    """``response`` with a fresh id for any tool call that repeats an earlier call's id in the
+    same answer: results are matched to calls by id, and APIs reject a history with two."""
+    calls = response.message.tool_calls
+    seen = {c.id for c in calls}
+    if len(seen) == len(calls):
+        return response
+    taken: set[str] = set()
+    fixed = []
+    for call in calls:
+        if call.id in taken:
+            n = 2
+            while f"{call.id}-{n}" in seen:
+                n += 1
+            log.warning("duplicate tool-call id %r in one answer: renamed %s-%d", call.id, call.id, n)
+            # new objects, not model_copy: a copy would keep the old wire-form cache
+            call = ToolCall(id=f"{call.id}-{n}", name=call.name, arguments=call.arguments)
+            seen.add(call.id)
+        taken.add(call.id)
+        fixed.append(call)
+    message = AssistantMessage(content=response.message.content, tool_calls=tuple(fixed))
+    return response.model_copy(update={"message": message})
 
 
 def _safe_sink(sink: EventSink | None) -> EventSink:

@@ -166,23 +166,25 @@ class AskAllHook(Hook):
     """``Ask`` before every tool that is not read-only (the ``always`` approval policy)."""
 
     async def before_tool(self, call: ToolCall, ctx: ToolContext) -> Decision:
-        engine = ctx.engine
-        t = engine.tools.get(call.name) if engine is not None else None
-        if t is not None and t.read_only:
+        if ctx.tool is not None and ctx.tool.read_only:
             return ALLOW
         return Ask(f"{call.name} changes files or state", "medium")
 
 
-class DenyToolsHook(Hook):
-    """Deny every call to one of ``names`` at run time, whatever the tool list says."""
+class DenyCoordinationHook(Hook):
+    """Deny every call to a coordination tool (``Tool.coordination``: delegating, steering
+    other agents, managing teams) at run time, whatever the tool list says — a subagent's
+    second line of defence. Tools named in ``exempt`` are the ones it is meant to hold (a
+    teammate's own ``send_message``)."""
 
-    def __init__(self, names: Iterable[str], reason: str) -> None:
-        self.names = frozenset(names)
-        self.reason = reason
+    REASON = "subagents cannot delegate or coordinate; do the work yourself"
+
+    def __init__(self, exempt: Iterable[str] = ()) -> None:
+        self.exempt = frozenset(exempt)
 
     async def before_tool(self, call: ToolCall, ctx: ToolContext) -> Decision:
-        if call.name in self.names:
-            return Deny(f"{call.name}: {self.reason}")
+        if ctx.tool is not None and ctx.tool.coordination and call.name not in self.exempt:
+            return Deny(f"{call.name}: {self.REASON}")
         return ALLOW
 
 

@@ -16,7 +16,7 @@ from IPython.display import display
 from ..core import HarnessError, SubagentUpdate
 from ..engine import RunResult
 from ..harness import ApprovalPolicy, Harness
-from ..subagents import BackgroundApprovals, TaskEntry, TaskStatus
+from ..subagents import BackgroundApprovals, TaskEntry, TaskStatus, resolve_model
 from ..textview import TextView, terminal_approval
 from .config import HarnessNB
 from .kernel_tools import kernel_tools
@@ -82,6 +82,7 @@ class NotebookHarness:
         self._harness: Harness | None = None
         self._harness_key: tuple[Any, ...] | None = None
         self._views: weakref.WeakValueDictionary[str, RunView] = weakref.WeakValueDictionary()
+        self._posted: set[str] = set()  # background tasks whose result is in their cell
 
     @property
     def widgets_enabled(self) -> bool:
@@ -195,12 +196,12 @@ class NotebookHarness:
 
     def _on_task_change(self, entry: TaskEntry) -> None:
         """Post a finished background task into the cell that launched it."""
-        if not (entry.background and entry.done) or entry.meta.get("posted"):
+        if not (entry.background and entry.done) or entry.id in self._posted:
             return
         view = self._views.get(entry.id)
         if view is None:
             return
-        entry.meta["posted"] = True
+        self._posted.add(entry.id)
         view.post_completion(completion_markdown(entry))
         if view.own_task == entry.id:
             view.finish("done" if entry.status is TaskStatus.COMPLETED else str(entry.status))
@@ -211,8 +212,7 @@ class NotebookHarness:
         if not prompt.strip():
             raise UsageError("%%agent needs a prompt: write it in the cell body (or after %agent on the line)")
         view = self.new_view("main", model or h.model or "(no model)")
-        h.approval = self.approval_for(view)
-        run = h.run(prompt, on_event=self._track(view), model=model, max_turns=max_turns)
+        run = h.run(prompt, on_event=self._track(view), model=model, max_turns=max_turns, approval=self.approval_for(view))
         return await self._foreground(view, run)
 
     async def run_direct(self, agent: str, prompt: str) -> AgentReply:
@@ -220,10 +220,14 @@ class NotebookHarness:
         if not prompt.strip():
             raise UsageError(f"%@{agent} needs a prompt, e.g. %@{agent} summarise data.csv")
         definition = h.registry.get(agent)
-        model = definition.model if definition.model and "/" in definition.model else h.model or "(no model)"
-        view = self.new_view(agent, model)
-        h.approval = self.approval_for(view)
-        return await self._foreground(view, h.run_subagent(agent, prompt, on_event=self._track(view)))
+        view = self.new_view(agent, self.model_of(definition.model))
+        run = h.run_subagent(agent, prompt, on_event=self._track(view), approval=self.approval_for(view))
+        return await self._foreground(view, run)
+
+    def model_of(self, requested: str | None) -> str:
+        """The model a subagent asking for ``requested`` runs on, for its view's header."""
+        main = self.harness().model
+        return resolve_model(requested, main) if main else "(no model)"
 
     async def _foreground(self, view: RunView | TextView, run: Awaitable[RunResult]) -> AgentReply:
         """Await a run in a cell: the ticker keeps interrupts prompt; the view ends as done,
@@ -249,11 +253,12 @@ class NotebookHarness:
             definition = h.registry.get(agent)
         except HarnessError as exc:
             raise UsageError(str(exc)) from None
-        view = self.new_view(definition.name, h.model or "(no model)", title="background")
-        h.approval = self.approval_for(view)
+        view = self.new_view(definition.name, self.model_of(definition.model), title="background")
         # the task does not run before this function returns, so no event is missed
         try:
-            handle = h.start_subagent(definition.name, prompt, on_event=self._track(view))
+            handle = h.start_subagent(
+                definition.name, prompt, on_event=self._track(view), approval=self.approval_for(view)
+            )
         except HarnessError as exc:  # no model configured, say
             _finish(view, "failed")
             raise UsageError(str(exc)) from None
@@ -271,5 +276,4 @@ def _finish(view: RunView | TextView, state: str) -> None:
 
 def completion_markdown(entry: TaskEntry) -> str:
     """How a finished background task is shown in its cell and by ``%task wait``."""
-    body = entry.result if entry.status is TaskStatus.COMPLETED else (entry.error or "")
-    return f"**{entry.id}** · {entry.agent} · {entry.status} · {entry.usage.summary()}\n\n{body}"
+    return f"**{entry.id}** · {entry.agent} · {entry.status} · {entry.usage.summary()}\n\n{entry.outcome}"

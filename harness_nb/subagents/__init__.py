@@ -4,22 +4,25 @@
 from .coordination import MessageRouter, Route, TrackerRoute, coordination_tools
 from .definition import SubAgentDefinition
 from .handle import SubagentHandle
+from .model import ModelResolver, describe_model, resolve_model
 from .loader import LoadResult, load_agent_dir, load_agent_file, parse_agent_text
-from .permission import COORDINATION_TOOLS, resolve_tools
+from .permission import resolve_tools
 from .registry import BUILTIN_AGENTS, AgentOverride, AgentRegistry
-from .runner import BACKGROUND_DENIED, BackgroundApprovals, SubagentRunner, progress_line
+from .render import background_completed, finished_task, running_task, task_result
+from .runner import BACKGROUND_DENIED, BackgroundApprovals, Child, SubagentRunner, progress_line
 from .task_tool import SubagentFailed, TaskParams, TaskTool
 from .tracker import TaskEntry, TaskStatus, TaskTracker
 
 __all__ = [
     "BACKGROUND_DENIED",
-    "COORDINATION_TOOLS",
     "BUILTIN_AGENTS",
     "AgentOverride",
     "AgentRegistry",
     "BackgroundApprovals",
+    "Child",
     "LoadResult",
     "MessageRouter",
+    "ModelResolver",
     "Route",
     "SubAgentDefinition",
     "SubagentFailed",
@@ -31,10 +34,16 @@ __all__ = [
     "TaskTool",
     "TaskTracker",
     "TrackerRoute",
+    "background_completed",
     "coordination_tools",
+    "describe_model",
+    "finished_task",
     "load_agent_dir",
     "load_agent_file",
     "parse_agent_text",
     "progress_line",
+    "resolve_model",
     "resolve_tools",
+    "running_task",
+    "task_result",
 ]

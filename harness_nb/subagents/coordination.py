@@ -11,7 +11,8 @@ from pydantic import Field
 
 from ..core import ToolError, UnknownNameError
 from ..tools import Tool, ToolContext, tool
-from .tracker import TaskStatus, TaskTracker
+from .render import finished_task, task_snapshot
+from .tracker import TaskTracker
 
 
 class Route(Protocol):
@@ -57,12 +58,6 @@ class MessageRouter:
         raise UnknownNameError("recipient", to, names)
 
 
-def _result_text(entry_id: str, status: TaskStatus, body: str) -> str:
-    if status is TaskStatus.COMPLETED:
-        return f'<task id="{entry_id}" state="completed"><task_result>{body}</task_result></task>'
-    return f'<task id="{entry_id}" state="{status}">{body}</task>'
-
-
 def coordination_tools(tracker: TaskTracker, router: MessageRouter) -> list[Tool]:
     """Fresh ``task_output``, ``task_stop`` and ``send_message`` tools bound to one harness."""
 
@@ -82,10 +77,9 @@ def coordination_tools(tracker: TaskTracker, router: MessageRouter) -> list[Tool
         if block and not entry.done:
             entry = await tracker.wait(task_id, timeout)
         if not entry.done:
-            return entry.snapshot()
+            return task_snapshot(entry)
         entry.delivered = True  # read here, so not injected again later
-        body = entry.result if entry.status is TaskStatus.COMPLETED else (entry.error or "")
-        return _result_text(entry.id, entry.status, body or "")
+        return finished_task(entry)
 
     @tool(name="task_stop", coordination=True)
     async def task_stop(

@@ -59,8 +59,14 @@ CLAUDE_TOOL_NAMES: dict[str, str] = {
     "agent": "task",
 }
 
-# Claude Code's model aliases only make sense inside Claude Code; see ``normalize_model``.
-CLAUDE_MODEL_ALIASES = frozenset({"sonnet", "opus", "haiku", "opusplan"})
+# Claude Code's model aliases, and the Anthropic model each stands for. The one table: the
+# model resolver (``model.py``) applies it when the main model is an Anthropic one.
+CLAUDE_MODEL_ALIASES: dict[str, str] = {
+    "sonnet": "claude-sonnet-4-5",
+    "opus": "claude-opus-4-1",
+    "opusplan": "claude-opus-4-1",
+    "haiku": "claude-haiku-4-5",
+}
 
 _OUR_TOOL_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _PATTERN = re.compile(r"^\s*([A-Za-z_][\w-]*)\s*\((.*)\)\s*$", re.DOTALL)
@@ -131,19 +137,22 @@ def normalize_model(raw: Any) -> tuple[str | None, str | None]:
     """Return ``(model, note)``: ``None`` means the parent's model.
 
     ``inherit`` and an empty value mean the parent's model. A bare Claude Code alias
-    (``sonnet``, ``opus``, ``haiku``) also does, with a note: agent collections written for
-    Claude Code use them everywhere, and pinning them would make every such agent need an
-    Anthropic key. Anything else (``openai/gpt-4o``) is kept as written.
+    (``sonnet``, ``opus``, ``haiku``) is kept (lowercased) with a note: it means that
+    Anthropic model when the main model is an Anthropic one, and the parent's model
+    otherwise — agent collections written for Claude Code use aliases everywhere, and pinning
+    them would make every such agent need an Anthropic key. Anything else
+    (``openai/gpt-4o``) is kept as written.
     """
     if raw is None:
         return None, None
     text = str(raw).strip()
     if not text or text.lower() == "inherit":
         return None, None
-    if text.lower() in CLAUDE_MODEL_ALIASES:
-        return None, (
-            f"model {text!r} is a Claude Code alias: using the parent's model "
-            f"(write provider/model, e.g. anthropic/claude-sonnet-4-5, to pin one)"
+    alias = CLAUDE_MODEL_ALIASES.get(text.lower())
+    if alias is not None:
+        return text.lower(), (
+            f"model {text!r} is a Claude Code alias: anthropic/{alias} when the main model is an "
+            "Anthropic one, else the parent's model (write provider/model to pin one)"
         )
     return text, None
 

@@ -48,8 +48,8 @@ class SubagentHandle:
             raise asyncio.CancelledError(f"task {self.id} was cancelled")
         if entry.status is TaskStatus.FAILED:
             raise HarnessError(f"task {self.id} ({entry.agent}) failed: {entry.error}")
-        result: RunResult = entry.meta["run_result"]
-        return result
+        assert entry.run_result is not None  # a completed subagent entry always has one
+        return entry.run_result
 
     def __await__(self) -> Generator[Any, None, RunResult]:
         return self.result().__await__()

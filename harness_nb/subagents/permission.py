@@ -1,38 +1,35 @@
 """Which tools a subagent gets: permissions only ever narrow down the delegation chain.
 
-``resolve_tools`` is the first line of defence; the run-time deny-coordination hook in the
+``resolve_tools`` is the first line of defence; the run-time ``DenyCoordinationHook`` in the
 runner is the second, so a coordination tool that slips into a child's tool list by some
-future mistake is still refused when called.
+future mistake is still refused when called. Both read one source: the tool's own
+``coordination`` flag (set on ``task``, ``task_output``, ``task_stop``, ``send_message``
+and the team tools) — never a list of names that could fall out of step with the tools.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..tools import Tool
 from .definition import SubAgentDefinition
 
-# Tools that delegate, steer other agents or talk to the person. A subagent never gets
-# them: it must not spawn subagents of its own or block waiting for the person.
-COORDINATION_TOOLS = frozenset(
-    {"task", "task_output", "task_stop", "send_message", "team_create", "team_delete", "ask_user"}
-)
 
-
-def resolve_tools(defn: SubAgentDefinition, parent_tools: Iterable[str]) -> list[str]:
-    """The tools a subagent may use, in the parent's order.
+def resolve_tools(defn: SubAgentDefinition, parent_tools: Iterable[Tool]) -> list[str]:
+    """The names of the tools a subagent may use, in the parent's order.
 
     ``(allowlist ∩ parent_tools, or parent_tools when there is no allowlist)
-    − disallowed_tools − COORDINATION_TOOLS``. The result is always a subset of
+    − disallowed_tools − coordination tools``. The result is always a subset of
     ``parent_tools``, so a child can never hold a tool its parent lacks, and resolving
     again for a grandchild can only narrow further. ``defn.tools`` of ``None`` means no
     allowlist; an empty list is an allowlist that allows nothing.
     """
     allowed = None if defn.tools is None else set(defn.tools)
-    denied = COORDINATION_TOOLS.union(defn.disallowed_tools)
+    denied = set(defn.disallowed_tools)
     result: list[str] = []
-    for name in parent_tools:
-        if name in denied or name in result:
+    for t in parent_tools:
+        if t.coordination or t.name in denied or t.name in result:
             continue
-        if allowed is None or name in allowed:
-            result.append(name)
+        if allowed is None or t.name in allowed:
+            result.append(t.name)
     return result

@@ -5,17 +5,24 @@ parent's history or system prompt: the prompt is the only channel), tools narrow
 ``resolve_tools``, the parent's hooks plus one that denies coordination tools at run time,
 the definition's model or the parent's provider, and a system prompt of its own.
 
-Approvals: a foreground subagent relays to the parent's approval channel, so the person
+Everything a child inherits comes from a ``ParentContext``: the frozen context of the run
+that starts it (provider, tools, hooks, limits, workdir, approval channel, depth, usage
+account), never the parent engine itself — so a background child keeps the provider and
+channel of the run that launched it, however long it outlives that run, and bills its
+usage to that run's account.
+
+Approvals: a foreground subagent relays to the parent run's approval channel, so the person
 sees the request where the parent runs. A background subagent is denied (fail closed)
-unless ``background_approvals="ask"``, where the request goes to the channel that was
-current when the task was launched and times out to Denied.
+unless ``background_approvals="ask"``, where the request goes to the launching run's
+channel and times out to Denied.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 from ..core import (
@@ -33,18 +40,21 @@ from ..engine import (
     ApprovalChannel,
     Approved,
     Denied,
-    DenyToolsHook,
+    DenyCoordinationHook,
     EventSink,
     Injector,
     Limits,
     MemorySession,
+    ParentContext,
     PromptBuilder,
+    RunContext,
     RunResult,
+    UsageAccount,
 )
-from ..providers.base import Provider
 from ..tools import Tool
 from .definition import SubAgentDefinition
-from .permission import COORDINATION_TOOLS, resolve_tools
+from .model import ModelResolver
+from .permission import resolve_tools
 
 log = logging.getLogger("harness_nb.subagents")
 
@@ -54,36 +64,38 @@ DEFAULT_SUBAGENT_PROMPT = (
     "You are a subagent: finish the task you are given with the tools you have, then reply "
     "with a concise report of what you found or changed (with file paths)."
 )
-# Claude Code agent files name models by family; they mean "an Anthropic model".
-MODEL_ALIASES = {
-    "sonnet": "claude-sonnet-4-5",
-    "opus": "claude-opus-4-1",
-    "haiku": "claude-haiku-4-5",
-}
+
+
+@dataclass(frozen=True, slots=True)
+class Child:
+    """A subagent ready to run: its engine (session, narrowed tools, hooks, prompt) and the
+    context of its runs (provider, limits, approval channel, usage account)."""
+
+    engine: AgentEngine
+    context: RunContext
 
 
 class SubagentRunner:
-    """Runs subagent definitions as children of a parent engine.
+    """Runs subagent definitions as children of a parent run (a ``ParentContext``).
 
-    ``provider_factory`` turns a ``provider/model`` string into a provider (for definitions
-    that name their own model); providers it makes are kept and reused.
+    ``models`` resolves a definition's model and keeps the providers it makes; the harness
+    shares one resolver between its own runs and its subagents.
     """
 
     def __init__(
         self,
+        models: ModelResolver,
         *,
-        provider_factory: Callable[[str], Provider] | None = None,
         max_depth: int = 3,
         background_approvals: BackgroundApprovals = "deny",
         approval_timeout: float = 300.0,
     ) -> None:
-        self.provider_factory = provider_factory
+        self.models = models
         self.max_depth = max_depth
         self.background_approvals = background_approvals
         self.approval_timeout = approval_timeout
-        self._providers: dict[str, Provider] = {}
 
-    def check_depth(self, parent: AgentEngine) -> None:
+    def check_depth(self, parent: ParentContext) -> None:
         """Refuse a spawn deeper than ``max_depth`` with a clear error."""
         if parent.depth + 1 > self.max_depth:
             raise HarnessError(
@@ -91,60 +103,36 @@ class SubagentRunner:
                 f"{self.max_depth}. Do this part yourself instead of delegating it."
             )
 
-    def provider_for(self, definition: SubAgentDefinition, parent: AgentEngine) -> Provider:
-        """The definition's model when it names one, else the parent's provider."""
-        model = (definition.model or "").strip()
-        if not model or model == "inherit":
-            return parent.provider
-        if "/" not in model:
-            alias = MODEL_ALIASES.get(model.lower())
-            if alias and parent.provider.name == "anthropic":
-                model = f"anthropic/{alias}"
-            else:
-                log.info("agent %s: model %r is not provider/model; using the parent's", definition.name, model)
-                return parent.provider
-        if model == parent.provider.model_id:
-            return parent.provider
-        if model not in self._providers:
-            if self.provider_factory is None:
-                raise HarnessError(f"agent {definition.name!r} asks for model {model!r} but no provider factory is set")
-            self._providers[model] = self.provider_factory(model)
-        return self._providers[model]
-
     def build(
         self,
         definition: SubAgentDefinition,
-        parent: AgentEngine,
+        parent: ParentContext,
         *,
         task_id: str,
         background: bool,
+        account: UsageAccount | None = None,
         injectors: Sequence[Injector] = (),
         session: MemorySession | None = None,
         extra_tools: Sequence[Tool] = (),
-        relay_to: ApprovalChannel | None = None,
-    ) -> AgentEngine:
-        """The child engine for one run of ``definition`` under ``parent``.
-
-        ``relay_to`` is the channel the child's approval requests go to, when it is not the
-        parent's channel of the moment (a background task keeps the one current at launch).
+        agent: str | None = None,
+    ) -> Child:
+        """The child of ``parent`` for one run of ``definition`` (or, for a teammate, for
+        all of its turns). ``account`` is the child's usage account (by default a new one
+        billing the parent's); ``agent`` the child's name in events (the definition's).
 
         ``extra_tools`` are added after narrowing and exempt from the coordination deny hook:
         a teammate's own ``send_message`` is the one coordination tool it is meant to hold.
         """
         self.check_depth(parent)
-        names = resolve_tools(definition, parent.tools.names())
-        denied = COORDINATION_TOOLS - {t.name for t in extra_tools}
-        hooks = parent.hooks.with_hooks(
-            DenyToolsHook(denied, "subagents cannot delegate or coordinate; do the work yourself")
-        )
-        tools = parent.tools.subset(names)
+        tools = parent.tools.subset(resolve_tools(definition, parent.tools))
         for extra in extra_tools:
             tools.add(extra)
+        hooks = parent.hooks.with_hooks(DenyCoordinationHook(exempt=[t.name for t in extra_tools]))
         if session is None:
             transcript = None
-            if parent.session.transcript is not None:
-                transcript = parent.session.transcript.with_name(f"{parent.session.id}.{task_id}.jsonl")
-            session = MemorySession(f"{parent.session.id}.{task_id}", transcript=transcript)
+            if parent.transcript is not None:
+                transcript = parent.transcript.with_name(f"{parent.session_id}.{task_id}.jsonl")
+            session = MemorySession(f"{parent.session_id}.{task_id}", transcript=transcript)
         limits = parent.limits
         if definition.max_turns:
             limits = Limits(
@@ -153,8 +141,9 @@ class SubagentRunner:
                 wall_time=limits.wall_time,
                 tool_timeout=limits.tool_timeout,
             )
-        return AgentEngine(
-            self.provider_for(definition, parent),
+        provider = self.models.provider_for(definition, parent.provider)
+        engine = AgentEngine(
+            provider,
             tools,
             hooks=hooks,
             session=session,
@@ -164,13 +153,14 @@ class SubagentRunner:
                 skills=definition.skills,
             ),
             limits=limits,
-            approval=self._approval_for(definition.name, relay_to or parent.approval, background),
             workdir=parent.workdir,
-            agent=definition.name,
+            agent=agent or definition.name,
             depth=parent.depth + 1,
             injectors=injectors,
-            services=parent.services,
         )
+        approval = self._approval_for(definition.name, parent.approval, background)
+        context = RunContext(provider, limits, approval, account or parent.account.child())
+        return Child(engine, context)
 
     def _approval_for(
         self, agent: str, parent_channel: ApprovalChannel | None, background: bool
@@ -197,20 +187,21 @@ class SubagentRunner:
         self,
         definition: SubAgentDefinition,
         prompt: str,
-        parent: AgentEngine,
+        parent: ParentContext,
         *,
         task_id: str,
         background: bool = False,
+        account: UsageAccount | None = None,
         emit: EventSink | None = None,
         injectors: Sequence[Injector] = (),
         wrap: bool = True,
-        relay_to: ApprovalChannel | None = None,
     ) -> RunResult:
-        """Run ``definition`` on ``prompt`` as a child of ``parent``; child events reach
-        ``emit`` wrapped in ``SubagentUpdate`` (unwrapped with ``wrap=False``, for a direct
-        ``%@name`` run where the subagent is the whole run). Exceptions propagate."""
+        """Run ``definition`` on ``prompt`` as a child of ``parent``, billing ``account``;
+        child events reach ``emit`` wrapped in ``SubagentUpdate`` (unwrapped with
+        ``wrap=False``, for a direct ``%@name`` run where the subagent is the whole run).
+        Exceptions propagate."""
         child = self.build(
-            definition, parent, task_id=task_id, background=background, injectors=injectors, relay_to=relay_to
+            definition, parent, task_id=task_id, background=background, account=account, injectors=injectors
         )
         sink = emit or (lambda _e: None)
 
@@ -218,14 +209,9 @@ class SubagentRunner:
             sink(SubagentUpdate(task_id=task_id, event=event, agent=definition.name))
 
         try:
-            return await child.run(prompt, on_event=forward if wrap else sink)
+            return await child.engine.run(prompt, on_event=forward if wrap else sink, context=child.context)
         finally:
-            child.session.close()
-
-    async def aclose(self) -> None:
-        for provider in self._providers.values():
-            await provider.aclose()
-        self._providers.clear()
+            child.engine.session.close()
 
 
 def progress_line(event: Event) -> str | None:
@@ -235,7 +221,7 @@ def progress_line(event: Event) -> str | None:
     if isinstance(event, ApprovalRequested):
         return f"waiting for approval: {event.call.brief()}"
     if isinstance(event, TurnFinished):
-        return f"turn {event.turn} · {event.usage.total_tokens:,} tokens"
+        return f"turn {event.turn} · {event.usage.tokens_label()}"
     if isinstance(event, RunFinished):
         return f"finished ({event.stop_reason})"
     return None

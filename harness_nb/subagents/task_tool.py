@@ -2,12 +2,13 @@
 
 Its schema is generated from the registry (``subagent_type`` is an enum of the registered
 names; the description lists each agent), so a new agent file is delegable at once.
-Modes, checked in this order: team (``team_name``), background, chain, parallel (``tasks``),
-single. Results follow the seed's XML style::
+Modes, checked in this order: team (``team_name``), chain, parallel (``tasks``), single;
+``background`` works with one task or with ``tasks`` (each its own background task). The
+result forms are in ``render.py``.
 
-    <task id="fg-1" state="completed"><task_result>…</task_result></task>
-    <task id="fg-2" state="error">…</task>
-    <task id="bg-1" state="running"/>
+Subagents start from ``ToolContext.parent``, the calling run's ``ParentContext``: its
+provider, tools, hooks, limits, approval channel and usage account, fixed when that run
+started.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from ..core import Event, HarnessError, SubagentUpdate, ToolError, ToolSpec
-from ..engine import AgentEngine, RunResult
+from ..engine import ParentContext, RunResult
 from ..tools import Tool, ToolContext
 from .definition import SubAgentDefinition
 from .registry import AgentRegistry
+from .render import finished_task, running_task, task_result
 from .runner import SubagentRunner, progress_line
 from .tracker import TaskEntry, TaskTracker
 
@@ -67,7 +69,7 @@ class SubagentFailed(HarnessError):
 @dataclass(frozen=True, slots=True)
 class _Outcome:
     task_id: str
-    xml: str
+    text: str
     result: RunResult | None  # None when the subagent failed
 
 
@@ -107,14 +109,21 @@ class TaskTool(Tool):
         return self._spec
 
     async def run(self, params: TaskParams, ctx: ToolContext) -> str:
-        parent: AgentEngine = ctx.engine
+        parent: ParentContext = ctx.parent
         if params.team_name:
             return await self._team(params, ctx)
         if params.tasks and params.chain:
             raise ToolError("give either `tasks` (parallel) or `chain` (sequential), not both")
         if params.chain:
+            if params.background:
+                raise ToolError(
+                    "a chain runs in the foreground: drop `background`, or start each step as "
+                    "its own background task once the previous one is done"
+                )
             return await self._chain(params.chain, parent, ctx)
         if params.tasks:
+            if params.background:
+                return self._background_all(params.tasks, parent, ctx)
             return await self._parallel(params.tasks, parent, ctx)
         if not params.subagent_type or not params.prompt:
             raise ToolError(
@@ -122,14 +131,18 @@ class TaskTool(Tool):
             )
         definition = self.registry.get(params.subagent_type)
         if params.background:
-            return self._background(definition, params.prompt, params.description, parent, ctx)
-        return (await self._foreground(definition, params.prompt, params.description, parent, ctx)).xml
+            entry = self.launch_background(definition, params.prompt, parent, description=params.description, emit=ctx.emit)
+            return running_task(entry.id)
+        outcome = await self._foreground(definition, params.prompt, params.description, parent, ctx)
+        if outcome.result is None:
+            raise ToolError(outcome.text)
+        return outcome.text
 
     async def run_child(
         self,
         definition: SubAgentDefinition,
         prompt: str,
-        parent: AgentEngine,
+        parent: ParentContext,
         *,
         description: str = "",
         emit: Callable[[Event], Any] | None = None,
@@ -138,14 +151,17 @@ class TaskTool(Tool):
         """Run one subagent in the foreground, tracked as ``fg-N``. Returns (task id, result);
         a failure is recorded on the task entry and re-raised."""
         entry = self.tracker.start("subagent", definition.name, prompt, description=description, background=False)
-        run = self.runner.run(definition, prompt, parent, task_id=entry.id, emit=self._sink(entry.id, emit), wrap=wrap)
-        return entry.id, await self._tracked(entry, definition, run, parent)
+        account = parent.account.child()
+        entry.usage = account.usage  # live: %task shows what it has used so far
+        run = self.runner.run(
+            definition, prompt, parent, task_id=entry.id, account=account, emit=self._sink(entry.id, emit), wrap=wrap
+        )
+        return entry.id, await self._tracked(entry, definition, run)
 
-    async def _tracked(
-        self, entry: TaskEntry, definition: SubAgentDefinition, run: Awaitable[RunResult], parent: AgentEngine
-    ) -> RunResult:
+    async def _tracked(self, entry: TaskEntry, definition: SubAgentDefinition, run: Awaitable[RunResult]) -> RunResult:
         """Await a subagent run and record how it ended on its task entry (cancelled, failed
-        — re-raised as ``SubagentFailed`` — or completed, with its usage rolled up)."""
+        — re-raised as ``SubagentFailed`` — or completed). Its usage is already billed: the
+        child's account rolls up into the launching run's as it goes."""
         try:
             result = await run
         except asyncio.CancelledError:
@@ -155,40 +171,39 @@ class TaskTool(Tool):
             self.tracker.finish(entry.id, f"{type(exc).__name__}: {exc}", failed=True)
             raise SubagentFailed(entry.id, definition.name, exc) from exc
         result = result.model_copy(update={"task_id": entry.id})
-        entry.meta["run_result"] = result
-        self.tracker.finish(entry.id, result.final_text, usage=result.usage)
-        parent.add_child_usage(result.usage)
+        entry.run_result = result
+        self.tracker.finish(entry.id, result.final_text)
         return result
 
     async def _foreground(
-        self, definition: SubAgentDefinition, prompt: str, description: str, parent: AgentEngine, ctx: ToolContext
+        self, definition: SubAgentDefinition, prompt: str, description: str, parent: ParentContext, ctx: ToolContext
     ) -> _Outcome:
         """``run_child`` for the model: never raises except on cancellation, so one failure
         does not lose the results of its siblings."""
         try:
             task_id, result = await self.run_child(definition, prompt, parent, description=description, emit=ctx.emit)
         except SubagentFailed as exc:
-            return _Outcome(exc.task_id, f'<task id="{exc.task_id}" state="error">{exc}</task>', None)
-        xml = f'<task id="{task_id}" state="completed"><task_result>{result.final_text}</task_result></task>'
-        return _Outcome(task_id, xml, result)
+            return _Outcome(exc.task_id, finished_task(self.tracker.get(exc.task_id)), None)
+        return _Outcome(task_id, finished_task(self.tracker.get(task_id)), result)
 
     def launch_background(
         self,
         definition: SubAgentDefinition,
         prompt: str,
-        parent: AgentEngine,
+        parent: ParentContext,
         *,
         description: str = "",
         emit: Callable[[Event], Any] | None = None,
     ) -> TaskEntry:
         """Start a subagent as an asyncio task owned by the tracker and return its entry at
-        once. Messages queued with ``tracker.add_pending`` reach it at its next turn."""
+        once. It keeps ``parent`` — the launching run's provider, approval channel and usage
+        account — however long it outlives that run. Messages queued with
+        ``tracker.add_pending`` reach it at its next turn."""
         self.runner.check_depth(parent)
         entry = self.tracker.start("subagent", definition.name, prompt, description=description, background=True)
+        account = parent.account.child()
+        entry.usage = account.usage
         sink = self._sink(entry.id, emit)
-        # The parent's channel may change before the task first runs (two launches from one
-        # notebook cell): its approvals belong where it was launched.
-        channel = parent.approval
 
         async def body() -> None:
             run = self.runner.run(
@@ -197,40 +212,47 @@ class TaskTool(Tool):
                 parent,
                 task_id=entry.id,
                 background=True,
+                account=account,
                 emit=sink,
                 injectors=[lambda: self.tracker.drain_pending(entry.id)],
-                relay_to=channel,
             )
             with contextlib.suppress(SubagentFailed):  # recorded on the entry; nobody awaits this task
-                await self._tracked(entry, definition, run, parent)
+                await self._tracked(entry, definition, run)
 
         entry.task = asyncio.get_running_loop().create_task(body(), name=f"subagent:{definition.name}:{entry.id}")
         return entry
 
-    def _background(
-        self, definition: SubAgentDefinition, prompt: str, description: str, parent: AgentEngine, ctx: ToolContext
-    ) -> str:
-        entry = self.launch_background(definition, prompt, parent, description=description, emit=ctx.emit)
-        return f'<task id="{entry.id}" state="running"/>'
+    def _background_all(self, items: list[_Item], parent: ParentContext, ctx: ToolContext) -> str:
+        """``background`` with ``tasks``: each item becomes its own background task."""
+        _check_count(items)
+        definitions = [self.registry.get(i.subagent_type) for i in items]
+        entries = [
+            self.launch_background(d, i.prompt, parent, description=i.description, emit=ctx.emit)
+            for d, i in zip(definitions, items, strict=True)
+        ]
+        return "\n".join(running_task(e.id) for e in entries)
 
-    async def _parallel(self, items: list[_Item], parent: AgentEngine, ctx: ToolContext) -> str:
-        if len(items) > MAX_PARALLEL_TASKS:
-            raise ToolError(f"at most {MAX_PARALLEL_TASKS} parallel tasks at once, got {len(items)}; split them")
+    async def _parallel(self, items: list[_Item], parent: ParentContext, ctx: ToolContext) -> str:
+        _check_count(items)
         definitions = [self.registry.get(i.subagent_type) for i in items]
         gate = asyncio.Semaphore(self.max_concurrency)
 
-        async def one(definition: SubAgentDefinition, item: _Item) -> str:
+        async def one(definition: SubAgentDefinition, item: _Item) -> _Outcome:
             async with gate:
-                return (await self._foreground(definition, item.prompt, item.description, parent, ctx)).xml
+                return await self._foreground(definition, item.prompt, item.description, parent, ctx)
 
         async with asyncio.TaskGroup() as group:
             tasks = [
                 group.create_task(one(d, i), name=f"parallel:{d.name}:{n}")
                 for n, (d, i) in enumerate(zip(definitions, items, strict=True))
             ]
-        return "\n".join(t.result() for t in tasks)
+        outcomes = [t.result() for t in tasks]
+        text = "\n".join(o.text for o in outcomes)
+        if all(o.result is None for o in outcomes):
+            raise ToolError(f"every one of the {len(outcomes)} parallel tasks failed:\n{text}")
+        return text
 
-    async def _chain(self, steps: list[_Item], parent: AgentEngine, ctx: ToolContext) -> str:
+    async def _chain(self, steps: list[_Item], parent: ParentContext, ctx: ToolContext) -> str:
         definitions = [self.registry.get(s.subagent_type) for s in steps]
         previous = ""
         last_id = ""
@@ -238,12 +260,9 @@ class TaskTool(Tool):
             prompt = step.prompt.replace("{previous}", previous)
             outcome = await self._foreground(definition, prompt, step.description, parent, ctx)
             if outcome.result is None:
-                return (
-                    f'<task state="error">chain stopped at step {n} of {len(steps)} '
-                    f"({definition.name}): {outcome.xml}</task>"
-                )
+                raise ToolError(f"chain stopped at step {n} of {len(steps)} ({definition.name}): {outcome.text}")
             previous, last_id = outcome.result.final_text, outcome.task_id
-        return f'<task id="{last_id}" state="completed" steps="{len(steps)}"><task_result>{previous}</task_result></task>'
+        return task_result(last_id, "completed", previous, steps=str(len(steps)))
 
     async def _team(self, params: TaskParams, ctx: ToolContext) -> str:
         if self.team_spawner is None:
@@ -266,6 +285,11 @@ class TaskTool(Tool):
                 tracker.log(task_id, line)
 
         return sink
+
+
+def _check_count(items: list[_Item]) -> None:
+    if len(items) > MAX_PARALLEL_TASKS:
+        raise ToolError(f"at most {MAX_PARALLEL_TASKS} parallel tasks at once, got {len(items)}; split them")
 
 
 def _build_spec(definitions: list[SubAgentDefinition]) -> ToolSpec:

@@ -14,9 +14,13 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..core import Usage, UnknownNameError
+from .render import background_completed
+
+if TYPE_CHECKING:
+    from ..engine import RunResult
 
 TaskKind = Literal["subagent", "teammate", "shell"]
 
@@ -30,7 +34,10 @@ class TaskStatus(StrEnum):
 
 @dataclass
 class TaskEntry:
-    """One tracked task. ``log`` keeps the last ``log_limit`` progress lines."""
+    """One tracked task. ``log`` keeps the last ``log_limit`` progress lines; ``usage`` is
+    the task's live usage (its account's); ``run_result`` the subagent's whole result once
+    it completed. A teammate's entry also names its ``team``, its ``member`` name and its
+    ``member_state`` (working, idle, exited)."""
 
     id: str
     kind: TaskKind
@@ -48,7 +55,10 @@ class TaskEntry:
     delivered: bool = False
     pending: list[str] = field(default_factory=list)
     task: asyncio.Task[Any] | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
+    run_result: RunResult | None = None
+    team: str | None = None
+    member: str | None = None
+    member_state: str | None = None
     _done: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
 
     @property
@@ -59,21 +69,13 @@ class TaskEntry:
     def elapsed(self) -> float:
         return (self.finished_at or time.time()) - self.started_at
 
-    def snapshot(self) -> str:
-        """A short status text (what ``task_output`` returns on timeout)."""
-        last = self.log[-1] if self.log else "no progress yet"
-        return (
-            f'<task id="{self.id}" agent="{self.agent}" state="{self.status}" '
-            f'elapsed="{self.elapsed:.1f}s" tokens="{self.usage.total_tokens}">last: {last}</task>'
-        )
-
-    def completion_text(self) -> str:
-        """The block injected into the main agent's prompt when this task has finished."""
-        body = self.result if self.status is TaskStatus.COMPLETED else (self.error or self.result or "")
-        return (
-            f'<background-task-completed id="{self.id}" agent="{self.agent}" status="{self.status}">'
-            f"{body}</background-task-completed>"
-        )
+    @property
+    def outcome(self) -> str:
+        """What the task ended with: its result when it completed, else its error (the one
+        rule every view of a finished task uses)."""
+        if self.status is TaskStatus.COMPLETED:
+            return self.result or ""
+        return self.error or self.result or ""
 
 
 Listener = Callable[[TaskEntry], Any]
@@ -138,14 +140,12 @@ class TaskTracker:
             entry.log.append(line)
             self._changed(entry)
 
-    def finish(self, task_id: str, result: str, *, failed: bool = False, usage: Usage | None = None) -> None:
+    def finish(self, task_id: str, result: str, *, failed: bool = False) -> None:
         """Record the end of a task. Ignored when the task already ended (cancelled stays
         cancelled)."""
         entry = self._entries.get(task_id)
         if entry is None:
             return
-        if usage is not None:
-            entry.usage = usage
         if entry.done:
             return
         entry.status = TaskStatus.FAILED if failed else TaskStatus.COMPLETED
@@ -180,7 +180,7 @@ class TaskTracker:
 
     def completion_texts(self) -> list[str]:
         """``drain_completed`` as the blocks injected into the main agent's next call."""
-        return [e.completion_text() for e in self.drain_completed()]
+        return [background_completed(e) for e in self.drain_completed()]
 
     def add_pending(self, task_id: str, message: str) -> None:
         """Queue a steering message; the task takes it at its next turn."""

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..core import Event, HarnessError, ToolError, UnknownNameError
 from ..core import Message as ChatMessage
-from ..engine import AgentEngine, MemorySession, load_transcript
+from ..engine import MemorySession, ParentContext, load_transcript
 from ..subagents import AgentRegistry, SubAgentDefinition, SubagentRunner, TaskParams, TaskTracker
 from ..tools import Tool, ToolContext
 from .inbox import LeaderInbox, LeaderListener
@@ -38,8 +38,10 @@ EventListener = Callable[[str, Event], Any]
 
 
 class TeamManager:
-    """The teams of one harness. ``parent`` returns the main agent's engine: teammates are
-    its children (tools narrowed from its tools, its hooks, its provider by default)."""
+    """The teams of one harness. Teammates are children of the run that spawns them (the
+    ``task`` tool's ``ToolContext.parent``); ``lead`` returns the context of the main agent
+    as it is configured now, for teammates spawned or revived from outside a run (``%team``,
+    a message to an exited teammate)."""
 
     def __init__(
         self,
@@ -48,14 +50,14 @@ class TeamManager:
         agents: AgentRegistry,
         runner: SubagentRunner,
         tracker: TaskTracker,
-        parent: Callable[[], AgentEngine],
+        lead: Callable[[], ParentContext],
         log_limit: int = 500,
     ) -> None:
         self.store = RosterStore(folder)
         self.agents = agents
         self.runner = runner
         self.tracker = tracker
-        self.parent = parent
+        self.lead = lead
         self.registry = TeamRegistry()
         self.inbox = LeaderInbox(self.registry.leader)
         self.message_log: deque[Message] = deque(maxlen=log_limit)
@@ -130,9 +132,11 @@ class TeamManager:
         team: str | None = None,
         name: str | None = None,
         description: str = "",
+        parent: ParentContext | None = None,
     ) -> Member:
         """Start a teammate running ``agent`` on ``prompt`` and return at once. ``name``
-        defaults to the agent's name; either is made unique (``reader-2``)."""
+        defaults to the agent's name; either is made unique (``reader-2``). ``parent`` is
+        the run it is a child of (and bills): the lead's current context when ``None``."""
         definition = agent if isinstance(agent, SubAgentDefinition) else self.agents.get(agent)
         team_name = check_name("team", team or self.registry.default)
         member_name = self.registry.unique_name(name or definition.name)
@@ -142,7 +146,7 @@ class TeamManager:
         path.unlink(missing_ok=True)  # an orphan transcript whose roster entry was lost
         session = MemorySession(f"team.{team_name}.{member_name}", transcript=path)
         first = Message(TEAM_LEAD, "message", prompt, to=member_name)
-        self._start(member, definition, format_prompt(first), session, description)
+        self._start(member, definition, format_prompt(first), session, parent or self.lead(), description)
         self.message_log.append(first)
         self.registry.add(member)
         self._save(team_name)
@@ -151,7 +155,12 @@ class TeamManager:
     async def spawn_from_task(self, definition: SubAgentDefinition, params: TaskParams, ctx: ToolContext) -> str:
         """The ``task`` tool's team mode (``TaskTool.team_spawner``)."""
         member = await self.spawn(
-            definition, params.prompt or "", team=params.team_name, name=params.name, description=params.description
+            definition,
+            params.prompt or "",
+            team=params.team_name,
+            name=params.name,
+            description=params.description,
+            parent=ctx.parent,
         )
         return f'<teammate id="{member.record.task_id}" name="{member.name}" team="{member.team}" state="running"/>'
 
@@ -167,13 +176,19 @@ class TeamManager:
             history = await asyncio.to_thread(_read_history, path)
             session = MemorySession(f"team.{member.team}.{member.name}", transcript=path)
             session.messages = history
-            self._start(member, definition, format_prompt(message), session)
+            self._start(member, definition, format_prompt(message), session, self.lead())
         finally:
             member.reviving = False
         self._save(member.team)
 
     def _start(
-        self, member: Member, definition: SubAgentDefinition, prompt: str, session: MemorySession, description: str = ""
+        self,
+        member: Member,
+        definition: SubAgentDefinition,
+        prompt: str,
+        session: MemorySession,
+        parent: ParentContext,
+        description: str = "",
     ) -> None:
         """Build the teammate's engine, register its task entry and start its loop."""
         if self._closed:  # a revival that was loading its transcript while the harness closed
@@ -182,15 +197,15 @@ class TeamManager:
             update={"system_prompt": teammate_system_prompt(definition.system_prompt, name=member.name, team=member.team)}
         )
         task_id = self._new_task_id()
-        engine = self.runner.build(
+        child = self.runner.build(
             team_definition,
-            self.parent(),
+            parent,
             task_id=task_id,
             background=True,
             session=session,
             extra_tools=[teammate_send_message(self, member.name)],
+            agent=member.name,  # its identity in events, transcripts and scripted models
         )
-        engine.agent = member.name  # its identity in events, transcripts and scripted models
         entry = self.tracker.start(
             "teammate",
             definition.name,
@@ -199,12 +214,14 @@ class TeamManager:
             task_id=task_id,
         )
         entry.delivered = True  # it reports through the lead's mailbox, never as a completion
-        entry.meta.update(team=member.team, name=member.name, state="working")
+        entry.usage = child.context.account.usage
+        entry.team, entry.member, entry.member_state = member.team, member.name, "working"
         member.record.task_id = task_id
         member.record.state = "working"
         loop = Teammate(
             member,
-            engine,
+            child.engine,
+            child.context,
             entry=entry,
             tracker=self.tracker,
             deliver=self._post,

@@ -10,11 +10,12 @@ after. Only a shutdown request (answered with a shutdown response) or cancellati
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Callable
 
 from ..core import Event
-from ..engine import AgentEngine
+from ..engine import AgentEngine, RunContext
 from ..subagents import TaskEntry, TaskTracker, progress_line
 from .mailbox import TEAM_LEAD, Message
 from .protocol import format_prompt
@@ -27,14 +28,17 @@ SHUT_DOWN = "shut down on request"
 
 
 class Teammate:
-    """Runs ``member``'s loop on ``engine``. ``deliver`` posts a message to another member's
-    mailbox (the lead's included); ``on_change`` is told whenever the member's record
-    changed (to persist it); ``on_event`` sees every engine event with the member's name."""
+    """Runs ``member``'s loop on ``engine``, every turn in ``context`` (its provider, limits
+    and approval channel; each turn bills a fresh child of ``context.account``, the
+    teammate's account). ``deliver`` posts a message to another member's mailbox (the lead's
+    included); ``on_change`` is told whenever the member's record changed (to persist it);
+    ``on_event`` sees every engine event with the member's name."""
 
     def __init__(
         self,
         member: Member,
         engine: AgentEngine,
+        context: RunContext,
         *,
         entry: TaskEntry,
         tracker: TaskTracker,
@@ -44,6 +48,7 @@ class Teammate:
     ) -> None:
         self.member = member
         self.engine = engine
+        self.context = context
         self.entry = entry
         self.tracker = tracker
         self._deliver = deliver
@@ -79,15 +84,15 @@ class Teammate:
         turn's text instead of ending the teammate: the lead decides what happens next."""
         self._set_state("working", f"working: {_brief(prompt)}")
         record = self.member.record
+        turn = dataclasses.replace(self.context, account=self.context.account.child())
         try:
-            result = await self.engine.run(prompt, on_event=self._event)
+            result = await self.engine.run(prompt, on_event=self._event, context=turn)
         except Exception as exc:
             log.warning("teammate %s: turn failed: %s", self.member.name, exc)
             text = f"error: this turn failed: {type(exc).__name__}: {exc}"
         else:
             text = result.final_text
-            record.usage.add(result.usage)
-            self.entry.usage.add(result.usage)
+        record.usage.add(turn.account.usage)
         record.turns += 1
         record.last_message = text
         return text
@@ -95,11 +100,11 @@ class Teammate:
     def _shut_down(self, request: Message) -> None:
         name = self.member.name
         self._deliver(Message(name, "shutdown_response", f"{name} has shut down.", to=request.sender))
-        self.tracker.finish(self.entry.id, SHUT_DOWN, usage=self.entry.usage)
+        self.tracker.finish(self.entry.id, SHUT_DOWN)
 
     def _set_state(self, state: MemberState, line: str) -> None:
         self.member.record.state = state
-        self.entry.meta["state"] = state
+        self.entry.member_state = state
         self.tracker.log(self.entry.id, line)  # also tells the tracker's listeners
         self._on_change(self.member)
 
@@ -109,7 +114,7 @@ class Teammate:
         if self.member.task is not None and self.member.task is not asyncio.current_task():
             return
         self.member.record.state = "exited"
-        self.entry.meta["state"] = "exited"
+        self.entry.member_state = "exited"
         self._on_change(self.member)
 
     def _event(self, event: Event) -> None:

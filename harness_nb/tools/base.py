@@ -12,7 +12,7 @@ import inspect
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_type_hints
 
@@ -21,17 +21,19 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from ..core import Event, HarnessError, ToolCall, ToolSpec
 
 
-@dataclass
+@dataclass(frozen=True)
 class ToolContext:
-    """What a running tool may use: the working directory, the call, the event sink and the
-    engine that called it (``engine`` is typed loosely so tools need not import the engine)."""
+    """What a running tool may use: the working directory, the call, the calling agent, the
+    event sink, the tool itself, and ``parent``: the calling run as a subagent would inherit
+    it (an ``engine.ParentContext``, typed loosely so that tools need not import the engine;
+    the delegation tool starts its subagents from it)."""
 
     workdir: Path
     call: ToolCall
     agent: str = "main"
     emit: Callable[[Event], Any] = lambda _event: None
-    engine: Any = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    tool: Tool | None = None
+    parent: Any = None
 
 
 @dataclass(slots=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 from .base import FunctionTool, Tool
 from .files import edit_file, ls, read_file, write_file
 from .search import glob, grep
@@ -15,14 +17,6 @@ _ALL: tuple[FunctionTool, ...] = (read_file, write_file, edit_file, ls, glob, gr
 
 def builtin_tools() -> list[Tool]:
     """Fresh instances of the built-in tools, so each registry owns its own (a caller may
-    rename or re-flag one without touching another agent's)."""
-    return [
-        FunctionTool(
-            t.fn,
-            name=t.name,
-            read_only=t.read_only,
-            long_running=t.long_running,
-            coordination=t.coordination,
-        )
-        for t in _ALL
-    ]
+    rename or re-flag one without touching another agent's). A copy keeps every attribute
+    of the shipped tool (``bash``'s own ``timeout`` parameter included)."""
+    return [copy.copy(t) for t in _ALL]

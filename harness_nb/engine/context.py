@@ -1,0 +1,91 @@
+"""A run's context: everything that belongs to one run, created when it starts and passed
+down as a value — never left on a shared engine for the next run to find.
+
+- ``RunContext`` is what ``AgentEngine.run`` is given: the provider (a per-run model
+  override is just another provider here), the limits, the approval channel and the usage
+  account the run bills.
+- ``UsageAccount`` is where usage is billed. An account has a parent: a run's account rolls
+  up into the harness's total, a subagent's into the run that launched it. A background
+  task that finishes after its launching run has ended still bills that run (and the
+  total), never whichever run happens to be live.
+- ``ParentContext`` is what a subagent inherits from the run that starts it: a small frozen
+  value (provider, tools, hooks, limits, workdir, approval channel, depth, usage account),
+  handed to tools as ``ToolContext.parent``, instead of the whole parent engine.
+
+Overlapping runs (a background task outliving its launcher, a teammate, a second cell)
+each hold their own context, so none can see another's provider, channel or account.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..core import Usage
+from ..providers.base import Provider
+from ..tools import ToolRegistry
+from .hook import ApprovalChannel, HookRegistry
+from .limits import Limits
+
+
+class UsageAccount:
+    """The usage billed to one run (or task): its own LLM calls and everything credited by
+    its children. ``credit`` adds to this account and to every ancestor, so a harness's
+    total account sees every call exactly once."""
+
+    __slots__ = ("usage", "parent")
+
+    def __init__(self, parent: UsageAccount | None = None) -> None:
+        self.usage = Usage()
+        self.parent = parent
+
+    def credit(self, usage: Usage) -> None:
+        """Bill ``usage`` here and up the chain of parents."""
+        account: UsageAccount | None = self
+        while account is not None:
+            account.usage.add(usage)
+            account = account.parent
+
+    def child(self) -> UsageAccount:
+        """A new account that rolls up into this one (for a subagent's run)."""
+        return UsageAccount(self)
+
+    def snapshot(self) -> Usage:
+        """A copy of the usage so far (events and results carry snapshots, not the account)."""
+        return self.usage.model_copy()
+
+    def __repr__(self) -> str:
+        return f"<UsageAccount {self.usage.summary()}>"
+
+
+@dataclass(frozen=True, slots=True)
+class RunContext:
+    """What one run of an engine uses: ``provider``, ``limits``, ``approval`` (``None``:
+    asked calls are denied, fail closed) and ``account``, the usage account it bills."""
+
+    provider: Provider
+    limits: Limits = field(default_factory=Limits)
+    approval: ApprovalChannel | None = None
+    account: UsageAccount = field(default_factory=UsageAccount)
+
+
+@dataclass(frozen=True, slots=True)
+class ParentContext:
+    """What a subagent inherits from the run that starts it.
+
+    ``session_id`` and ``transcript`` name the parent's conversation, so a child's transcript
+    is written beside it (``<session>.<task id>.jsonl``). ``account`` is the launching run's
+    usage account: a child bills it, also when the child finishes after the run has ended.
+    """
+
+    provider: Provider
+    tools: ToolRegistry
+    hooks: HookRegistry
+    limits: Limits
+    workdir: Path
+    approval: ApprovalChannel | None
+    account: UsageAccount
+    depth: int = 0
+    agent: str = "main"
+    session_id: str = ""
+    transcript: Path | None = None

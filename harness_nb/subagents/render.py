@@ -1,0 +1,62 @@
+"""How task results read to the model: every ``<task …>`` form in one place.
+
+    <task id="fg-1" state="completed"><task_result>…</task_result></task>
+    <task id="fg-2" state="error">…</task>            (also state="cancelled")
+    <task id="bg-1" state="running"/>
+    <task id="bg-1" agent="explore" state="running" elapsed="2.0s" tokens="812">last: …</task>
+    <background-task-completed id="bg-1" agent="explore" status="completed">…</background-task-completed>
+
+The forms follow the seed articles. What a finished task says is ``TaskEntry.outcome``:
+its result when it completed, else its error.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .tracker import TaskEntry
+
+# A task's status as a ``state`` attribute: a failure reads "error" to the model.
+_STATES = {"completed": "completed", "failed": "error", "cancelled": "cancelled", "running": "running"}
+
+
+def task_state(status: str) -> str:
+    """The ``state`` word for a task status."""
+    return _STATES.get(str(status), str(status))
+
+
+def task_result(task_id: str, state: str, body: str, **attributes: str) -> str:
+    """``<task id=… state=…>``: a completed task's body is wrapped in ``<task_result>``."""
+    extra = "".join(f' {k}="{v}"' for k, v in attributes.items())
+    head = f'<task id="{task_id}" state="{state}"{extra}>' if task_id else f'<task state="{state}"{extra}>'
+    if state == "completed":
+        return f"{head}<task_result>{body}</task_result></task>"
+    return f"{head}{body}</task>"
+
+
+def finished_task(entry: TaskEntry) -> str:
+    """A finished task as its result form (what ``task`` and ``task_output`` return)."""
+    return task_result(entry.id, task_state(entry.status), entry.outcome)
+
+
+def running_task(task_id: str) -> str:
+    """What a background launch returns at once."""
+    return f'<task id="{task_id}" state="running"/>'
+
+
+def task_snapshot(entry: TaskEntry) -> str:
+    """A running task's status (what ``task_output`` returns while it runs)."""
+    last = entry.log[-1] if entry.log else "no progress yet"
+    return (
+        f'<task id="{entry.id}" agent="{entry.agent}" state="{task_state(entry.status)}" '
+        f'elapsed="{entry.elapsed:.1f}s" tokens="{entry.usage.total_tokens}">last: {last}</task>'
+    )
+
+
+def background_completed(entry: TaskEntry) -> str:
+    """The block injected into the main agent's prompt when a background task has ended."""
+    return (
+        f'<background-task-completed id="{entry.id}" agent="{entry.agent}" status="{entry.status}">'
+        f"{entry.outcome}</background-task-completed>"
+    )
