@@ -25,7 +25,7 @@ from .core import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from .engine import ApprovalChannel, Approved, Denied
+from .engine import ApprovalChannel, Approved, Denied, stop_label
 
 
 def terminal_approval(*, auto_yes: bool = False) -> ApprovalChannel:
@@ -76,7 +76,7 @@ class TextView:
             if isinstance(inner, TextDelta | RunStarted | MessagesInjected):
                 return
             if isinstance(inner, RunFinished):
-                self._line(f"{indent}  ↳ {event.agent} [{event.task_id}] done · {inner.usage.summary()}")
+                self._line(f"{indent}  ↳ {event.agent} [{event.task_id}] {stop_label(inner.stop_reason)} · {inner.usage.summary()}")
                 return
             self.render(inner, indent=f"{indent}  ↳ {event.agent} [{event.task_id}] ")
             return
@@ -99,6 +99,6 @@ class TextView:
             for text in event.texts:
                 self._line(f"{indent}⇢ {preview(text)}")
         elif isinstance(event, RunFinished):
-            self._line(f"{indent}── {event.stop_reason} · {event.usage.summary()}")
+            self._line(f"{indent}── {stop_label(event.stop_reason)} · {event.usage.summary()}")
         elif isinstance(event, RunFailed):
             self._line(f"{indent}── {'interrupted' if event.interrupted else 'failed: ' + event.error}")

@@ -14,7 +14,6 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -144,17 +143,6 @@ def widgets_opened_by(k: KernelDriver, cell: Cell) -> set[str]:
         for m in k.messages_for(cell)
         if m["header"]["msg_type"] == "comm_open" and m["content"].get("target_name") == "jupyter.widget"
     }
-
-
-def widget_updates(k: KernelDriver, comm_ids: set[str]) -> list[tuple[datetime, dict[str, Any]]]:
-    """``(kernel send time, message)`` of every state update the kernel sent to these widgets."""
-    return [
-        (m["header"]["date"], m)
-        for _, m in k.iopub
-        if m["header"]["msg_type"] == "comm_msg"
-        and m["content"]["comm_id"] in comm_ids
-        and m["content"].get("data", {}).get("method") == "update"
-    ]
 
 
 def comm_ids_showing(k: KernelDriver, needle: str) -> list[str]:

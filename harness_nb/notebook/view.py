@@ -36,7 +36,7 @@ from ..core import (
     Usage,
 )
 from ..core.usage import plural
-from ..engine import ApprovalChannel, Approved, Denied
+from ..engine import ApprovalChannel, Approved, Denied, stop_label
 from ..textview import preview
 from .approval import ApprovalCard
 from .live import LiveBox, Scheduler
@@ -48,10 +48,8 @@ STATE_ICONS = {
     "failed": "✗",
     "interrupted": "■",
     "waiting": "⏸",
-    "stopped": "⚠",  # on a limit: max_turns, token_budget, wall_time
+    "stopped": "⚠",  # ended early: a limit, an answer cut at max_tokens (engine.EARLY_STOPS)
 }
-# the stop reasons of a run that ended on a limit, not because the model was done
-LIMIT_STOPS = frozenset({"max_turns", "token_budget", "wall_time"})
 
 
 def state_icon(state: str) -> str:
@@ -60,8 +58,9 @@ def state_icon(state: str) -> str:
 
 
 def limit_state(stop_reason: str) -> str | None:
-    """``stopped: <limit>`` when a run ended on a limit, else None."""
-    return f"stopped: {stop_reason}" if stop_reason in LIMIT_STOPS else None
+    """``stopped: <reason>`` when a run ended early (``engine.stop_label``), else None."""
+    label = stop_label(stop_reason)
+    return None if label == "done" else label
 
 
 def _markdown_output(text: str) -> tuple[dict[str, Any], ...]:
