@@ -205,7 +205,7 @@ async def test_wire_mapping_merges_roles() -> None:
 
 async def test_max_tokens_from_request_and_setting() -> None:
     async with FakeLLMServer([{"text": "a"}, {"text": "b"}]) as srv, create_provider(
-        "anthropic/claude-x", api_key="k", base_url=srv.url, max_tokens=1000
+        "anthropic/claude-x", api_key="k", base_url=srv.url, options={"max_tokens": 1000}
     ) as p:
         await p.complete(REQUEST)
         await p.complete(ModelRequest(system="", messages=[UserMessage(content="x")], max_tokens=77))

@@ -53,7 +53,7 @@ def test_missing_model_name() -> None:
 
 
 async def test_providers_by_prefix(tmp_path: Path) -> None:
-    openai = create_provider("openai/gpt-4o", api_key="k", max_retries=5, timeout=30)
+    openai = create_provider("openai/gpt-4o", api_key="k", options={"max_retries": 5, "timeout": 30})
     assert type(openai).__name__ == "OpenAIProvider" and openai.model_id == "openai/gpt-4o"
     assert openai.retry.max_retries == 5  # type: ignore[attr-defined]
     anthropic = create_provider("anthropic/claude-x", api_key="k")
@@ -68,8 +68,8 @@ async def test_providers_by_prefix(tmp_path: Path) -> None:
         await provider.aclose()  # twice is fine
 
 
-def test_unknown_option_is_a_type_error() -> None:
-    with pytest.raises(TypeError):
+def test_an_unknown_option_keyword_is_a_config_error_naming_it() -> None:
+    with pytest.raises(ConfigError, match="unknown provider option 'temprature' \\(did you mean temperature\\?\\)"):
         create_provider("openai/gpt-4o", api_key="k", temprature=0.5)
 
 

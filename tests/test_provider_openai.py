@@ -25,6 +25,7 @@ from harness_nb.core import (
 )
 from harness_nb.providers import ModelRequest, ModelResponse, create_provider
 from harness_nb.providers.base import Provider
+from harness_nb.providers.http import RetryPolicy
 from harness_nb.providers.openai import OpenAIProvider
 from harness_nb.testing.fake_server import FakeLLMServer
 
@@ -181,7 +182,7 @@ async def test_wire_mapping() -> None:
         {"role": "user", "content": "What's the weather in Paris and Oslo?"},
         {
             "role": "assistant",
-            "content": None,
+            "content": "",
             "tool_calls": [
                 {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}},
                 {"id": "c2", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}},
@@ -196,6 +197,7 @@ async def test_wire_mapping() -> None:
             "function": {"name": "get_weather", "description": "Weather for a city.", "parameters": WEATHER.parameters},
         }
     ]
+    assert body["tool_choice"] == "auto"
     assert body["max_completion_tokens"] == 100 and body["temperature"] == 0.2
     assert srv.requests[0].headers["authorization"] == "Bearer k"
 
@@ -203,7 +205,7 @@ async def test_wire_mapping() -> None:
 @pytest.mark.parametrize(
     ("model", "setting", "shape"),
     [
-        ("openai/m", None, {"content": None}),
+        ("openai/m", None, {"content": ""}),
         ("openai-compatible/m", None, {"content": ""}),
         ("ollama/m", None, {"content": ""}),
         ("openai/m", "null", {"content": None}),
@@ -214,7 +216,7 @@ async def test_wire_mapping() -> None:
 async def test_empty_content_shapes(model: str, setting: str | None, shape: dict[str, Any]) -> None:
     options = {"empty_content": setting} if setting else {}
     async with FakeLLMServer([{"text": "ok"}]) as srv, create_provider(
-        model, api_key="k", base_url=srv.url, **options
+        model, api_key="k", base_url=srv.url, options=options
     ) as p:
         await p.complete(ModelRequest(system="", messages=HISTORY[:3]))
     assistant = srv.requests[0].body["messages"][1]
@@ -223,8 +225,8 @@ async def test_empty_content_shapes(model: str, setting: str | None, shape: dict
 
 
 def test_bad_empty_content_setting() -> None:
-    with pytest.raises(ConfigError, match="empty_content must be one of null, empty_string, omit"):
-        OpenAIProvider("m", api_key="k", empty_content="none")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="empty_content='none': Input should be 'empty_string', 'omit' or 'null'"):
+        create_provider("openai/m", api_key="k", options={"empty_content": "none"})
 
 
 async def test_compatible_servers_get_max_tokens_and_no_key_when_none_set() -> None:
@@ -306,8 +308,60 @@ async def test_unexpected_answer_shape_is_one_provider_error(streaming: bool) ->
 
 async def test_stream_usage_can_be_left_out_for_servers_that_reject_it() -> None:
     async with FakeLLMServer([{"text": "ok"}]) as srv, create_provider(
-        "openai-compatible/m", base_url=srv.url, stream_usage=False
+        "openai-compatible/m", base_url=srv.url, options={"stream_usage": False}
     ) as p:
         chunks, response = await collect(p)
     assert "".join(chunks) == "ok" and response.usage.output_tokens == 0
     assert "stream_options" not in srv.requests[0].body
+
+
+async def two_turns(provider: Provider) -> tuple[ModelResponse, ModelResponse]:
+    """Ask, run the tool call the model makes, ask again with the result."""
+    history: list[Any] = [UserMessage(content="Weather in Oslo?")]
+    _, first = await collect(provider, ModelRequest(system="Be brief.", messages=history, tools=[WEATHER]))
+    call = first.message.tool_calls[0]
+    history += [first.message, ToolResultMessage(tool_call_id=call.id, name=call.name, content="sunny")]
+    _, second = await collect(provider, ModelRequest(system="Be brief.", messages=history, tools=[WEATHER]))
+    return first, second
+
+
+LLAMA_STEPS: list[dict[str, Any]] = [
+    {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Oslo"}, "id": "call_1"}]},
+    {"text": "Sunny in Oslo."},
+]
+
+
+async def test_openai_model_on_a_llama_cpp_like_server_holds_a_tool_conversation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`openai/<model>` with OPENAI_BASE_URL pointed at llama.cpp: the tool-call turn goes
+    back with content "" (null gets HTTP 500 there) and tools go with tool_choice."""
+    async with FakeLLMServer(LLAMA_STEPS, strict=True) as srv:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.url + "/v1")
+        async with create_provider("openai/qwen2.5-7b-instruct") as p:
+            first, second = await two_turns(p)
+    assert [c.name for c in first.message.tool_calls] == ["get_weather"]  # tools were not ignored
+    assert second.message.content == "Sunny in Oslo."
+    assistant = srv.requests[1].body["messages"][2]
+    assert assistant["content"] == "" and assistant["tool_calls"][0]["id"] == "call_1"
+    assert [r.body["tool_choice"] for r in srv.requests] == ["auto", "auto"]
+
+
+async def test_null_content_is_still_available_and_the_strict_server_rejects_it() -> None:
+    async with FakeLLMServer(LLAMA_STEPS, strict=True) as srv, create_provider(
+        "openai/m", api_key="k", base_url=srv.url, retry=RetryPolicy(max_retries=0), options={"empty_content": "null"}
+    ) as p:
+        with pytest.raises(ProviderError, match="Expected 'content' to be a string") as info:
+            await two_turns(p)
+    assert info.value.status == 500
+    assert srv.requests[1].body["messages"][2]["content"] is None
+
+
+@pytest.mark.parametrize(("setting", "sent"), [("required", "required"), ("none", "none")])
+async def test_tool_choice_option(setting: str, sent: str) -> None:
+    async with FakeLLMServer([{"text": "a"}, {"text": "b"}]) as srv, create_provider(
+        "openai-compatible/m", base_url=srv.url, options={"tool_choice": setting}
+    ) as p:
+        await p.complete(REQUEST)
+        await p.complete(ModelRequest(system="", messages=[UserMessage(content="no tools")]))
+    assert srv.requests[0].body["tool_choice"] == sent
+    assert "tool_choice" not in srv.requests[1].body  # never without tools (OpenAI rejects that)

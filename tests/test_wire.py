@@ -47,7 +47,7 @@ async def test_encoded_body_is_the_body(model: str, stream: bool) -> None:
 @pytest.mark.parametrize("model", ["openai/m", "anthropic/m"])
 async def test_history_is_encoded_once_per_message(model: str) -> None:
     messages = [m for m in history() if not isinstance(m, SystemMessage)]
-    key = "openai:null:json" if model.startswith("openai") else "anthropic:json"
+    key = "openai:empty_string:json" if model.startswith("openai") else "anthropic:json"
     async with create_provider(model, api_key="k", base_url="http://127.0.0.1:9") as provider:
         first = provider.body(ModelRequest(system="s", messages=messages, tools=[SPEC]), stream=False)
         stored = [m.wire[key] for m in messages]

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .base import ModelRequest, ModelResponse, Provider, TextChunk
 from .factory import create_provider
+from .options import ProviderOptions
 
 if TYPE_CHECKING:
     from .anthropic import AnthropicProvider
@@ -30,6 +31,7 @@ __all__ = [
     "ModelResponse",
     "OpenAIProvider",
     "Provider",
+    "ProviderOptions",
     "RecordingProvider",
     "ReplayProvider",
     "TextChunk",

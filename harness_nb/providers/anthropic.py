@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -28,13 +28,16 @@ from ..core import (
     Usage,
     UserMessage,
 )
-from .base import ModelRequest, ModelResponse, StreamItem
+from .base import ModelRequest, ModelResponse
 from .http import HTTPProvider, Payload, RetryPolicy, stream_cut
+from .options import ProviderOptions
 from .wire import EncodedList, to_json
 
 API_VERSION = "2023-06-01"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_MAX_TOKENS = 8192
+# ProviderOptions.tool_choice in the Messages API's words ("required" is "any" there).
+TOOL_CHOICES = {"auto": {"type": "auto"}, "required": {"type": "any"}, "none": {"type": "none"}}
 
 
 def wire_messages(
@@ -208,11 +211,13 @@ class AnthropicProvider(HTTPProvider):
     """Anthropic's Messages API (``anthropic/<model>``).
 
     The key comes from ``api_key`` or ``ANTHROPIC_API_KEY``; the base URL from ``base_url``,
-    ``ANTHROPIC_BASE_URL`` or ``https://api.anthropic.com``. ``max_tokens`` (required by
-    the API) is the request's, else this default. ``request_options`` are added to every
-    request body."""
+    ``ANTHROPIC_BASE_URL`` or ``https://api.anthropic.com``. ``options`` (see
+    ``ProviderOptions``) shape every request: ``max_tokens`` (required by the API) is the
+    request's, else the option's, else 8192; ``tool_choice`` is sent only when set (the
+    API's own default is auto); ``extra`` fields are added to the body."""
 
     name: ClassVar[str] = "anthropic"
+    endpoint: ClassVar[str] = "/v1/messages"
     key_hint: ClassVar[str] = "ANTHROPIC_API_KEY (or the api_key setting)"
     base_url_hint: ClassVar[str] = "the base URL (ANTHROPIC_BASE_URL or the base_url setting)"
 
@@ -222,13 +227,9 @@ class AnthropicProvider(HTTPProvider):
         *,
         api_key: str | None = None,
         base_url: str | None = None,
-        max_tokens: int = DEFAULT_MAX_TOKENS,
-        request_options: Mapping[str, Any] | None = None,
-        streaming: bool = True,
         transport: httpx.AsyncBaseTransport | None = None,
         retry: RetryPolicy | None = None,
-        max_retries: int | None = None,
-        timeout: httpx.Timeout | float | None = None,
+        options: ProviderOptions | None = None,
     ) -> None:
         key = api_key or os.environ.get("ANTHROPIC_API_KEY")
         if not key:
@@ -241,12 +242,8 @@ class AnthropicProvider(HTTPProvider):
             api_key=key,
             transport=transport,
             retry=retry,
-            max_retries=max_retries,
-            timeout=timeout,
+            options=options,
         )
-        self.max_tokens = max_tokens
-        self.request_options = dict(request_options or {})
-        self.streaming = streaming
 
     def headers(self) -> dict[str, str]:
         return {"x-api-key": self.api_key() or "", "anthropic-version": API_VERSION}
@@ -261,29 +258,32 @@ class AnthropicProvider(HTTPProvider):
     def body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
         """The request body for ``request``."""
         system, messages = wire_messages(request.system, request.messages)
+        options = self.options
+        max_tokens, temperature = self.sampling(request)
         body: dict[str, Any] = {
             "model": self.model,
-            "max_tokens": request.max_tokens or self.max_tokens,
+            "max_tokens": max_tokens or DEFAULT_MAX_TOKENS,
             "messages": messages,
         }
         if system:
             body["system"] = system
         if request.tools:
             body["tools"] = wire_tools(request.tools)
-        if request.temperature is not None:
-            body["temperature"] = request.temperature
+            if options.tool_choice:
+                body["tool_choice"] = TOOL_CHOICES[options.tool_choice]
+        if temperature is not None:
+            body["temperature"] = temperature
         if stream:
             body["stream"] = True
-        body.update(self.request_options)
+        body.update(options.extra)
         return body
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        """One non-streamed answer."""
-        data = await self.post_json("/v1/messages", self.body(request, stream=False))
-        with self.reading(data):
-            return self._answer(data)
+    def assembler(self) -> MessageStream:
+        """A fresh assembler of one streamed answer."""
+        return MessageStream(self.name, self.model)
 
-    def _answer(self, data: Any) -> ModelResponse:
+    def answer(self, data: Any) -> ModelResponse:
+        """The answer in a plain response's JSON."""
         if not isinstance(data, dict) or not isinstance(data.get("content"), list):
             raise ProviderError(
                 f"the answer has no content: {self.scrub(json.dumps(data)[:300])}",
@@ -306,9 +306,3 @@ class AnthropicProvider(HTTPProvider):
             stop_reason=data.get("stop_reason") or "end_turn",
             model=model,
         )
-
-    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]:
-        """Text chunks as they arrive, then the whole answer."""
-        body, answer = self.body(request, stream=True), MessageStream(self.name, self.model)
-        async for item in self.stream_answer("/v1/messages", body, answer):
-            yield item

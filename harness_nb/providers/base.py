@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 
 from ..core import AssistantMessage, Message, ToolSpec, Usage
+from .options import ProviderOptions
 
 
 @dataclass(slots=True)
@@ -52,13 +53,21 @@ StreamItem = TextChunk | ModelResponse
 
 
 class Provider(ABC):
-    """An LLM client. Subclasses implement at least one of ``complete`` / ``stream``."""
+    """An LLM client. Subclasses implement at least one of ``complete`` / ``stream``.
+
+    ``streaming`` says whether the engine should ``stream`` (else ``complete``);
+    ``context_window`` is the model's context size in tokens when known."""
 
     name: ClassVar[str] = "provider"
     streaming: bool = True
+    context_window: int | None = None
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, *, options: ProviderOptions | None = None) -> None:
         self.model = model
+        if options is not None:
+            if options.streaming is not None:
+                self.streaming = options.streaming
+            self.context_window = options.context_window
 
     @property
     def model_id(self) -> str:
@@ -95,3 +104,4 @@ class Provider(ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.model_id}>"
+

@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 from ..core import ConfigError, ProviderError
 from .base import ModelRequest, ModelResponse, Provider, StreamItem, TextChunk
 from .http import HTTPProvider, scrub
+from .options import ProviderOptions
 
 _KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 
@@ -85,6 +86,7 @@ class RecordingProvider(Provider):
         self.path = Path(path)
         self.workdir = workdir
         self.streaming = inner.streaming
+        self.context_window = inner.context_window
         self._lock = asyncio.Lock()
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
@@ -141,12 +143,15 @@ class _Entry:
 class ReplayProvider(Provider):
     """Answers from a cassette, offline (``replay/<path>``). The same request recorded
     several times is answered in recorded order; a request not in the cassette is a
-    ``ProviderError`` naming the nearest recorded request and what differs."""
+    ``ProviderError`` naming the nearest recorded request and what differs. Of ``options``
+    it takes ``streaming`` and ``context_window``."""
 
     name: ClassVar[str] = "replay"
 
-    def __init__(self, path: str | Path, *, workdir: Path | None = None) -> None:
-        super().__init__(str(path))
+    def __init__(
+        self, path: str | Path, *, workdir: Path | None = None, options: ProviderOptions | None = None
+    ) -> None:
+        super().__init__(str(path), options=options)
         self.path = Path(path)
         self.workdir = workdir
         if not self.path.is_file():

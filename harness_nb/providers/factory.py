@@ -6,11 +6,18 @@ does not import httpx.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core import ConfigError
 from .base import Provider
+from .options import ProviderOptions
+
+if TYPE_CHECKING:
+    import httpx
+
+    from .http import RetryPolicy
 
 PREFIXES = ("openai", "openai-compatible", "ollama", "anthropic", "scripted", "replay")
 _EXAMPLES = (
@@ -39,23 +46,28 @@ def create_provider(
     *,
     api_key: str | None = None,
     base_url: str | None = None,
-    transport: Any = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+    retry: RetryPolicy | None = None,
     record_to: str | Path | None = None,
     workdir: Path | None = None,
-    **options: Any,
+    options: ProviderOptions | Mapping[str, Any] | None = None,
+    **option_keywords: Any,
 ) -> Provider:
     """The provider for ``model`` (``provider/model``).
 
     ``api_key`` and ``base_url`` override the environment (``OPENAI_API_KEY``,
     ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``, ``OLLAMA_HOST``);
-    ``transport`` is an ``httpx.AsyncBaseTransport`` for tests; ``options`` go to the
-    provider's constructor (``max_retries``, ``retry``, ``timeout``, ``empty_content``,
-    ``max_tokens``, ``request_options``, ``streaming``). ``scripted/`` and ``replay/``
-    paths are taken relative to ``workdir`` unless absolute. With ``record_to``, every
-    call of a real provider is also appended to that cassette (offline models are not
-    recorded).
+    ``transport`` (an ``httpx.AsyncBaseTransport``) and ``retry`` (a ``RetryPolicy``) are
+    for tests. ``options`` (a ``ProviderOptions`` or a mapping of its fields) apply to
+    whichever provider is built (see ``ProviderOptions``: offline models take
+    ``streaming`` and ``context_window`` only); a bad key or value is a ``ConfigError``
+    naming it. Option keywords (``streaming=False``) are a shorthand kept for older
+    callers, checked the same way. ``scripted/`` and ``replay/`` paths are taken relative
+    to ``workdir`` unless absolute. With ``record_to``, every call of a real provider is
+    also appended to that cassette (offline models are not recorded).
     """
     prefix, name = parse_model(model)
+    settings = ProviderOptions.of(options, **option_keywords)
     provider: Provider
     if prefix in ("openai", "openai-compatible", "ollama"):
         from . import openai
@@ -65,21 +77,23 @@ def create_provider(
             "openai-compatible": openai.OpenAICompatibleProvider,
             "ollama": openai.OllamaProvider,
         }[prefix]
-        provider = cls(name, api_key=api_key, base_url=base_url, transport=transport, **options)
+        provider = cls(
+            name, api_key=api_key, base_url=base_url, transport=transport, retry=retry, options=settings
+        )
     elif prefix == "anthropic":
         from .anthropic import AnthropicProvider
 
         provider = AnthropicProvider(
-            name, api_key=api_key, base_url=base_url, transport=transport, **options
+            name, api_key=api_key, base_url=base_url, transport=transport, retry=retry, options=settings
         )
     elif prefix == "scripted":
         from .scripted import ScriptedProvider
 
-        provider = ScriptedProvider.from_file(_under(workdir, name), **options)
+        provider = ScriptedProvider.from_file(_under(workdir, name), options=settings)
     else:
         from .cassette import ReplayProvider
 
-        provider = ReplayProvider(_under(workdir, name), workdir=workdir)
+        provider = ReplayProvider(_under(workdir, name), workdir=workdir, options=settings)
     # Only real models are recorded: replaying with recording still switched on must not
     # append the replayed answers to a cassette (possibly the very one being replayed).
     if record_to is not None and prefix not in ("scripted", "replay"):
@@ -92,3 +106,4 @@ def create_provider(
 def _under(workdir: Path | None, path: str) -> Path:
     p = Path(path).expanduser()
     return p if p.is_absolute() or workdir is None else Path(workdir) / p
+

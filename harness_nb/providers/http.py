@@ -21,6 +21,7 @@ import logging
 import random
 import time
 from collections.abc import (
+    AsyncGenerator,
     AsyncIterator,
     Awaitable,
     Callable,
@@ -38,7 +39,8 @@ from pydantic import SecretStr
 
 from ..core.secret import scrub
 from ..core import ProviderError, StreamCutError, ToolCall
-from .base import ModelResponse, Provider, StreamItem, TextChunk
+from .base import ModelRequest, ModelResponse, Provider, StreamItem, TextChunk
+from .options import ProviderOptions
 from .wire import encode_body
 
 log = logging.getLogger("harness_nb.providers")
@@ -216,10 +218,13 @@ class EventStream:
 class HTTPProvider(Provider):
     """A provider reached over HTTP with one ``httpx.AsyncClient``.
 
-    Subclasses set ``key_hint`` (named in authentication errors) and ``base_url_hint``
-    (named in connection and not-found errors), and implement ``headers()``; they may
-    override ``event_error()`` to recognise an error sent inside a stream."""
+    Subclasses set ``endpoint`` (the path answers are posted to), ``key_hint`` (named in
+    authentication errors) and ``base_url_hint`` (named in connection and not-found
+    errors), and implement ``headers()``, ``body()``, ``answer()`` and ``assembler()``; they
+    may override ``event_error()`` to recognise an error sent inside a stream. With
+    ``streaming`` off, ``stream()`` makes one plain request too, whoever calls it."""
 
+    endpoint: ClassVar[str] = ""
     key_hint: ClassVar[str] = "the api_key setting"
     base_url_hint: ClassVar[str] = "the base_url setting"
 
@@ -231,21 +236,21 @@ class HTTPProvider(Provider):
         api_key: str | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         retry: RetryPolicy | None = None,
-        max_retries: int | None = None,
-        timeout: httpx.Timeout | float | None = None,
+        options: ProviderOptions | None = None,
     ) -> None:
-        super().__init__(model)
+        options = options or ProviderOptions()
+        super().__init__(model, options=options)
+        self.options = options
         self.base_url = base_url.rstrip("/")
         self._api_key = SecretStr(api_key) if api_key else None
         policy = retry or RetryPolicy()
-        if max_retries is not None:
-            policy = dataclasses.replace(policy, max_retries=max_retries)
+        if options.max_retries is not None:
+            policy = dataclasses.replace(policy, max_retries=options.max_retries)
         self.retry = policy
-        if isinstance(timeout, int | float):
-            timeout = httpx.Timeout(float(timeout), connect=min(10.0, float(timeout)))
-        self._client = httpx.AsyncClient(
-            base_url=self.base_url, transport=transport, timeout=timeout or DEFAULT_TIMEOUT
-        )
+        timeout = DEFAULT_TIMEOUT
+        if options.timeout is not None:
+            timeout = httpx.Timeout(options.timeout, connect=min(10.0, options.timeout))
+        self._client = httpx.AsyncClient(base_url=self.base_url, transport=transport, timeout=timeout)
 
     # -- to be provided by a vendor --------------------------------------------------------
 
@@ -256,6 +261,44 @@ class HTTPProvider(Provider):
     def event_error(self, payload: Payload) -> ProviderError | None:
         """The error an in-stream event reports, if it is one."""
         return None
+
+    def body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
+        """The request body for ``request``."""
+        raise NotImplementedError
+
+    def answer(self, data: Any) -> ModelResponse:
+        """The answer a plain (not streamed) response's JSON holds."""
+        raise NotImplementedError
+
+    def assembler(self) -> Assembler:
+        """A fresh assembler of one streamed answer."""
+        raise NotImplementedError
+
+    # -- answers ---------------------------------------------------------------------------
+
+    def sampling(self, request: ModelRequest) -> tuple[int | None, float | None]:
+        """``(max_tokens, temperature)`` for ``request``: its own, else the options'."""
+        temperature = request.temperature
+        if temperature is None:
+            temperature = self.options.temperature
+        return request.max_tokens or self.options.max_tokens, temperature
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """One non-streamed answer."""
+        data = await self.post_json(self.endpoint, self.body(request, stream=False))
+        with self.reading(data):
+            return self.answer(data)
+
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]:
+        """Text chunks as they arrive, then the whole answer (with ``streaming`` off: the
+        plain answer's text as one chunk, then the answer)."""
+        if not self.streaming:
+            async for item in super().stream(request):
+                yield item
+            return
+        body = self.body(request, stream=True)
+        async for item in self.stream_answer(self.endpoint, body, self.assembler()):
+            yield item
 
     # -- keys ------------------------------------------------------------------------------
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, get_args
+from typing import Any, ClassVar
 
 import httpx
 
@@ -26,11 +26,10 @@ from ..core import (
     Usage,
     new_id,
 )
-from .base import ModelRequest, ModelResponse, StreamItem
+from .base import ModelRequest, ModelResponse
 from .http import HTTPProvider, Payload, RetryPolicy, stream_cut
+from .options import EmptyContent, ProviderOptions
 from .wire import EncodedList, to_json
-
-EmptyContent = Literal["null", "empty_string", "omit"]
 
 STOP_REASONS = {
     "stop": "end_turn",
@@ -69,8 +68,8 @@ def _wire_message(message: Message, empty_content: EmptyContent) -> dict[str, An
         return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
     if isinstance(message, AssistantMessage) and message.tool_calls:
         wire: dict[str, Any] = {"role": "assistant"}
-        # Servers disagree about an assistant turn that is only tool calls: OpenAI wants
-        # null, some compatible servers reject null and want "", some want no key at all.
+        # An assistant turn that is only tool calls: "" is accepted everywhere (OpenAI
+        # too); null makes llama.cpp answer 500 and others 400; a few want no key at all.
         if message.content:
             wire["content"] = message.content
         elif empty_content == "null":
@@ -214,17 +213,18 @@ class OpenAIProvider(HTTPProvider):
     """OpenAI's Chat Completions API (``openai/<model>``).
 
     The key comes from ``api_key`` or ``OPENAI_API_KEY``; the base URL from ``base_url``,
-    ``OPENAI_BASE_URL`` or the default. ``empty_content`` says how an assistant turn made
-    only of tool calls is sent (``"null"``, ``"empty_string"`` or ``"omit"``).
-    ``request_options`` are added to every request body (e.g. ``{"parallel_tool_calls":
-    False}``); ``stream_usage=False`` leaves out ``stream_options`` for servers that
-    reject it (usage is then unknown)."""
+    ``OPENAI_BASE_URL`` or the default. ``options`` (see ``ProviderOptions``) shape every
+    request: an assistant turn made only of tool calls has ``content: ""`` unless
+    ``empty_content`` says otherwise, ``tool_choice`` (default ``"auto"``) goes with every
+    offer of tools (llama-cpp-python ignores ``tools`` without it), ``extra`` fields are
+    added to the body, and ``stream_usage=False`` leaves out ``stream_options`` for servers
+    that reject it (usage is then unknown)."""
 
     name: ClassVar[str] = "openai"
+    endpoint: ClassVar[str] = "/chat/completions"
     key_hint: ClassVar[str] = "OPENAI_API_KEY (or the api_key setting)"
     base_url_hint: ClassVar[str] = "the base URL (OPENAI_BASE_URL or the base_url setting)"
     default_base_url: ClassVar[str | None] = "https://api.openai.com/v1"
-    default_empty_content: ClassVar[EmptyContent] = "null"
     # Newer OpenAI models only accept max_completion_tokens; other servers know max_tokens.
     max_tokens_field: ClassVar[str] = "max_completion_tokens"
 
@@ -234,34 +234,19 @@ class OpenAIProvider(HTTPProvider):
         *,
         api_key: str | None = None,
         base_url: str | None = None,
-        empty_content: EmptyContent | None = None,
-        request_options: Mapping[str, Any] | None = None,
-        streaming: bool = True,
-        stream_usage: bool = True,
         transport: httpx.AsyncBaseTransport | None = None,
         retry: RetryPolicy | None = None,
-        max_retries: int | None = None,
-        timeout: httpx.Timeout | float | None = None,
+        options: ProviderOptions | None = None,
     ) -> None:
-        empty_content = empty_content or self.default_empty_content
-        if empty_content not in get_args(EmptyContent):
-            raise ConfigError(
-                f"empty_content must be one of {', '.join(get_args(EmptyContent))}, "
-                f"not {empty_content!r}"
-            )
         super().__init__(
             model,
             base_url=self._base_url(base_url, model),
             api_key=self._key(api_key, model),
             transport=transport,
             retry=retry,
-            max_retries=max_retries,
-            timeout=timeout,
+            options=options,
         )
-        self.empty_content: EmptyContent = empty_content
-        self.request_options = dict(request_options or {})
-        self.streaming = streaming
-        self.stream_usage = stream_usage
+        self.empty_content: EmptyContent = self.options.empty_content or "empty_string"
 
     # Resolved before Provider.__init__ runs, hence ``model`` as a parameter.
     def _key(self, api_key: str | None, model: str) -> str | None:
@@ -294,26 +279,28 @@ class OpenAIProvider(HTTPProvider):
             "model": self.model,
             "messages": wire_messages(request.system, request.messages, self.empty_content),
         }
+        options = self.options
         if request.tools:
             body["tools"] = wire_tools(request.tools)
-        if request.max_tokens:
-            body[self.max_tokens_field] = request.max_tokens
-        if request.temperature is not None:
-            body["temperature"] = request.temperature
+            body["tool_choice"] = options.tool_choice or "auto"
+        max_tokens, temperature = self.sampling(request)
+        if max_tokens:
+            body[self.max_tokens_field] = max_tokens
+        if temperature is not None:
+            body["temperature"] = temperature
         if stream:
             body["stream"] = True
-            if self.stream_usage:
+            if options.stream_usage is not False:
                 body["stream_options"] = {"include_usage": True}
-        body.update(self.request_options)
+        body.update(options.extra)
         return body
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        """One non-streamed answer."""
-        data = await self.post_json("/chat/completions", self.body(request, stream=False))
-        with self.reading(data):
-            return self._answer(data)
+    def assembler(self) -> ChatStream:
+        """A fresh assembler of one streamed answer."""
+        return ChatStream(self.name, self.model)
 
-    def _answer(self, data: Any) -> ModelResponse:
+    def answer(self, data: Any) -> ModelResponse:
+        """The answer in a plain response's JSON."""
         choices = data.get("choices") if isinstance(data, dict) else None
         if not choices:
             raise ProviderError(
@@ -338,12 +325,6 @@ class OpenAIProvider(HTTPProvider):
             model=data.get("model") or self.model,
         )
 
-    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]:
-        """Text chunks as they arrive, then the whole answer."""
-        body, answer = self.body(request, stream=True), ChatStream(self.name, self.model)
-        async for item in self.stream_answer("/chat/completions", body, answer):
-            yield item
-
 
 class OpenAICompatibleProvider(OpenAIProvider):
     """Any server speaking Chat Completions (``openai-compatible/<model>``): vLLM, SGLang,
@@ -351,7 +332,6 @@ class OpenAICompatibleProvider(OpenAIProvider):
 
     name: ClassVar[str] = "openai-compatible"
     default_base_url: ClassVar[str | None] = None
-    default_empty_content: ClassVar[EmptyContent] = "empty_string"
     max_tokens_field: ClassVar[str] = "max_tokens"
 
     def _key(self, api_key: str | None, model: str) -> str | None:
@@ -376,7 +356,6 @@ class OllamaProvider(OpenAIProvider):
     name: ClassVar[str] = "ollama"
     key_hint: ClassVar[str] = "the api_key setting (Ollama needs none; a proxy in front may)"
     base_url_hint: ClassVar[str] = "that Ollama runs (`ollama serve`) and OLLAMA_HOST"
-    default_empty_content: ClassVar[EmptyContent] = "empty_string"
     max_tokens_field: ClassVar[str] = "max_tokens"
 
     def _key(self, api_key: str | None, model: str) -> str | None:

@@ -28,6 +28,7 @@ from typing import Any
 
 from ..core import AssistantMessage, ConfigError, ProviderError, ToolCall, Usage, UserMessage
 from .base import ModelRequest, ModelResponse, Provider, StreamItem, TextChunk
+from .options import ProviderOptions
 
 Step = Mapping[str, Any] | Callable[[ModelRequest], Mapping[str, Any]]
 
@@ -35,7 +36,8 @@ _WORDS = re.compile(r"\S+\s*|\s+")
 
 
 class ScriptedProvider(Provider):
-    """An offline provider that replays a script of steps, per agent."""
+    """An offline provider that replays a script of steps, per agent. Of ``options`` it
+    takes ``streaming`` and ``context_window`` (the rest shape requests to a server)."""
 
     name = "scripted"
 
@@ -45,8 +47,9 @@ class ScriptedProvider(Provider):
         *,
         model: str = "script",
         chunk_delay: float = 0.0,
+        options: ProviderOptions | None = None,
     ) -> None:
-        super().__init__(model)
+        super().__init__(model, options=options)
         self.chunk_delay = chunk_delay
         self._queues: dict[str, list[Step]] = {}
         if isinstance(script, Mapping):
@@ -58,9 +61,10 @@ class ScriptedProvider(Provider):
         self._ids = 0
 
     @classmethod
-    def from_file(cls, path: str | Path, **options: Any) -> ScriptedProvider:
+    def from_file(cls, path: str | Path, **keywords: Any) -> ScriptedProvider:
         """Load a script from YAML or JSON: a list of steps, ``{"steps": [...]}`` or
-        ``{"agents": {"main": [...], "explore": [...]}}`` (plus optional ``chunk_delay``)."""
+        ``{"agents": {"main": [...], "explore": [...]}}`` (plus optional ``chunk_delay`` and
+        ``model``); ``keywords`` go to the constructor."""
         p = Path(path)
         if not p.is_file():
             raise ConfigError(f"scripted model file not found: {p}; give a path to a .yaml or .json script")
@@ -75,16 +79,16 @@ class ScriptedProvider(Provider):
         except Exception as exc:
             raise ConfigError(f"cannot parse scripted model file {p}: {exc}") from None
         if isinstance(data, Mapping):
-            options.setdefault("chunk_delay", float(data.get("chunk_delay", 0.0)))
-            options.setdefault("model", str(data.get("model", p.stem)))
+            keywords.setdefault("chunk_delay", float(data.get("chunk_delay", 0.0)))
+            keywords.setdefault("model", str(data.get("model", p.stem)))
             if "agents" in data:
-                return cls(data["agents"], **options)
+                return cls(data["agents"], **keywords)
             if "steps" in data:
-                return cls(data["steps"], **options)
+                return cls(data["steps"], **keywords)
             raise ConfigError(f"{p}: a script needs a `steps:` list or an `agents:` mapping")
         if isinstance(data, list):
-            options.setdefault("model", p.stem)
-            return cls(data, **options)
+            keywords.setdefault("model", p.stem)
+            return cls(data, **keywords)
         raise ConfigError(f"{p}: a script must be a list of steps or a mapping, got {type(data).__name__}")
 
     def enqueue(self, *steps: Step, agent: str = "*") -> None:
