@@ -99,7 +99,7 @@ async def test_parallel_tool_calls_stream(serve_fixture: ServeFixture) -> None:
     assert (response.usage.input_tokens, response.usage.output_tokens) == (149, 60)
 
 
-async def test_stream_without_done_or_finish_reason_is_cut(fixtures_dir: Path) -> None:
+async def test_stream_ended_cleanly_without_done_or_finish_reason(fixtures_dir: Path) -> None:
     data = (fixtures_dir / "openai-sse" / "single_tool_call.txt").read_bytes()
     truncated = data[: data.index(b'"finish_reason":"tool_calls"') - 300]
     truncated = truncated[: truncated.rindex(b"\n\n") + 2]  # ends cleanly between events
@@ -107,8 +107,9 @@ async def test_stream_without_done_or_finish_reason_is_cut(fixtures_dir: Path) -
         with pytest.raises(StreamCutError) as info:
             await collect(p)
     message = str(info.value)
-    assert "stream was cut" in message
+    assert "the server ended the stream without a finish_reason or [DONE]" in message
     assert "GetWeatherArgs" in message and "characters of arguments" in message
+    assert not info.value.retryable  # the same server will do it again
 
 
 async def test_streamed_text_and_tool_calls_from_fake_server() -> None:
@@ -312,6 +313,7 @@ async def test_stream_usage_can_be_left_out_for_servers_that_reject_it() -> None
     ) as p:
         chunks, response = await collect(p)
     assert "".join(chunks) == "ok" and response.usage.output_tokens == 0
+    assert response.usage.unreported_calls == 1
     assert "stream_options" not in srv.requests[0].body
 
 

@@ -116,14 +116,17 @@ def wire_tools(tools: Sequence[ToolSpec]) -> EncodedList:
     return out
 
 
-def usage_of(raw: Mapping[str, Any]) -> Usage:
-    """Normalised usage (Anthropic's ``input_tokens`` already excludes cached tokens)."""
+def usage_of(raw: Mapping[str, Any] | None, model: str) -> Usage:
+    """Normalised, priced usage (Anthropic's ``input_tokens`` already excludes cached
+    tokens). A server that sent none gives ``Usage(unreported_calls=1)``, unpriced."""
+    if not raw:
+        return Usage(unreported_calls=1)
     return Usage(
         input_tokens=int(raw.get("input_tokens") or 0),
         output_tokens=int(raw.get("output_tokens") or 0),
         cache_read_tokens=int(raw.get("cache_read_input_tokens") or 0),
         cache_write_tokens=int(raw.get("cache_creation_input_tokens") or 0),
-    )
+    ).priced(model)
 
 
 @dataclass
@@ -189,10 +192,10 @@ class MessageStream:
         text = "".join("".join(b.text) for b in blocks if b.kind == "text")
         calls = [_tool_call(b) for b in blocks if b.kind == "tool_use"]
         if not self.stopped and self.stop_reason is None:
-            raise stream_cut(self.provider, cut or "no message_stop", text, calls)
+            raise stream_cut(self.provider, cut, text, calls, missing="message_stop")
         return ModelResponse(
             message=AssistantMessage(content=text, tool_calls=tuple(calls)),
-            usage=usage_of(self.usage).priced(self.model),
+            usage=usage_of(self.usage, self.model),
             stop_reason=self.stop_reason or "end_turn",
             model=self.model,
         )
@@ -302,7 +305,7 @@ class AnthropicProvider(HTTPProvider):
         model = data.get("model") or self.model
         return ModelResponse(
             message=AssistantMessage(content=text, tool_calls=tuple(calls)),
-            usage=usage_of(data.get("usage") or {}).priced(model),
+            usage=usage_of(data.get("usage"), model),
             stop_reason=data.get("stop_reason") or "end_turn",
             model=model,
         )

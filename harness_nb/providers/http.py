@@ -115,17 +115,33 @@ def parse_retry_after(headers: Mapping[str, str]) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def stream_cut(provider: str, reason: str, text: str, calls: Sequence[ToolCall]) -> StreamCutError:
-    """The error for a stream that ended before the answer did, saying what had arrived."""
+def stream_cut(
+    provider: str, cut: str | None, text: str, calls: Sequence[ToolCall], *, missing: str
+) -> StreamCutError:
+    """The error for a stream that ended before the answer did, saying what had arrived.
+
+    ``cut`` is why the connection failed mid-stream (transient: retrying may well work), or
+    ``None`` when the server closed the stream cleanly without sending ``missing``: a
+    protocol problem with that server that will happen again, so it is not retryable."""
     got = [f"{len(text)} characters of text" + (f" ({_snip(text)!r})" if text else "")]
     for call in calls:
         size = len(call.arguments)
         got.append(f"a call to {call.name or '?'} with {size} characters of arguments")
+    received = ", ".join(got)
+    if cut is not None:
+        return StreamCutError(
+            f"the response stream was cut ({cut}) before the answer finished; received "
+            f"{received}. The partial answer was discarded; retry the request.",
+            provider=provider,
+            retryable=True,
+        )
     return StreamCutError(
-        f"the response stream was cut ({reason}) before the answer finished; received "
-        f"{', '.join(got)}. The partial answer was discarded; retry the request.",
+        f"the server ended the stream without {missing}, so the answer may be incomplete; "
+        f"received {received}. The partial answer was discarded. This server's streaming "
+        "does not follow the protocol and will fail again: turn streaming off with "
+        'provider_options={"streaming": False}.',
         provider=provider,
-        retryable=True,
+        retryable=False,
     )
 
 
@@ -157,7 +173,8 @@ class EventStream:
 
     ``prime()`` reads the first event while a failure can still be retried. Iteration
     then stops early with ``cut`` set to the reason when the connection fails, so that the
-    caller can say what it had received."""
+    caller can say what it had received; ``cut`` stays ``None`` when the server ended the
+    stream cleanly."""
 
     def __init__(self, provider: HTTPProvider, response: httpx.Response) -> None:
         self._provider = provider

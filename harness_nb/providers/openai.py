@@ -99,16 +99,17 @@ def wire_tools(tools: Sequence[ToolSpec]) -> EncodedList:
     return out
 
 
-def usage_of(raw: Mapping[str, Any] | None) -> Usage:
-    """Normalised usage: ``prompt_tokens`` includes the cached part, ours does not."""
+def usage_of(raw: Mapping[str, Any] | None, model: str) -> Usage:
+    """Normalised, priced usage: ``prompt_tokens`` includes the cached part, ours does not.
+    A server that sent none gives ``Usage(unreported_calls=1)`` (unpriced: nobody said)."""
     if not raw:
-        return Usage()
+        return Usage(unreported_calls=1)
     cached = int((raw.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
     return Usage(
         input_tokens=int(raw.get("prompt_tokens") or 0) - cached,
         output_tokens=int(raw.get("completion_tokens") or 0),
         cache_read_tokens=cached,
-    )
+    ).priced(model)
 
 
 def _arguments(value: Any) -> str:
@@ -132,7 +133,7 @@ def _response(
         stop = "tool_use"  # some servers say "stop" even when they called tools
     return ModelResponse(
         message=AssistantMessage(content=text or refusal, tool_calls=tuple(calls)),
-        usage=usage_of(usage).priced(model),
+        usage=usage_of(usage, model),
         stop_reason=stop,
         model=model,
     )
@@ -198,7 +199,7 @@ class ChatStream:
         calls = [self.calls[i].done() for i in sorted(self.calls)]
         text = "".join(self.text)
         if self.finish is None and not self.done:
-            raise stream_cut(self.provider, cut or "no finish_reason and no [DONE]", text, calls)
+            raise stream_cut(self.provider, cut, text, calls, missing="a finish_reason or [DONE]")
         return _response(
             text=text,
             refusal="".join(self.refusal),
@@ -218,7 +219,7 @@ class OpenAIProvider(HTTPProvider):
     ``empty_content`` says otherwise, ``tool_choice`` (default ``"auto"``) goes with every
     offer of tools (llama-cpp-python ignores ``tools`` without it), ``extra`` fields are
     added to the body, and ``stream_usage=False`` leaves out ``stream_options`` for servers
-    that reject it (usage is then unknown)."""
+    that reject it (usage is then unreported)."""
 
     name: ClassVar[str] = "openai"
     endpoint: ClassVar[str] = "/chat/completions"
