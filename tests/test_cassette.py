@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from harness_nb.core import AssistantMessage, ConfigError, ProviderError, ToolCall, ToolResultMessage, ToolSpec, UserMessage
-from harness_nb.providers import ModelRequest, ModelResponse, RecordingProvider, ReplayProvider, TextChunk, create_provider
+from harness_nb.core.environment import environment_line
+from harness_nb.engine.prompt import PromptBuilder
+from harness_nb.providers import ModelRequest, ModelResponse, RecordingProvider, ReplayProvider, TextChunk, create_provider, recording
 from harness_nb.providers.base import Provider
+from harness_nb.providers.cassette import first_difference, request_hash
+from harness_nb.testing import ScriptedProvider
 from harness_nb.testing.fake_server import FakeLLMServer
 
 pytestmark = pytest.mark.usefixtures("no_provider_env")
@@ -20,9 +25,9 @@ READ = ToolSpec(name="read_file", description="Read a file.", parameters={"type"
 GREP = ToolSpec(name="grep", description="Search.", parameters={"type": "object"})
 
 
-def conversation(workdir: Path) -> list[ModelRequest]:
+def conversation(workdir: Path, system: str | None = None) -> list[ModelRequest]:
     """Two turns of one run: a tool call, then the final answer."""
-    system = f"You are a helper. Working directory: {workdir}"
+    system = system or f"You are a helper. Working directory: {workdir}"
     first = [UserMessage(content="What is in notes.txt?")]
     call = ToolCall(id="call_fake1", name="read_file", arguments='{"path": "notes.txt"}')
     second = [
@@ -50,7 +55,7 @@ async def run(provider: Provider, requests: list[ModelRequest]) -> list[tuple[li
     return results
 
 
-STEPS = [
+STEPS: list[dict[str, Any]] = [
     {"text": "Reading.", "tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]},
     {"text": "The file says to buy milk.", "usage": {"input_tokens": 50, "output_tokens": 8}},
 ]
@@ -171,3 +176,88 @@ async def test_replaying_with_recording_still_on_does_not_append_to_the_cassette
     (tmp_path / "s.yaml").write_text("- text: hi\n")
     scripted = create_provider("scripted/s.yaml", record_to="c.jsonl", workdir=tmp_path)
     assert not isinstance(scripted, RecordingProvider)
+
+
+def system_prompt(workdir: Path, *, python: str, system: str, today: str, skill: str = "Use tabs.") -> str:
+    """The engine's system prompt, built on a given machine and day."""
+    builder = PromptBuilder(
+        "You are a helper.",
+        workdir=workdir,
+        skills=["style"],
+        skill_texts={"style": skill},
+        environment_line=lambda: environment_line(python, system, today),
+    )
+    return builder.build()
+
+
+async def test_a_cassette_replays_on_another_day_and_another_machine(tmp_path: Path) -> None:
+    workdir = tmp_path / "class"
+    recorded_prompt = system_prompt(workdir, python="3.11.7", system="Linux", today="2026-12-01")
+    cassette = tmp_path / "lesson.jsonl"
+    async with FakeLLMServer(STEPS) as srv:
+        recorder = RecordingProvider(create_provider("openai/gpt-4o", api_key=KEY, base_url=srv.url), cassette, workdir=workdir)
+        recorded = await run(recorder, conversation(workdir, recorded_prompt))
+        await recorder.aclose()
+    # The cassette keeps what was really sent.
+    line = json.loads(cassette.read_text().splitlines()[0])
+    assert "Environment: Python 3.11.7 on Linux; today is 2026-12-01." in line["request"]["system"]
+
+    later_prompt = system_prompt(workdir, python="3.13.1", system="Darwin", today="2027-03-15")
+    replay = ReplayProvider(cassette, workdir=workdir)
+    replayed = await run(replay, conversation(workdir, later_prompt))
+    assert [("".join(c), r.message, r.usage) for c, r in replayed] == [("".join(c), r.message, r.usage) for c, r in recorded]
+
+    # A real change to the prompt (after the environment line) still misses, and the
+    # message points at it, not at the date.
+    changed = system_prompt(workdir, python="3.13.1", system="Darwin", today="2027-03-15", skill="Use spaces.")
+    with pytest.raises(ProviderError) as info:
+        await replay.complete(conversation(workdir, changed)[0])
+    message = str(info.value)
+    assert "the system prompt differs at char" in message and "Use tabs." in message and "Use spaces." in message
+    assert "2026-12-01" not in message and "2027-03-15" not in message
+
+
+def test_the_hash_and_the_difference_leave_out_only_the_environment_line() -> None:
+    def record(system: str) -> dict:
+        return {"system": system, "messages": [], "tools": []}
+
+    monday = record("Be brief.\n\n" + environment_line("3.11.7", "Linux", "2026-12-01") + "\n\nSkills.")
+    tuesday = record("Be brief.\n\n" + environment_line("3.12.0", "Windows", "2026-12-02") + "\n\nSkills.")
+    assert request_hash(monday) == request_hash(tuesday)
+    assert monday["system"] != tuesday["system"]  # hashing does not change the record
+    other = record("Be brief.\n\n" + environment_line("3.11.7", "Linux", "2026-12-01") + "\n\nSkills!")
+    assert request_hash(monday) != request_hash(other)
+    difference = first_difference(monday, other)
+    assert "the system prompt differs" in difference and "Skills.'" in difference and "Skills!'" in difference
+    assert "2026-12-01" not in difference  # the window shows the placeholder, not a day
+
+
+async def test_recording_wraps_a_real_provider_instance(tmp_path: Path) -> None:
+    async with FakeLLMServer([{"text": "recorded"}]) as srv:
+        inner = create_provider("anthropic/claude-x", api_key=KEY, base_url=srv.url, options={"context_window": 200_000})
+        provider = recording(inner, "cassettes/run.jsonl", workdir=tmp_path)
+        assert isinstance(provider, RecordingProvider) and provider.inner is inner
+        assert (provider.model_id, provider.context_window) == ("anthropic/claude-x", 200_000)
+        assert recording(provider, tmp_path / "cassettes" / "run.jsonl") is provider  # already recording there
+        await provider.complete(ModelRequest(system="s", messages=[UserMessage(content="hi")]))
+        await provider.aclose()
+    [line] = (tmp_path / "cassettes" / "run.jsonl").read_text().splitlines()
+    assert json.loads(line)["response"]["message"]["content"] == "recorded"
+
+
+async def test_recording_leaves_offline_providers_and_no_cassette_alone(recorded: Path, tmp_path: Path) -> None:
+    scripted = ScriptedProvider([{"text": "hi"}])
+    replay = ReplayProvider(recorded)
+    assert recording(scripted, tmp_path / "c.jsonl") is scripted
+    assert recording(replay, recorded) is replay
+    live = create_provider("openai/gpt-4o", api_key=KEY)
+    assert recording(live, None) is live
+    await scripted.complete(ModelRequest(system="", messages=[UserMessage(content="x")]))
+    assert not (tmp_path / "c.jsonl").exists()
+    await live.aclose()
+
+
+def test_replay_is_named_after_the_cassette_path_as_written(recorded: Path) -> None:
+    workdir = recorded.parents[1]
+    replay = ReplayProvider("cassettes/demo.jsonl", workdir=workdir)
+    assert replay.model_id == "replay/cassettes/demo.jsonl" and replay.path == recorded

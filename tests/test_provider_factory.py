@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness_nb.core import ConfigError
-from harness_nb.providers import create_provider
+from harness_nb.core import ConfigError, ProviderError, UserMessage
+from harness_nb.providers import ModelRequest, create_provider
 from harness_nb.providers.factory import PREFIXES, parse_model
 
 pytestmark = pytest.mark.usefixtures("no_provider_env")
@@ -73,16 +73,29 @@ def test_an_unknown_option_keyword_is_a_config_error_naming_it() -> None:
         create_provider("openai/gpt-4o", api_key="k", temprature=0.5)
 
 
-def test_replay_path_is_relative_to_workdir(tmp_path: Path) -> None:
-    (tmp_path / "c.jsonl").write_text("")
-    replay = create_provider("replay/c.jsonl", workdir=tmp_path)
-    assert replay.model_id == f"replay/{tmp_path / 'c.jsonl'}"
+async def test_replay_is_labelled_with_the_path_as_written_and_read_from_the_workdir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "cassettes").mkdir()
+    (tmp_path / "cassettes" / "c.jsonl").write_text("")
+    monkeypatch.chdir(tmp_path.parent)  # the path is not relative to the process's folder
+    replay = create_provider("replay/cassettes/c.jsonl", workdir=tmp_path)
+    assert replay.model_id == "replay/cassettes/c.jsonl"
+    assert replay.path == tmp_path / "cassettes" / "c.jsonl"  # type: ignore[attr-defined]
+    with pytest.raises(ProviderError, match="the cassette is empty"):  # it was opened there
+        await replay.complete(ModelRequest(system="", messages=[UserMessage(content="x")]))
+    absolute = create_provider(f"replay/{tmp_path / 'cassettes' / 'c.jsonl'}", workdir=tmp_path / "elsewhere")
+    assert absolute.model_id == f"replay/{tmp_path / 'cassettes' / 'c.jsonl'}"
 
 
-def test_scripted_prefix_loads_a_script(tmp_path: Path) -> None:
-    (tmp_path / "demo.json").write_text('[{"text": "hello"}]')
-    provider = create_provider("scripted/demo.json", workdir=tmp_path)
+async def test_scripted_prefix_loads_a_script_labelled_with_the_path_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "demo.json").write_text('[{"text": "hello"}]')
+    monkeypatch.chdir(tmp_path.parent)
+    provider = create_provider("scripted/scripts/demo.json", workdir=tmp_path)
     assert type(provider).__name__ == "ScriptedProvider"
+    assert provider.model_id == "scripted/scripts/demo.json"
+    assert (await provider.complete(ModelRequest(system="", messages=[UserMessage(content="x")]))).message.content == "hello"
 
 
 def test_importing_providers_does_not_import_httpx() -> None:

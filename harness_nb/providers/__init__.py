@@ -15,7 +15,7 @@ from .options import ProviderOptions
 
 if TYPE_CHECKING:
     from .anthropic import AnthropicProvider
-    from .cassette import RecordingProvider, ReplayProvider
+    from .cassette import RecordingProvider, ReplayProvider, recording
     from .openai import OpenAIProvider
 
 _LAZY = {
@@ -23,6 +23,7 @@ _LAZY = {
     "AnthropicProvider": ".anthropic",
     "RecordingProvider": ".cassette",
     "ReplayProvider": ".cassette",
+    "recording": ".cassette",
 }
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "ReplayProvider",
     "TextChunk",
     "create_provider",
+    "recording",
 ]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from abc import ABC
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar
 
@@ -56,9 +57,11 @@ class Provider(ABC):
     """An LLM client. Subclasses implement at least one of ``complete`` / ``stream``.
 
     ``streaming`` says whether the engine should ``stream`` (else ``complete``);
-    ``context_window`` is the model's context size in tokens when known."""
+    ``context_window`` is the model's context size in tokens when known; ``offline``
+    marks a provider that answers without a server (never recorded to a cassette)."""
 
     name: ClassVar[str] = "provider"
+    offline: ClassVar[bool] = False
     streaming: bool = True
     context_window: int | None = None
 
@@ -105,3 +108,8 @@ class Provider(ABC):
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.model_id}>"
 
+
+def under(workdir: Path | None, path: str | Path) -> Path:
+    """``path`` (``~`` expanded) taken relative to ``workdir`` unless it is absolute."""
+    p = Path(path).expanduser()
+    return p if p.is_absolute() or workdir is None else Path(workdir) / p

@@ -10,7 +10,9 @@ A request is matched by the sha256 of the canonical JSON of its system prompt, m
 and tool specs: not the model name (a cassette recorded on one model replays under any
 name) and not the calling agent. The working directory's path is written as
 ``{workdir}`` so that a cassette recorded on one machine replays on another, and known API
-keys are redacted before anything is written.
+keys are redacted before anything is written. Volatile lines (the system prompt's
+environment line: Python version, system, today's date) are stored as they were but left
+out of matching, so a cassette replays any day, on any machine.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..core import ConfigError, ProviderError
-from .base import ModelRequest, ModelResponse, Provider, StreamItem, TextChunk
+from ..core.environment import normalise_environment
+from .base import ModelRequest, ModelResponse, Provider, StreamItem, TextChunk, under
 from .http import HTTPProvider, scrub
 from .options import ProviderOptions
 
@@ -54,9 +57,18 @@ def request_record(
     return result
 
 
+def matchable(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` without what changes from day to day and machine to machine (the
+    environment line), as requests are compared."""
+    result: dict[str, Any] = _map_strings(record, normalise_environment)
+    return result
+
+
 def request_hash(record: dict[str, Any]) -> str:
-    """sha256 of the canonical JSON of a request record."""
-    canonical = json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """sha256 of the canonical JSON of a request record, volatile lines left out."""
+    canonical = json.dumps(
+        matchable(record), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -132,27 +144,47 @@ class RecordingProvider(Provider):
         return f"<RecordingProvider {self.inner!r} to {self.path}>"
 
 
+def recording(
+    provider: Provider, record_to: str | Path | None, *, workdir: Path | None = None
+) -> Provider:
+    """``provider``, with every call also appended to the cassette ``record_to`` (relative
+    to ``workdir`` unless absolute). Returned unchanged when ``record_to`` is ``None``, when
+    it is offline (replaying with recording still switched on must not append the replayed
+    answers to a cassette, possibly the very one being replayed), and when it already
+    records to that cassette."""
+    if record_to is None or provider.offline:
+        return provider
+    path = under(workdir, record_to)
+    if isinstance(provider, RecordingProvider) and provider.path == path:
+        return provider
+    return RecordingProvider(provider, path, workdir=workdir)
+
+
 @dataclass
 class _Entry:
     line: int
     agent: str
-    request: dict[str, Any]
+    request: dict[str, Any]  # as recorded
     response: ModelResponse
 
 
 class ReplayProvider(Provider):
     """Answers from a cassette, offline (``replay/<path>``). The same request recorded
     several times is answered in recorded order; a request not in the cassette is a
-    ``ProviderError`` naming the nearest recorded request and what differs. Of ``options``
-    it takes ``streaming`` and ``context_window``."""
+    ``ProviderError`` naming the nearest recorded request and what differs.
+
+    ``path`` is read relative to ``workdir``; the model is named after the path as given
+    (``replay/cassettes/demo.jsonl``), which is the same wherever the notebook is. Of
+    ``options`` it takes ``streaming`` and ``context_window``."""
 
     name: ClassVar[str] = "replay"
+    offline: ClassVar[bool] = True
 
     def __init__(
         self, path: str | Path, *, workdir: Path | None = None, options: ProviderOptions | None = None
     ) -> None:
         super().__init__(str(path), options=options)
-        self.path = Path(path)
+        self.path = under(workdir, path)
         self.workdir = workdir
         if not self.path.is_file():
             raise ConfigError(
@@ -216,7 +248,8 @@ class ReplayProvider(Provider):
         where = f"no recorded answer for this request (agent {agent!r}) in {self.path}"
         if not entries:
             return ProviderError(f"{where}: the cassette is empty", provider=self.name)
-        nearest = max(entries, key=lambda e: _closeness(e, record, agent))
+        now = matchable(record)
+        nearest = max(entries, key=lambda e: _closeness(e, now, agent))
         return ProviderError(
             f"{where} ({len(entries)} recorded). Nearest: line {nearest.line} (agent "
             f"{nearest.agent!r}); {first_difference(nearest.request, record)}. Re-record the "
@@ -226,22 +259,26 @@ class ReplayProvider(Provider):
 
 
 def _closeness(entry: _Entry, record: dict[str, Any], agent: str) -> tuple[int, ...]:
-    recorded, now = entry.request["messages"], record["messages"]
+    """How near ``entry`` is to ``record`` (already ``matchable``): higher is nearer."""
+    then = matchable(entry.request)
+    recorded, now = then["messages"], record["messages"]
     prefix = next(
         (i for i, (a, b) in enumerate(zip(recorded, now, strict=False)) if a != b),
         min(len(recorded), len(now)),
     )
     return (
         prefix,
-        entry.request["system"] == record["system"],
-        entry.request["tools"] == record["tools"],
+        then["system"] == record["system"],
+        then["tools"] == record["tools"],
         entry.agent == agent,
         -abs(len(recorded) - len(now)),
     )
 
 
 def first_difference(recorded: dict[str, Any], now: dict[str, Any]) -> str:
-    """Where two request records first differ, as ``path: recorded … vs now …``."""
+    """Where two request records first differ, as ``path: recorded … vs now …`` (volatile
+    lines left out, as in matching)."""
+    recorded, now = matchable(recorded), matchable(now)
     if recorded["system"] != now["system"]:
         at = _first_char_diff(recorded["system"], now["system"])
         return (

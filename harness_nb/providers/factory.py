@@ -64,7 +64,7 @@ def create_provider(
     naming it. Option keywords (``streaming=False``) are a shorthand kept for older
     callers, checked the same way. ``scripted/`` and ``replay/`` paths are taken relative
     to ``workdir`` unless absolute. With ``record_to``, every call of a real provider is
-    also appended to that cassette (offline models are not recorded).
+    also appended to that cassette (see ``recording``).
     """
     prefix, name = parse_model(model)
     settings = ProviderOptions.of(options, **option_keywords)
@@ -89,21 +89,14 @@ def create_provider(
     elif prefix == "scripted":
         from .scripted import ScriptedProvider
 
-        provider = ScriptedProvider.from_file(_under(workdir, name), options=settings)
+        provider = ScriptedProvider.from_file(name, workdir=workdir, options=settings)
     else:
         from .cassette import ReplayProvider
 
-        provider = ReplayProvider(_under(workdir, name), workdir=workdir, options=settings)
-    # Only real models are recorded: replaying with recording still switched on must not
-    # append the replayed answers to a cassette (possibly the very one being replayed).
-    if record_to is not None and prefix not in ("scripted", "replay"):
-        from .cassette import RecordingProvider
+        provider = ReplayProvider(name, workdir=workdir, options=settings)
+    if record_to is not None:
+        from .cassette import recording
 
-        provider = RecordingProvider(provider, _under(workdir, str(record_to)), workdir=workdir)
+        provider = recording(provider, record_to, workdir=workdir)
     return provider
-
-
-def _under(workdir: Path | None, path: str) -> Path:
-    p = Path(path).expanduser()
-    return p if p.is_absolute() or workdir is None else Path(workdir) / p
 

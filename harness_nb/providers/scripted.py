@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import AssistantMessage, ConfigError, ProviderError, ToolCall, Usage, UserMessage
-from .base import ModelRequest, ModelResponse, Provider, StreamItem, TextChunk
+from .base import ModelRequest, ModelResponse, Provider, StreamItem, TextChunk, under
 from .options import ProviderOptions
 
 Step = Mapping[str, Any] | Callable[[ModelRequest], Mapping[str, Any]]
@@ -40,6 +40,7 @@ class ScriptedProvider(Provider):
     takes ``streaming`` and ``context_window`` (the rest shape requests to a server)."""
 
     name = "scripted"
+    offline = True
 
     def __init__(
         self,
@@ -61,11 +62,15 @@ class ScriptedProvider(Provider):
         self._ids = 0
 
     @classmethod
-    def from_file(cls, path: str | Path, **keywords: Any) -> ScriptedProvider:
+    def from_file(
+        cls, path: str | Path, *, workdir: Path | None = None, **keywords: Any
+    ) -> ScriptedProvider:
         """Load a script from YAML or JSON: a list of steps, ``{"steps": [...]}`` or
         ``{"agents": {"main": [...], "explore": [...]}}`` (plus optional ``chunk_delay`` and
-        ``model``); ``keywords`` go to the constructor."""
-        p = Path(path)
+        ``model``); ``keywords`` go to the constructor. ``path`` is taken relative to
+        ``workdir``; the model is named after the path as given
+        (``scripted/scripts/demo.yaml``) unless the script names one."""
+        p = under(workdir, path)
         if not p.is_file():
             raise ConfigError(f"scripted model file not found: {p}; give a path to a .yaml or .json script")
         text = p.read_text(encoding="utf-8")
@@ -80,14 +85,14 @@ class ScriptedProvider(Provider):
             raise ConfigError(f"cannot parse scripted model file {p}: {exc}") from None
         if isinstance(data, Mapping):
             keywords.setdefault("chunk_delay", float(data.get("chunk_delay", 0.0)))
-            keywords.setdefault("model", str(data.get("model", p.stem)))
+            keywords.setdefault("model", str(data.get("model", path)))
             if "agents" in data:
                 return cls(data["agents"], **keywords)
             if "steps" in data:
                 return cls(data["steps"], **keywords)
             raise ConfigError(f"{p}: a script needs a `steps:` list or an `agents:` mapping")
         if isinstance(data, list):
-            keywords.setdefault("model", p.stem)
+            keywords.setdefault("model", str(path))
             return cls(data, **keywords)
         raise ConfigError(f"{p}: a script must be a list of steps or a mapping, got {type(data).__name__}")
 
