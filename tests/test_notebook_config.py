@@ -107,6 +107,25 @@ async def test_good_values_and_other_config_lines_still_apply(kernel):
     assert result_text(await k.run("get_ipython().history_manager.db_log_output")) == "True"
 
 
+async def test_provider_options_are_checked_when_set(kernel):
+    """``HarnessNB.provider_options`` takes the fields of ``ProviderOptions``; a wrong key or
+    value fails its cell, the ``.update(…)`` form included."""
+    k = kernel
+    assert await setting(k, "provider_options") == "{}"
+    cases = {
+        "= {'temprature': 0.2}": ["unknown provider option 'temprature'", "did you mean temperature?", "stays {}"],
+        "= {'temperature': 5}": ["provider option temperature=5", "stays {}"],
+        "= 'fast'": ["provider_options", "expected a dict", "stays {}"],
+        ".update({'max_tokens': 0})": ["provider option max_tokens=0", "stays {}"],
+    }
+    for statement, fragments in cases.items():
+        assert_refused(k, await k.run(f"%config HarnessNB.provider_options {statement}", check=False), *fragments)
+    await k.run("%config HarnessNB.provider_options = {'temperature': 0.2}")
+    await k.run("%config HarnessNB.provider_options.update({'max_tokens': 256})")
+    assert await setting(k, "provider_options") == "{'temperature': 0.2, 'max_tokens': 256}"
+    await k.run("%config HarnessNB.provider_options = {}")
+
+
 async def test_agent_max_turns_must_be_one_or_more(kernel):
     k = kernel
     write_script(folder_of(k), {"agents": {"main": [{"text": "one turn was enough"}]}}, "once.yaml")

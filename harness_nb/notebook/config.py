@@ -26,11 +26,12 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
-from traitlets import Bool, Enum, Float, Int, List, TraitError, Unicode, default, validate
+from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, Unicode, default, validate
 from traitlets.config import Config, Configurable
 
 from ..core import ConfigError
 from ..providers.factory import parse_model
+from ..providers.options import ProviderOptions
 
 
 # The settings whose default comes from the environment, and from which variable.
@@ -123,6 +124,11 @@ class HarnessNB(Configurable):
     kernel_tools = Bool(True, help="Give the main agent list_variables, inspect_variable and run_python.").tag(
         config=True
     )
+    provider_options = Dict(
+        help="Options for every model the harness makes, e.g. {'temperature': 0.2, 'max_tokens': 2048}: "
+        "the fields of harness_nb.providers.options.ProviderOptions (streaming, max_tokens, temperature, "
+        "tool_choice, timeout, max_retries, extra, ...).",
+    ).tag(config=True)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -164,6 +170,16 @@ class HarnessNB(Configurable):
         if not folder.is_dir():
             raise _rejected(proposal, f"{folder} is not a folder; create it first or name another")
         value: str = proposal.value
+        return value
+
+    @validate("provider_options")
+    def _check_provider_options(self, proposal: Any) -> dict[str, Any]:
+        # kept as written (the harness makes the ProviderOptions), so %config shows it back
+        try:
+            ProviderOptions.of(proposal.value)
+        except ConfigError as exc:
+            raise _rejected(proposal, str(exc)) from None
+        value: dict[str, Any] = proposal.value
         return value
 
     @validate(*_NUMBER_RULES)
