@@ -224,12 +224,9 @@ class Harness:
 
     def _recorded(self, provider: Provider) -> Provider:
         """A provider instance given to the harness, recorded like the ones it makes."""
-        path = self._resolve_record_path()
-        if path is None:
-            return provider
         from .providers.cassette import recording
 
-        return recording(provider, path, workdir=self.workdir)
+        return recording(provider, self._resolve_record_path(), workdir=self.workdir)
 
     def _resolve_record_path(self) -> Path | None:
         if self._record_to is None:
@@ -290,7 +287,8 @@ class Harness:
     ) -> None:
         """Change settings for the runs that start from now on; the conversation is kept,
         and runs (and background tasks) already under way keep the settings they started
-        with. ``token_budget=0`` removes the budget."""
+        with. ``None`` leaves a setting as it is; ``model=""`` unconfigures the model and
+        ``token_budget=0`` removes the budget."""
         limits = self.limits
         if max_turns is not None or token_budget is not None:
             limits = replace(

@@ -149,6 +149,44 @@ async def test_background_approval_and_completion_while_another_cell_runs(tmp_pa
         assert result_text(waited) == "Removed build/ (it held nothing else)."
 
 
+async def test_a_background_task_bills_the_cell_that_launched_it(tmp_path):
+    """The main agent of a cell starts a background task that is still waiting for its
+    approval when the cell's run ends; when it finishes, the launching cell's header counts
+    its tokens, and a later cell's run does not."""
+    (tmp_path / "build").mkdir()
+    spend = lambda n: {"input_tokens": n, "output_tokens": 0}  # noqa: E731
+    script = {
+        "agents": {
+            "main": [
+                {
+                    "match": "clean up",
+                    "tool_calls": [
+                        {"name": "task", "arguments": {"subagent_type": "general-purpose", "prompt": "remove build", "background": True}}
+                    ],
+                    "usage": spend(10),
+                },
+                {"match": "clean up", "text": "Started the clean-up.", "usage": spend(20)},
+                {"text": "Nothing else to do.", "usage": spend(3)},
+            ],
+            "general-purpose": [
+                {"tool_calls": [RM_BUILD], "usage": spend(300)},
+                {"text": "build/ removed.", "usage": spend(4000)},
+            ],
+        }
+    }
+    async with notebook(tmp_path, script) as k:
+        await k.run("%config HarnessNB.background_approvals = 'ask'")
+        launch = await k.run("%%agent\nclean up the build folder")
+        assert result_text(launch) == "Started the clean-up."
+        k.click(await k.wait_for_button("Approve"))
+        await wait_for_widget_text(k, "**bg-1**", timeout=30)
+        later = await k.run("%%agent\nanything else?")
+        assert result_text(later) == "Nothing else to do."
+        launching, later_view = run_views(k)
+        await k.wait_for(lambda: " 4,330 tokens " in run_views(k)[0].header, what="the launching header with the task billed")
+        assert " 3 tokens " in later_view.header
+
+
 async def test_background_runs_from_one_cell_ask_and_report_in_their_own_views(tmp_path):
     """Two background runs launched by one cell each get their own run view: each one's
     approval card and its result appear in its own view, not both in the last one."""

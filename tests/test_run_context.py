@@ -352,3 +352,47 @@ async def test_a_parallel_task_whose_every_subtask_failed_is_an_error(tmp_path):
     assert out.is_error
     assert out.content.startswith("error: every one of the 2 parallel tasks failed:")
     assert "boom 1" in out.content and "boom 2" in out.content
+
+
+# -- 8. a provider built by hand is recorded too ----------------------------------------------
+
+
+async def test_a_provider_instance_is_recorded_when_record_to_is_set(tmp_path):
+    from harness_nb.providers import create_provider
+    from harness_nb.providers.cassette import request_hash
+
+    async with FakeLLMServer([{"text": "hello there"}]) as srv:
+        hand_made = create_provider("openai-compatible/tiny", base_url=srv.url + "/v1", options={"temperature": 0.1})
+        h = Harness(hand_made, workdir=tmp_path, record_to="cassettes/c.jsonl", include_user_agents=False)
+        _OPEN.append(h)
+        result = await h.run("say hello")
+    assert result.final_text == "hello there"
+    import json
+
+    (line,) = [json.loads(x) for x in (tmp_path / "cassettes/c.jsonl").read_text().splitlines()]
+    assert line["response"]["message"]["content"] == "hello there"
+    assert line["hash"] == request_hash(line["request"])
+    # and the cassette replays the run offline
+    replay = Harness("replay/cassettes/c.jsonl", workdir=tmp_path, include_user_agents=False)
+    _OPEN.append(replay)
+    assert (await replay.run("say hello")).final_text == "hello there"
+
+
+async def test_configure_changes_only_later_runs_and_can_unset_the_model(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-000000")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-real-key-000")
+    h = Harness("openai/gpt-4o-mini", workdir=tmp_path, include_user_agents=False)
+    _OPEN.append(h)
+    before = h.run_context()
+    h.configure(model="anthropic/claude-haiku-4-5", max_turns=7, provider_options={"temperature": 0.5})
+    after = h.run_context()
+    assert (before.provider.model_id, before.limits.max_turns) == ("openai/gpt-4o-mini", 50)
+    assert (after.provider.model_id, after.limits.max_turns) == ("anthropic/claude-haiku-4-5", 7)
+    assert before.provider is not after.provider
+    with pytest.raises(ConfigError, match="unknown provider option 'temprature'"):
+        h.configure(max_turns=9, provider_options={"temprature": 1})
+    assert h.limits.max_turns == 7  # a bad value changes nothing
+    h.configure(model="")
+    assert h.model is None
+    with pytest.raises(ConfigError, match="no model configured"):
+        h.run_context()

@@ -332,6 +332,16 @@ def test_a_background_completion_is_posted_into_the_view(shell, clock):
     assert second["data"]["text/markdown"].endswith("boom")
 
 
+def test_a_background_completion_shows_the_launching_runs_usage_with_the_task_billed(shell, clock):
+    view = RunView("main", "m", scheduler=clock)
+    view(TurnFinished(turn=1, usage=Usage(input_tokens=40, turns=1)))
+    view.finish("done")
+    assert " · 40 tokens · " in view.header.value
+    view.post_completion("**bg-1** · explore · completed\n\nrows: 3", usage=Usage(input_tokens=940, turns=3))
+    clock.advance(1)
+    assert " · 940 tokens · 3 turns · " in view.header.value
+
+
 # ---------------------------------------------------------------------- approvals
 
 

@@ -14,7 +14,7 @@ from IPython.core.error import UsageError
 from IPython.display import display
 
 from ..core import HarnessError, SubagentUpdate
-from ..engine import RunResult
+from ..engine import RunResult, UsageAccount
 from ..harness import ApprovalPolicy, Harness
 from ..subagents import BackgroundApprovals, TaskEntry, TaskStatus, resolve_model
 from ..textview import TextView, terminal_approval
@@ -83,6 +83,8 @@ class NotebookHarness:
         self._harness_key: tuple[Any, ...] | None = None
         self._views: weakref.WeakValueDictionary[str, RunView] = weakref.WeakValueDictionary()
         self._posted: set[str] = set()  # background tasks whose result is in their cell
+        # the usage account of the run each view showed: background work it launched bills it
+        self._accounts: weakref.WeakKeyDictionary[RunView, UsageAccount] = weakref.WeakKeyDictionary()
 
     @property
     def widgets_enabled(self) -> bool:
@@ -119,17 +121,19 @@ class NotebookHarness:
                 agent_dirs=c.agent_dirs,
                 include_user_agents=c.user_agents,
                 background_approvals=background,
+                provider_options=c.provider_options,
                 teams=True,
             )
             self._harness_key = key
             self._harness.tracker.listeners.append(self._on_task_change)
         else:
             self._harness.configure(
-                model=c.model or None,
+                model=c.model or "",  # "": not configured (None would mean "no change")
                 approval_policy=policy,
                 max_turns=c.max_turns,
                 token_budget=c.token_budget,
                 background_approvals=background,
+                provider_options=c.provider_options,
             )
         return self._harness
 
@@ -202,7 +206,8 @@ class NotebookHarness:
         if view is None:
             return
         self._posted.add(entry.id)
-        view.post_completion(completion_markdown(entry))
+        account = self._accounts.get(view)
+        view.post_completion(completion_markdown(entry), usage=account.snapshot() if account else None)
         if view.own_task == entry.id:
             view.finish("done" if entry.status is TaskStatus.COMPLETED else str(entry.status))
 
@@ -241,6 +246,8 @@ class NotebookHarness:
             _finish(view, "failed")
             raise UsageError(str(exc)) from None
         _finish(view, "done")
+        if isinstance(view, RunView) and result.account is not None:
+            self._accounts[view] = result.account
         return AgentReply(result.final_text, usage=result.usage, result=result, task_id=result.task_id)
 
     def start_background(self, agent: str, prompt: str) -> str:

@@ -18,7 +18,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from ..core import HarnessError, UnknownNameError
-from ..subagents import TaskStatus
+from ..subagents import TaskStatus, describe_model
 from .config import number_problem
 from .controller import NotebookHarness, Pending, completion_markdown, done, with_ticker
 from .reply import AgentReply, MarkdownText
@@ -237,7 +237,7 @@ class AgentTable:
     def __init__(self, harness: Any) -> None:
         self.definitions = harness.registry.list()
         self.warnings = list(harness.registry.warnings)
-        self.default_model = harness.model or "(not configured)"
+        self.main_model = harness.model
         self.workdir = Path(harness.workdir)
 
     def _rows(self) -> list[tuple[str, str, str, str]]:
@@ -245,7 +245,7 @@ class AgentTable:
         for d in self.definitions:
             tools = "(all of the main agent's)" if d.tools is None else (", ".join(d.tools) or "(none)")
             source = shown_source(str(d.source), self.workdir)
-            rows.append((d.name, source, tools, d.model or f"inherit ({self.default_model})"))
+            rows.append((d.name, source, tools, describe_model(d, self.main_model)))
         return rows
 
     def __repr__(self) -> str:
@@ -306,6 +306,5 @@ def task_details(entry: TaskEntry) -> str:
         "progress:\n\n" + log,
     ]
     if entry.done:
-        body = entry.result if entry.status is TaskStatus.COMPLETED else entry.error
-        parts.append(f"result:\n\n{body or ''}")
+        parts.append(f"result:\n\n{entry.outcome}")
     return "\n\n".join(parts)

@@ -260,9 +260,13 @@ class RunView(LiveBox):
         self._dirty.update({"stream", "header"})
         self.flush()
 
-    def post_completion(self, markdown: str) -> None:
-        """Append a background result to this cell (from the task that finished)."""
+    def post_completion(self, markdown: str, *, usage: Usage | None = None) -> None:
+        """Append a background result to this cell (from the task that finished). ``usage``
+        is the launching run's usage now that the task has billed it: the header shows it."""
         self.completions.append_display_data(MarkdownText(markdown))
+        if usage is not None:
+            self.usage = usage
+            self.mark("header")
 
     def approval_channel(self, *, timeout: float | None, unattended: str | None) -> ApprovalChannel:
         """An approval channel that asks in this view. With ``unattended`` set ('deny' or
