@@ -39,11 +39,15 @@ class UsageAccount:
         self.usage = Usage()
         self.parent = parent
 
-    def credit(self, usage: Usage) -> None:
-        """Bill ``usage`` here and up the chain of parents."""
+    def credit(self, usage: Usage, *, turns: int = 0, tool_calls: int = 0) -> None:
+        """Bill ``usage`` (plus ``turns`` LLM calls and ``tool_calls``) here and up the chain
+        of parents."""
         account: UsageAccount | None = self
         while account is not None:
-            account.usage.add(usage)
+            total = account.usage
+            total.add(usage)
+            total.turns += turns
+            total.tool_calls += tool_calls
             account = account.parent
 
     def child(self) -> UsageAccount:

@@ -183,7 +183,7 @@ class AgentEngine:
                     response = await self._answer(provider, emit, account)
                     turns += 1
                     message = response.message
-                    account.credit(_billed(response, provider, tool_calls=len(message.tool_calls)))
+                    account.credit(_priced(response, provider), turns=1, tool_calls=len(message.tool_calls))
                     self.session.append(message)
                     emit(TurnFinished(turn=turns, usage=account.snapshot(), agent=self.agent))
                     if message.content:
@@ -242,7 +242,7 @@ class AgentEngine:
             response = await self._call_model(provider, emit)
             if response.message.content or response.message.tool_calls:
                 return _with_unique_call_ids(response)
-            account.credit(_billed(response, provider, tool_calls=0).model_copy(update={"turns": 0}))
+            account.credit(_priced(response, provider))
             if response.stop_reason == "max_tokens":
                 raise _Stop("max_tokens", EMPTY_AT_MAX_TOKENS)
             if attempt == 1:
@@ -364,11 +364,10 @@ class AgentEngine:
             return ToolOutcome(f"error: {call.name} timed out after {deadline:g} s", True)
 
 
-def _billed(response: ModelResponse, provider: Provider, *, tool_calls: int) -> Usage:
-    """What one answer costs the run: its tokens (priced from the table when the provider
-    did not price them), one turn and its tool calls."""
-    usage = response.usage if response.usage.cost is not None else response.usage.priced(provider.model)
-    return usage.model_copy(update={"turns": usage.turns + 1, "tool_calls": usage.tool_calls + tool_calls})
+def _priced(response: ModelResponse, provider: Provider) -> Usage:
+    """An answer's usage, priced from the table when the provider did not price it."""
+    usage = response.usage
+    return usage if usage.cost is not None else usage.priced(provider.model)
 
 
 def _with_unique_call_ids(response: ModelResponse) -> ModelResponse:
