@@ -28,7 +28,7 @@ from .inbox import LeaderInbox, LeaderListener
 from .mailbox import TEAM_LEAD, Message
 from .protocol import format_prompt, teammate_system_prompt
 from .registry import DEFAULT_TEAM, Member, TeamRegistry, check_name
-from .roster import RosterMember, RosterStore
+from .roster import RosterMember, RosterStore, new_owner
 from .teammate import Teammate
 from .tool import team_create_tool, teammate_send_message
 
@@ -64,6 +64,7 @@ class TeamManager:
         self.on_event: list[EventListener] = []
         self.route = TeamRoute(self)
         self._closed = False
+        self.owner = new_owner()  # marks, in the shared rosters, the teammates this manager runs
         self._load()
 
     @property
@@ -139,11 +140,13 @@ class TeamManager:
         the run it is a child of (and bills): the lead's current context when ``None``."""
         definition = agent if isinstance(agent, SubAgentDefinition) else self.agents.get(agent)
         team_name = check_name("team", team or self.registry.default)
-        member_name = self.registry.unique_name(name or definition.name)
-        record = RosterMember(name=member_name, team=team_name, agent=definition.name, task_id="", prompt=prompt)
+        wanted = check_name("teammate", name or definition.name)
+        member_name = await asyncio.to_thread(self.store.claim, team_name, wanted, self.registry.names())
+        record = RosterMember(
+            name=member_name, team=team_name, agent=definition.name, task_id="", prompt=prompt, owner=self.owner
+        )
         member = Member(record)
         path = self.store.transcript_path(team_name, member_name)
-        path.unlink(missing_ok=True)  # an orphan transcript whose roster entry was lost
         session = MemorySession(f"team.{team_name}.{member_name}", transcript=path)
         first = Message(TEAM_LEAD, "message", prompt, to=member_name)
         self._start(member, definition, format_prompt(first), session, parent or self.lead(), description)
@@ -172,6 +175,13 @@ class TeamManager:
                 definition = self.agents.get(member.record.agent)
             except UnknownNameError as exc:
                 raise ToolError(f"cannot revive {member.name}: {exc}") from None
+            elsewhere = await asyncio.to_thread(self.store.running_elsewhere, member.team, member.name, self.owner)
+            if elsewhere is not None:
+                raise ToolError(
+                    f"{member.name} is running in another kernel (pid {elsewhere.partition(':')[0]}) on this "
+                    "workdir; message it from there, or shut it down there first"
+                )
+            member.record.owner = self.owner
             path = self.store.transcript_path(member.team, member.name)
             history = await asyncio.to_thread(_read_history, path)
             session = MemorySession(f"team.{member.team}.{member.name}", transcript=path)
@@ -305,8 +315,11 @@ class TeamManager:
         member.changed()
 
     def _save(self, team: str) -> None:
+        # only the members this process runs (spawned or revived here): the roster keeps
+        # other kernels' members as they wrote them
+        mine = [m.record for m in self.registry.members(team) if m.record.owner == self.owner]
         try:
-            self.store.save(team, [m.record for m in self.registry.members(team)])
+            self.store.save(team, mine)
         except OSError:  # a full disk must not kill a teammate; the next change retries
             log.exception("cannot write the roster of team %s", team)
 

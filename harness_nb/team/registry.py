@@ -158,12 +158,3 @@ class TeamRegistry:
     def names(self) -> list[str]:
         """Every addressable name: ``team-lead`` and each teammate."""
         return [TEAM_LEAD, *(m.name for m in self.members())]
-
-    def unique_name(self, base: str) -> str:
-        """``base`` if no member has it, else ``base-2``, ``base-3`` …"""
-        check_name("teammate", base)
-        name, n = base, 1
-        while self.find(name) is not None:
-            n += 1
-            name = f"{base}-{n}"
-        return name

@@ -4,6 +4,13 @@ The roster lists each teammate with what it takes to revive it (its agent defini
 name, its first prompt) and what a person wants to see (state, last message, tokens). It is
 rewritten atomically whenever a member changes, so a reader (or a restarted kernel) never
 sees half a file. Each teammate's conversation is the ``MemorySession`` transcript beside it.
+
+Several kernels may share a workdir. A roster write is a merge made under a file lock
+(``filelock``, the lock file ``.roster.lock`` beside it): the writer replaces only the
+members it owns (those it spawned or revived) and keeps every other member as the file
+has it, so no kernel drops another's teammates. Names are claimed the same way: a name
+taken in the file, or whose transcript exists, is never handed out again, and nothing
+deletes a transcript another process may be writing.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
+from filelock import FileLock, Timeout
 from pydantic import BaseModel, Field, ValidationError
 
 from ..core import Usage
@@ -25,6 +33,9 @@ log = logging.getLogger("harness_nb.team")
 
 MemberState = Literal["working", "idle", "exited"]
 ROSTER_FILE = "roster.json"
+LOCK_FILE = ".roster.lock"
+LOCK_TIMEOUT = 5.0
+"""Seconds a roster write waits for another kernel's write to finish (it takes milliseconds)."""
 
 
 class RosterMember(BaseModel):
@@ -40,6 +51,7 @@ class RosterMember(BaseModel):
     last_message: str = ""
     turns: int = 0
     usage: Usage = Field(default_factory=Usage)
+    owner: str | None = None  # "<pid>:<token>" of the team manager that runs it (see new_owner)
 
     @property
     def tokens(self) -> int:
@@ -68,11 +80,54 @@ class RosterStore:
         """Where teammate ``name``'s conversation is appended as JSONL."""
         return self.team_dir(team) / f"{name}.jsonl"
 
-    def save(self, team: str, members: Iterable[RosterMember]) -> Path:
-        """Write ``team``'s roster atomically (temporary file, then rename over the old one)."""
-        roster = Roster(team=team, members=list(members))
+    def lock(self, team: str) -> FileLock:
+        """The cross-process lock of ``team``'s folder (creates the folder)."""
         folder = self.team_dir(team)
         folder.mkdir(parents=True, exist_ok=True)
+        return FileLock(folder / LOCK_FILE, timeout=LOCK_TIMEOUT)
+
+    def save(self, team: str, members: Iterable[RosterMember]) -> Path:
+        """Merge ``members`` into ``team``'s roster on disk, under the team's lock: each of
+        them replaces the entry of its name; members the file has and ``members`` lacks
+        (another kernel's) are kept. Written atomically. Raises ``OSError`` when the lock
+        cannot be had within ``LOCK_TIMEOUT``."""
+        ours = list(members)
+        try:
+            with self.lock(team):
+                on_disk = self.load(team)
+                mine = {m.name for m in ours}
+                others = [m for m in (on_disk.members if on_disk else []) if m.name not in mine]
+                return self._write(Roster(team=team, members=[*others, *ours]))
+        except Timeout as exc:
+            raise OSError(f"the roster of team {team} is locked by another process: {exc}") from None
+
+    def claim(self, team: str, wanted: str, taken: Iterable[str]) -> str:
+        """A teammate name for a new member of ``team``: ``wanted``, or ``wanted-2``, … —
+        one not in ``taken`` (this process's names), not in the roster on disk (another
+        kernel's) and with no transcript file yet. Its transcript file is created before the
+        lock is released, so two kernels cannot both claim it."""
+        with self.lock(team):
+            on_disk = self.load(team)
+            used = {*taken, *(m.name for m in (on_disk.members if on_disk else []))}
+            name, n = wanted, 1
+            while name in used or self.transcript_path(team, name).exists():
+                n += 1
+                name = f"{wanted}-{n}"
+            self.transcript_path(team, name).touch(exist_ok=False)
+            return name
+
+    def running_elsewhere(self, team: str, name: str, me: str) -> str | None:
+        """The owner (``"<pid>:<token>"``) of teammate ``name`` when another live team
+        manager runs it now, per the roster on disk; ``None`` when none does (it exited, its
+        kernel is gone, or it is ``me``'s)."""
+        on_disk = self.load(team)
+        record = next((m for m in (on_disk.members if on_disk else []) if m.name == name), None)
+        if record is None or record.state == "exited" or record.owner in (None, me):
+            return None
+        return record.owner if _alive(record.owner) else None
+
+    def _write(self, roster: Roster) -> Path:
+        folder = self.team_dir(roster.team)
         target = folder / ROSTER_FILE
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".roster-", suffix=".tmp")
         try:
@@ -107,3 +162,24 @@ class RosterStore:
             return []
         rosters = (self.load(d.name) for d in sorted(self.folder.iterdir()) if d.is_dir())
         return [r for r in rosters if r is not None]
+
+
+def new_owner() -> str:
+    """An owner mark for a team manager: its pid (to tell whether it still lives) and a
+    token (two harnesses in one process are two owners)."""
+    return f"{os.getpid()}:{os.urandom(4).hex()}"
+
+
+def _alive(owner: str) -> bool:
+    pid_text, _, _ = owner.partition(":")
+    try:
+        pid = int(pid_text)
+    except ValueError:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, someone else's
+        return True
+    return True
