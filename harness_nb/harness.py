@@ -55,7 +55,7 @@ from .subagents import (
     coordination_tools,
 )
 from .team import TeamManager
-from .tools import Tool, ToolRegistry
+from .tools import Sandbox, SandboxMode, Tool, ToolRegistry
 
 ApprovalPolicy = Literal["dangerous", "always", "never"]
 
@@ -84,6 +84,11 @@ class Harness:
     Each run gets its own ``RunContext`` (provider, limits, approval channel, usage
     account): ``run(..., model=X)`` runs on X without touching other runs, and background
     work keeps the context of the run that launched it. ``usage`` is the harness's total.
+
+    ``sandbox``: how ``bash`` runs (``tools/sandbox.py``): ``"auto"`` under bubblewrap where
+    it works (else unsandboxed, with one warning), ``"bwrap"`` always (``ConfigError`` when
+    it cannot), ``"off"`` never, or a ``Sandbox``; ``sandbox_network`` lets sandboxed
+    commands use the network. ``self.sandbox.active`` says whether commands are confined.
     """
 
     def __init__(
@@ -114,10 +119,17 @@ class Harness:
         max_concurrency: int = 4,
         max_depth: int = 3,
         teams: bool = True,
+        sandbox: SandboxMode | Sandbox = "auto",
+        sandbox_network: bool = False,
     ) -> None:
         self.workdir = Path(workdir).expanduser().resolve()
         if not self.workdir.is_dir():
             raise ConfigError(f"workdir {self.workdir} is not a folder; create it or pass another")
+        if not isinstance(sandbox, Sandbox):
+            sandbox = Sandbox.create(sandbox, network=sandbox_network)
+        # agent folders given here are kept read-only to commands, like the project's own
+        agent_dirs = list(agent_dirs)
+        self.sandbox: Sandbox = sandbox.protecting(Path(d).expanduser().resolve() for d in agent_dirs)
         require_positive("max_concurrency", max_concurrency, whole=True)
         require_positive("max_depth", max_depth, whole=True)
         require_positive("offload_chars", offload_chars, whole=True)
@@ -164,7 +176,7 @@ class Harness:
         if tools is None:
             from .tools.builtin import builtin_tools
 
-            tools = builtin_tools()
+            tools = builtin_tools(sandbox=self.sandbox)
         self.tools = ToolRegistry(
             [
                 *tools,

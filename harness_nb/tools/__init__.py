@@ -5,15 +5,19 @@ from .builtin import READ_ONLY_TOOLS, builtin_tools
 from .files import edit_file, ls, read_file, write_file
 from .path import display_path, resolve_in_workdir
 from .search import glob, grep
-from .shell import bash
+from .sandbox import Sandbox, SandboxMode
+from .shell import BashTool, bash, kill_running_commands
 
 __all__ = [
     "READ_ONLY_TOOLS",
+    "BashTool",
     "FunctionTool",
     "Tool",
     "ToolContext",
     "ToolOutcome",
     "ToolRegistry",
+    "Sandbox",
+    "SandboxMode",
     "bash",
     "builtin_tools",
     "display_path",
@@ -21,6 +25,7 @@ __all__ = [
     "glob",
     "grep",
     "invoke",
+    "kill_running_commands",
     "own_timeout",
     "ls",
     "read_file",

@@ -64,6 +64,12 @@ class Tool(ABC):
 
     _spec: ToolSpec | None = None
 
+    @property
+    def sandboxed(self) -> bool:
+        """Whether the operating system confines what this tool's calls can do (``bash``
+        bound to an active ``Sandbox``): a permission policy may then let more run unasked."""
+        return False
+
     def spec(self) -> ToolSpec:
         """The model-facing definition (cached: schemas are built once)."""
         if self._spec is None:

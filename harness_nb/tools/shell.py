@@ -1,31 +1,39 @@
 """The ``bash`` tool: run a shell command in the working directory.
 
-The command runs in its own session (``start_new_session=True``), so its process group
-holds bash and everything it starts; on a timeout, an interrupt, or children left
-holding the output pipe, the whole group is killed — nothing outlives the call by
-accident. Output is read as it comes and only its head and tail are kept, so a command
-printing megabytes costs a bounded amount of memory.
+A command runs under the tool's ``Sandbox`` (``tools/sandbox.py``: bubblewrap where it
+works) with an allow-listed environment, in its own session. When it ends — finished,
+timed out or interrupted — its whole process group is killed, so background jobs end with
+it. Under bubblewrap its pid namespace makes that cover every process it started
+(``setsid`` ones too) and the kernel's death (``--die-with-parent``); without bubblewrap a
+process that leaves the group can outlive the command, and the result says so when it
+still holds the output. Commands still running when the interpreter exits or the
+extension is unloaded are killed (``kill_running_commands``).
+
+Output comes through a pipe this module makes and always closes, read as it comes; only
+its head and tail are kept, so a command printing megabytes costs a bounded amount of
+memory.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import codecs
 import os
 import signal
-from contextlib import suppress
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Any
 
 from pydantic import Field
 
 from ..core import ToolError
-from .base import ToolContext, tool
+from .base import FunctionTool, ToolContext
+from .sandbox import Sandbox, default_sandbox
 
 BASH_MAX_OUTPUT_CHARS = 30_000
 """Most characters of output ``bash`` returns: the first and the last half of that."""
 LINGER_SECONDS = 0.2
 """How long to wait for the output pipe to close after bash itself has exited."""
-_POLL_SECONDS = 0.05
 
 
 class _HeadTail:
@@ -58,56 +66,145 @@ class _HeadTail:
         return self._head + self._tail
 
 
-async def _pump(stream: asyncio.StreamReader, sink: _HeadTail) -> None:
-    while chunk := await stream.read(1 << 16):
-        sink.feed(chunk)
-    sink.feed(b"", final=True)
+class _Collect(asyncio.Protocol):
+    """Feeds the output pipe into a ``_HeadTail``; ``closed`` is done once the pipe is."""
+
+    def __init__(self, sink: _HeadTail) -> None:
+        self.sink = sink
+        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def data_received(self, data: bytes) -> None:
+        self.sink.feed(data)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.closed.done():
+            self.sink.feed(b"", final=True)
+            self.closed.set_result(None)
 
 
-def _kill_group(proc: asyncio.subprocess.Process) -> None:
-    # The group id is bash's pid (it leads its own session). The group may already be
-    # gone when every member has exited: nothing left to kill.
-    with suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
+# Process groups (= session ids) of the commands running now, in this process.
+_running: set[int] = set()
+_atexit_registered = False
 
 
-async def _wait_exit(proc: asyncio.subprocess.Process, reader: asyncio.Task[None]) -> None:
-    """Wait until bash itself has exited.
-
-    ``Process.wait()`` also waits for the output pipe to close, which a background child
-    may hold open for ever; so while the pipe is open, wake when the output ends (the
-    usual way a command finishes) or every ``_POLL_SECONDS`` to look at the exit status.
-    """
-    while proc.returncode is None:
-        if reader.done():
-            await proc.wait()  # no pipe left open: this returns as soon as bash exits
-        else:
-            await asyncio.wait({reader}, timeout=_POLL_SECONDS)
+def kill_running_commands() -> int:
+    """Kill every ``bash`` command still running in this process, with its process group
+    (under bubblewrap, its whole sandbox). Called at interpreter exit and when the
+    extension is unloaded; returns how many were killed."""
+    killed = sum(_kill_group(pgid) for pgid in list(_running))
+    _running.clear()
+    return killed
 
 
-async def _stop(proc: asyncio.subprocess.Process, reader: asyncio.Task[None]) -> None:
-    """Kill the command's process group, wait for bash and let the output reader finish."""
-    _kill_group(proc)
-    await _wait_exit(proc, reader)
-    done, _ = await asyncio.wait({reader}, timeout=LINGER_SECONDS)
-    if not done:
-        # Only a process that left the group (setsid) can still hold the pipe open.
-        reader.cancel()
-        await asyncio.wait({reader})
+def _track(pgid: int) -> None:
+    global _atexit_registered
+    if not _atexit_registered:
+        atexit.register(kill_running_commands)
+        _atexit_registered = True
+    _running.add(pgid)
+
+
+def _kill_group(pgid: int) -> bool:
+    """SIGKILL the group; whether anything was left in it."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def _exit_status(code: int) -> str:
-    if code >= 0:
+    # bash (and bubblewrap, passing on bash's status) report a child killed by signal N
+    # as 128 + N; Python reports a process it saw killed as -N.
+    number = -code if code < 0 else code - 128 if 128 < code < 128 + signal.NSIG else 0
+    if not number:
         return f"exit code: {code}"
     try:
-        name = signal.Signals(-code).name
+        name = signal.Signals(number).name
     except ValueError:
-        name = f"signal {-code}"
+        name = f"signal {number}"
     return f"exit code: {code} (killed by {name})"
 
 
-@tool(timeout_param="timeout")
-async def bash(
+_STOPPED_NOTE = "[background processes the command left running were stopped: every process a command starts ends with it]"
+_ESCAPED_NOTE = (
+    "[a process that left the command's process group (setsid) still holds the output and "
+    "could not be stopped: it may still be running (without the sandbox, such processes "
+    "outlive the command)]"
+)
+
+
+async def run_command(workdir: Path, command: str, *, timeout: float, sandbox: Sandbox) -> str:
+    """Run ``command`` in ``workdir`` under ``sandbox`` and return its output and status
+    (``ToolError`` on timeout or when it cannot start)."""
+    plan = await asyncio.to_thread(sandbox.plan, command, workdir)
+    argv = plan.launch()
+    try:
+        return await _execute(argv, plan.workdir, plan.env, timeout=timeout, sandboxed=plan.sandboxed)
+    finally:
+        plan.release()
+
+
+async def _execute(argv: list[str], workdir: Path, env: dict[str, str], *, timeout: float, sandboxed: bool) -> str:
+    loop = asyncio.get_running_loop()
+    output = _HeadTail(BASH_MAX_OUTPUT_CHARS)
+    collect = _Collect(output)
+    read_fd, write_fd = os.pipe()
+    pipe = os.fdopen(read_fd, "rb", buffering=0)
+    try:
+        transport, _ = await loop.connect_read_pipe(lambda: collect, pipe)
+    except BaseException:
+        pipe.close()
+        os.close(write_fd)
+        raise
+    try:
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                cwd=workdir,
+                env=env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=write_fd,
+                stderr=write_fd,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise ToolError(f"cannot start bash in {workdir}: {exc.strerror or exc}") from exc
+        finally:
+            os.close(write_fd)  # the child has its copy; ours would keep the pipe open
+        _track(proc.pid)
+        timed_out = False
+        try:
+            async with asyncio.timeout(timeout):
+                await proc.wait()
+            # Give children that bash left behind a moment to release the output.
+            await asyncio.wait({collect.closed}, timeout=LINGER_SECONDS)
+        except TimeoutError:
+            timed_out = True
+        finally:
+            # Also on interrupt (CancelledError, re-raised after): the group goes, always.
+            leftovers = _kill_group(proc.pid)
+            _running.discard(proc.pid)
+            if proc.returncode is None:
+                await proc.wait()
+            if not collect.closed.done():
+                await asyncio.wait({collect.closed}, timeout=LINGER_SECONDS)
+        escaped = not collect.closed.done() and not sandboxed
+    finally:
+        transport.close()
+    text = output.text().rstrip("\n") or "(no output)"
+    if timed_out:
+        hint = f"\n{_ESCAPED_NOTE}" if escaped else ""
+        raise ToolError(
+            f"timed out after {timeout:g} s; the command and its child processes were "
+            f"killed. Raise `timeout` if it needs longer.{hint} Output so far:\n{text}"
+        )
+    assert proc.returncode is not None  # waited for above
+    notes = "".join(f"{note}\n" for note, shown in ((_STOPPED_NOTE, leftovers), (_ESCAPED_NOTE, escaped)) if shown)
+    return f"{text}\n{notes}{_exit_status(proc.returncode)}"
+
+
+async def _bash(
     ctx: ToolContext,
     command: Annotated[str, Field(description="The bash command (or script) to run.")],
     timeout: Annotated[
@@ -119,53 +216,37 @@ async def bash(
     stdout and stderr come back merged, in order; stdin is empty, so interactive
     programs get end-of-file instead of waiting. Long output keeps its beginning and end
     with a note of what was left out. On timeout the command and every process it started
-    are killed. Processes left running in the background that still write to the output
-    are stopped when the command ends; to keep one running, send its output to a file:
-    `nohup cmd > log.txt 2>&1 &`.
+    are killed. Every process a command starts ends with it, background jobs included: run
+    long jobs in the foreground with a larger `timeout`. Only basic environment variables
+    are set (PATH, HOME, locale, the Python virtualenv; no credentials). Where the machine
+    supports it, commands run in a sandbox: only the working directory and a private /tmp
+    (empty for each command) are writable, agent and settings folders are read-only, and
+    there is no network unless the person allowed it.
     """
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            "bash",
-            "-c",
-            command,
-            cwd=ctx.workdir,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        raise ToolError(f"cannot start bash in {ctx.workdir}: {exc.strerror or exc}") from exc
-    assert proc.stdout is not None  # stdout=PIPE above
-    output = _HeadTail(BASH_MAX_OUTPUT_CHARS)
-    reader = asyncio.create_task(_pump(proc.stdout, output), name=f"bash-output-{ctx.call.id}")
-    timed_out = False
-    try:
-        try:
-            async with asyncio.timeout(timeout):
-                await _wait_exit(proc, reader)
-        except TimeoutError:
-            timed_out = True
-        else:
-            # Give children that bash left behind a moment to release the output.
-            await asyncio.wait({reader}, timeout=LINGER_SECONDS)
-    finally:
-        # Runs on timeout, on interrupt (CancelledError, re-raised after) and when
-        # background children still hold the pipe.
-        lingering = not reader.done()
-        if proc.returncode is None or lingering:
-            await _stop(proc, reader)
-    text = output.text().rstrip("\n") or "(no output)"
-    if timed_out:
-        raise ToolError(
-            f"timed out after {timeout:g} s; the command and its child processes were "
-            f"killed. Raise `timeout` if it needs longer. Output so far:\n{text}"
-        )
-    assert proc.returncode is not None  # _wait_exit or _stop saw bash exit
-    notes = ""
-    if lingering:
-        notes = (
-            "[background processes still writing to the output were stopped; to keep one "
-            "running, send its output to a file: nohup cmd > log.txt 2>&1 &]\n"
-        )
-    return f"{text}\n{notes}{_exit_status(proc.returncode)}"
+    return await run_command(ctx.workdir, command, timeout=timeout, sandbox=default_sandbox())
+
+
+class BashTool(FunctionTool):
+    """The ``bash`` tool bound to a ``Sandbox`` (``None``: the default ``auto`` one, probed
+    on first use). ``sandboxed`` tells a permission policy whether the OS confines its
+    calls."""
+
+    def __init__(self, sandbox: Sandbox | None = None) -> None:
+        super().__init__(_bash, name="bash", timeout_param="timeout")
+        self._sandbox = sandbox
+
+    @property
+    def sandbox(self) -> Sandbox:
+        """The sandbox this tool's commands run under."""
+        return self._sandbox if self._sandbox is not None else default_sandbox()
+
+    @property
+    def sandboxed(self) -> bool:
+        return self.sandbox.active
+
+    async def run(self, params: Any, ctx: ToolContext) -> str:
+        return await run_command(ctx.workdir, params.command, timeout=params.timeout, sandbox=self.sandbox)
+
+
+bash = BashTool()
+"""The ``bash`` tool with the default sandbox; ``builtin_tools(sandbox=…)`` binds another."""
