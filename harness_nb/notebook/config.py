@@ -32,6 +32,7 @@ from traitlets.config import Config, Configurable
 from ..core import ConfigError
 from ..providers.factory import parse_model
 from ..providers.options import ProviderOptions
+from ..tools.sandbox import SANDBOX_MODES, Sandbox
 
 
 # The settings whose default comes from the environment, and from which variable.
@@ -43,6 +44,7 @@ ENVIRONMENT = {
     "unattended_approvals": "HARNESS_NB_UNATTENDED_APPROVALS",
     "background_approvals": "HARNESS_NB_BACKGROUND_APPROVALS",
     "record_to": "HARNESS_NB_RECORD_TO",
+    "sandbox": "HARNESS_NB_SANDBOX",
 }
 
 
@@ -130,6 +132,14 @@ class HarnessNB(Configurable):
         "tool_choice, timeout, max_retries, extra, ...).",
     ).tag(config=True)
 
+    sandbox = Enum(
+        list(SANDBOX_MODES),
+        default_value=_env("sandbox", "auto"),
+        help="How bash runs: 'auto' (in a bubblewrap sandbox where it works, else unsandboxed with a "
+        "notice), 'bwrap' (always; refused where bubblewrap cannot work), 'off' ($HARNESS_NB_SANDBOX).",
+    ).tag(config=True)
+    sandbox_network = Bool(False, help="Let sandboxed bash commands use the network.").tag(config=True)
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         for name, variable in ENVIRONMENT.items():
@@ -180,6 +190,17 @@ class HarnessNB(Configurable):
         except ConfigError as exc:
             raise _rejected(proposal, str(exc)) from None
         value: dict[str, Any] = proposal.value
+        return value
+
+    @validate("sandbox")
+    def _check_sandbox(self, proposal: Any) -> str:
+        # 'bwrap' is refused here, in the cell that asks for it, when bubblewrap cannot work
+        try:
+            if proposal.value == "bwrap":
+                Sandbox.create("bwrap")
+        except ConfigError as exc:
+            raise _rejected(proposal, str(exc)) from None
+        value: str = proposal.value
         return value
 
     @validate(*_NUMBER_RULES)

@@ -18,6 +18,7 @@ from ..engine import RunResult, UsageAccount
 from ..harness import ApprovalPolicy, Harness
 from ..subagents import BackgroundApprovals, TaskEntry, TaskStatus, resolve_model
 from ..textview import TextView, terminal_approval
+from ..tools import Sandbox
 from .config import HarnessNB
 from .kernel_tools import kernel_tools
 from .reply import AgentReply
@@ -92,8 +93,9 @@ class NotebookHarness:
         return getattr(self.shell, "kernel", None) is not None
 
     def harness(self) -> Harness:
-        """The harness for the current settings (rebuilt when the working directory or the
-        agent folders change; other settings apply to the existing one)."""
+        """The harness for the current settings (rebuilt when the working directory, the
+        agent folders or the sandbox settings change: ``bash`` is bound to its sandbox; other
+        settings apply to the existing one)."""
         c = self.config
         workdir = str(c.workdir or ".")
         policy = cast(ApprovalPolicy, c.approval_policy)
@@ -104,6 +106,8 @@ class NotebookHarness:
             c.user_agents,
             c.record_to,
             c.kernel_tools,
+            c.sandbox,
+            c.sandbox_network,
         )
         if self._harness is None or key != self._harness_key:
             if self._harness is not None:
@@ -123,6 +127,7 @@ class NotebookHarness:
                 background_approvals=background,
                 provider_options=c.provider_options,
                 teams=True,
+                sandbox=Sandbox.create(str(c.sandbox), network=c.sandbox_network, hidden=_connection_file()),
             )
             self._harness_key = key
             self._harness.tracker.listeners.append(self._on_task_change)
@@ -274,6 +279,17 @@ class NotebookHarness:
             view.set_title(f"background {handle.id}")
             self._views[handle.id] = view
         return handle.id
+
+
+def _connection_file() -> list[Path]:
+    """The kernel's connection file (its key lets a process drive the kernel): hidden from
+    sandboxed commands wherever it lies. None outside a kernel."""
+    try:
+        from ipykernel.connect import get_connection_file
+
+        return [Path(get_connection_file())]
+    except (ImportError, RuntimeError, OSError):
+        return []
 
 
 def _finish(view: RunView | TextView, state: str) -> None:

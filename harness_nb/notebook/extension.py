@@ -8,6 +8,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from traitlets import TraitError
 
+from ..tools import kill_running_commands
 from .config import SettingsMagics
 from .controller import NotebookHarness
 from .magics import HarnessMagics, sync_agent_magics
@@ -55,7 +56,7 @@ def load(shell: Any) -> None:
 
 
 def unload(shell: Any) -> None:
-    """Remove what ``load`` registered and stop background work."""
+    """Remove what ``load`` registered and stop background work and running commands."""
     controller: NotebookHarness | None = getattr(shell, _STATE, None)
     if controller is None:
         return
@@ -75,4 +76,5 @@ def unload(shell: Any) -> None:
     if controller.config in shell.configurables:
         shell.configurables.remove(controller.config)
     controller.close()
+    kill_running_commands()  # a command of a cell still running must not outlive the extension
     setattr(shell, _STATE, None)

@@ -232,11 +232,14 @@ def shown_source(source: str, workdir: Path) -> str:
 
 
 class AgentTable:
-    """``%agents`` output: an HTML table and a plain-text table."""
+    """``%agents`` output: an HTML table and a plain-text table, then the warnings: agent
+    files that could not be (fully) loaded, and ``bash`` running unsandboxed."""
 
     def __init__(self, harness: Any) -> None:
         self.definitions = harness.registry.list()
         self.warnings = list(harness.registry.warnings)
+        if not harness.sandbox.active:
+            self.warnings.append(harness.sandbox.describe())
         self.main_model = harness.model
         self.workdir = Path(harness.workdir)
 
@@ -260,7 +263,7 @@ class AgentTable:
             for n, s, t, m in self._rows()
         )
         warn = "".join(f"<li>{html.escape(w)}</li>" for w in self.warnings)
-        warn_html = f"<p><b>Agent files with problems:</b></p><ul>{warn}</ul>" if warn else ""
+        warn_html = f"<p><b>Warnings:</b></p><ul>{warn}</ul>" if warn else ""
         return (
             "<table><tr><th>agent</th><th>source</th><th>tools</th><th>model</th></tr>"
             f"{cells}</table>{warn_html}"
