@@ -84,14 +84,18 @@ async def test_api_keys_never_reach_output_transcripts_events_or_logs(tmp_path, 
     caplog.set_level(logging.DEBUG)
     events = []
     async with FakeLLMServer(script) as srv:
-        h = Harness("openai-compatible/m", workdir=tmp_path, base_url=srv.url + "/v1", include_user_agents=False)
+        # unsandboxed, so that `cat .env` can print the key for the masking to catch
+        h = Harness(
+            "openai-compatible/m", workdir=tmp_path, base_url=srv.url + "/v1", include_user_agents=False, sandbox="off"
+        )
         async with h:
             with pytest.raises(Exception) as info:
                 await h.run("show me the environment", on_event=events.append)
             transcript = h.session.transcript
     assert srv.requests[0].headers["authorization"] == f"Bearer {SECRET}"
     result = next(m for m in h.session.messages if isinstance(m, ToolResultMessage))
-    assert "key=[redacted]" in result.content and SECRET not in result.content
+    assert result.content.startswith("key=\n")  # bash's environment holds no key
+    assert "OPENAI_API_KEY=[redacted]" in result.content and SECRET not in result.content
     # the model saw the redacted text: the second request body holds no key
     assert SECRET not in json.dumps(srv.requests[1].body)
     assert transcript is not None and SECRET not in transcript.read_text()
