@@ -283,6 +283,7 @@ class Sandbox:
         env = command_environment()
         if not self.active:
             return Plan(workdir, env, command)
+        env["XDG_CACHE_HOME"] = "/tmp/.cache"  # the home folder is read-only: pip, matplotlib cache here
         folders = [workdir / name for name in PROTECTED_FOLDERS]
         protected: list[Path] = []
         if (workdir / ".git").is_dir():
