@@ -6,7 +6,7 @@ On Linux with bubblewrap (Debian's ``bubblewrap``) a command runs as::
           --ro-bind / /  --dev /dev  --proc /proc  --tmpfs /tmp  --tmpfs /run
           --bind W W                      the working directory, writable
           --ro-bind W/.claude W/.claude   agent, skill and settings folders, .git hooks/config
-          --tmpfs ~/.ssh, --ro-bind EMPTY ~/.netrc, W/.env, ...     credentials hidden
+          --tmpfs ~/.ssh --remount-ro ~/.ssh, --ro-bind EMPTY ~/.netrc, W/.env  hidden
           --chdir W  bash -c COMMAND
 
 so the file system is read-only except the working directory and a private /tmp, the
@@ -62,7 +62,7 @@ _GIT_PROTECTED = (".git/config", ".git/hooks")
 _KEPT_MOUNT_POINTS = frozenset({".harness_nb"})
 
 # Credential files and folders under the home folder, hidden from commands even though
-# they would only be readable: folders become an empty tmpfs, files read as empty.
+# they would only be readable: folders become empty and read-only, files read as empty.
 CREDENTIAL_PATHS: tuple[str, ...] = (
     ".ssh",
     ".aws",
@@ -346,7 +346,10 @@ class Plan:
         for path in (*held, *self.protected):
             argv += ["--ro-bind", str(path), str(path)]
         for path, is_folder in self.hidden:
-            argv += ["--tmpfs", str(path)] if is_folder else ["--ro-bind", str(self.empty), str(path)]
+            if is_folder:
+                argv += ["--tmpfs", str(path), "--remount-ro", str(path)]
+            else:
+                argv += ["--ro-bind", str(self.empty), str(path)]
         return [*argv, "--chdir", w, "bash", "-c", self.command]
 
     def release(self) -> None:
