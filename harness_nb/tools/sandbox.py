@@ -6,7 +6,7 @@ On Linux with bubblewrap (Debian's ``bubblewrap``) a command runs as::
           --ro-bind / /  --dev /dev  --proc /proc  --tmpfs /tmp  --tmpfs /run
           --bind W W                      the working directory, writable
           --ro-bind W/.claude W/.claude   agent, skill and settings folders, .git hooks/config
-          --tmpfs ~/.ssh --remount-ro ~/.ssh, --ro-bind EMPTY ~/.netrc, W/.env  hidden
+          --tmpfs ~/.ssh --remount-ro ~/.ssh, --ro-bind-data FD ~/.netrc   hidden, as are W/.env
           --chdir W  bash -c COMMAND
 
 so the file system is read-only except the working directory and a private /tmp, the
@@ -27,7 +27,6 @@ fix); ``"off"`` never uses it. ``Sandbox.active`` says which it is.
 
 from __future__ import annotations
 
-import atexit
 import functools
 import logging
 import os
@@ -35,7 +34,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -303,7 +301,6 @@ class Sandbox:
             mount_points=tuple(folders),
             protected=tuple(p for p in protected if p.exists()),
             hidden=tuple(hidden),
-            empty=_empty_file(),
         )
 
 
@@ -320,8 +317,8 @@ class Plan:
     mount_points: tuple[Path, ...] = ()  # read-only folders, made when missing
     protected: tuple[Path, ...] = ()  # read-only files and folders that exist
     hidden: tuple[tuple[Path, bool], ...] = ()  # (path, is a folder)
-    empty: Path | None = None  # an empty file, bound over hidden files
-    made: list[Path] = field(default_factory=list)
+    made: list[Path] = field(default_factory=list)  # mount points launch() created
+    fds: list[int] = field(default_factory=list)  # to pass to bubblewrap: each reads as an empty file
 
     @property
     def sandboxed(self) -> bool:
@@ -329,9 +326,9 @@ class Plan:
         return self.executable is not None
 
     def launch(self) -> list[str]:
-        """The argv to run. A missing protected folder is created first (a read-only mount
-        needs a place), so that a command cannot create it either; ``release()`` removes it
-        again if it is still empty."""
+        """The argv to run, passing it ``fds``. A missing protected folder is created first
+        (a read-only mount needs a place), so that a command cannot create it either;
+        ``release()`` removes it again if it is still empty, and closes ``fds``."""
         if self.executable is None:
             return ["bash", "-c", self.command]
         w = str(self.workdir)
@@ -349,11 +346,18 @@ class Plan:
             if is_folder:
                 argv += ["--tmpfs", str(path), "--remount-ro", str(path)]
             else:
-                argv += ["--ro-bind", str(self.empty), str(path)]
+                # a read-only file with the fd's content (none). /dev/null itself cannot be
+                # bound: a user namespace's mounts refuse device files, so reads would fail.
+                self.fds.append(os.open(os.devnull, os.O_RDONLY))
+                argv += ["--ro-bind-data", str(self.fds[-1]), str(path)]
         return [*argv, "--chdir", w, "bash", "-c", self.command]
 
     def release(self) -> None:
-        """Remove the mount points ``launch()`` made, once no running command uses them."""
+        """Close ``fds``; remove the mount points ``launch()`` made, once no running
+        command uses them."""
+        for fd in self.fds:
+            os.close(fd)
+        self.fds.clear()
         _release_mount_points(self.made)
         self.made.clear()
 
@@ -388,24 +392,6 @@ def _reachable(paths: Iterable[Path], workdir: Path) -> list[tuple[Path, bool]]:
         if real.is_relative_to(workdir) or not (real.is_relative_to("/tmp") or real.is_relative_to("/run")):
             found[real] = is_folder
     return list(found.items())
-
-
-_empty: Path | None = None
-_empty_lock = threading.Lock()
-
-
-def _empty_file() -> Path:
-    """An empty read-only file of this process, bound over hidden files (``/dev/null``
-    cannot be: a user namespace's mounts refuse device files, so reads would fail
-    instead of finding nothing)."""
-    global _empty
-    with _empty_lock:
-        if _empty is None or not _empty.is_file():
-            folder = Path(tempfile.mkdtemp(prefix="harness_nb-sandbox-"))
-            _empty = folder / "empty"
-            _empty.touch(mode=0o444)
-            atexit.register(shutil.rmtree, folder, ignore_errors=True)
-        return _empty
 
 
 def _resolver_binds() -> list[str]:

@@ -28,7 +28,7 @@ from pydantic import Field
 
 from ..core import ToolError
 from .base import FunctionTool, ToolContext
-from .sandbox import Sandbox, default_sandbox
+from .sandbox import Plan, Sandbox, default_sandbox
 
 BASH_MAX_OUTPUT_CHARS = 30_000
 """Most characters of output ``bash`` returns: the first and the last half of that."""
@@ -138,14 +138,13 @@ async def run_command(workdir: Path, command: str, *, timeout: float, sandbox: S
     """Run ``command`` in ``workdir`` under ``sandbox`` and return its output and status
     (``ToolError`` on timeout or when it cannot start)."""
     plan = await asyncio.to_thread(sandbox.plan, command, workdir)
-    argv = plan.launch()
     try:
-        return await _execute(argv, plan.workdir, plan.env, timeout=timeout, sandboxed=plan.sandboxed)
+        return await _execute(plan.launch(), plan, timeout=timeout)
     finally:
         plan.release()
 
 
-async def _execute(argv: list[str], workdir: Path, env: dict[str, str], *, timeout: float, sandboxed: bool) -> str:
+async def _execute(argv: list[str], plan: Plan, *, timeout: float) -> str:
     loop = asyncio.get_running_loop()
     output = _HeadTail(BASH_MAX_OUTPUT_CHARS)
     collect = _Collect(output)
@@ -161,15 +160,16 @@ async def _execute(argv: list[str], workdir: Path, env: dict[str, str], *, timeo
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv,
-                cwd=workdir,
-                env=env,
+                cwd=plan.workdir,
+                env=plan.env,
+                pass_fds=plan.fds,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=write_fd,
                 stderr=write_fd,
                 start_new_session=True,
             )
         except OSError as exc:
-            raise ToolError(f"cannot start bash in {workdir}: {exc.strerror or exc}") from exc
+            raise ToolError(f"cannot start bash in {plan.workdir}: {exc.strerror or exc}") from exc
         finally:
             os.close(write_fd)  # the child has its copy; ours would keep the pipe open
         _track(proc.pid)
@@ -189,7 +189,7 @@ async def _execute(argv: list[str], workdir: Path, env: dict[str, str], *, timeo
                 await proc.wait()
             if not collect.closed.done():
                 await asyncio.wait({collect.closed}, timeout=LINGER_SECONDS)
-        escaped = not collect.closed.done() and not sandboxed
+        escaped = not collect.closed.done() and not plan.sandboxed
     finally:
         transport.close()
     text = output.text().rstrip("\n") or "(no output)"
