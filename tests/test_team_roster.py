@@ -45,8 +45,8 @@ async def test_the_roster_and_the_transcript_are_written_as_the_teammate_changes
     await t.wait_idle("alice", turns=1, timeout=5)
     [member] = json.loads((tmp_path / TEAM_DIR / "roster.json").read_text())["members"]
     assert (member["state"], member["last_message"], member["turns"], member["usage"]["input_tokens"]) == ("idle", "3 rows", 1, 40)
-    # no temporary files left behind (the lock file stays: locks are taken on it, not on its existence)
-    assert sorted(p.name for p in (tmp_path / TEAM_DIR).iterdir()) == [".roster.lock", "alice.jsonl", "roster.json"]
+    # no temporary files left behind, and the lock lives beside the folder, not in it
+    assert sorted(p.name for p in (tmp_path / TEAM_DIR).iterdir()) == ["alice.jsonl", "roster.json"]
     assert load_transcript(tmp_path / TEAM_DIR / "alice.jsonl") == [
         UserMessage(content=lead("count rows")),
         AssistantMessage(content="3 rows"),

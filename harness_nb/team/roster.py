@@ -6,7 +6,8 @@ rewritten atomically whenever a member changes, so a reader (or a restarted kern
 sees half a file. Each teammate's conversation is the ``MemorySession`` transcript beside it.
 
 Several kernels may share a workdir. A roster write is a merge made under a file lock
-(``filelock``, the lock file ``.roster.lock`` beside it): the writer replaces only the
+(``filelock``, on ``<folder>/.<team>.lock`` beside the team's folder, so the folder
+holds only the roster and the transcripts): the writer replaces only the
 members it owns (those it spawned or revived) and keeps every other member as the file
 has it, so no kernel drops another's teammates. Names are claimed the same way: a name
 taken in the file, or whose transcript exists, is never handed out again, and nothing
@@ -33,7 +34,6 @@ log = logging.getLogger("harness_nb.team")
 
 MemberState = Literal["working", "idle", "exited"]
 ROSTER_FILE = "roster.json"
-LOCK_FILE = ".roster.lock"
 LOCK_TIMEOUT = 5.0
 """Seconds a roster write waits for another kernel's write to finish (it takes milliseconds)."""
 
@@ -82,9 +82,8 @@ class RosterStore:
 
     def lock(self, team: str) -> FileLock:
         """The cross-process lock of ``team``'s folder (creates the folder)."""
-        folder = self.team_dir(team)
-        folder.mkdir(parents=True, exist_ok=True)
-        return FileLock(folder / LOCK_FILE, timeout=LOCK_TIMEOUT)
+        self.team_dir(team).mkdir(parents=True, exist_ok=True)
+        return FileLock(self.folder / f".{team}.lock", timeout=LOCK_TIMEOUT)
 
     def save(self, team: str, members: Iterable[RosterMember]) -> Path:
         """Merge ``members`` into ``team``'s roster on disk, under the team's lock: each of
