@@ -36,6 +36,15 @@ def no_provider_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
+@pytest.fixture(autouse=True)
+def fresh_secrets() -> None:
+    """Every test starts with the process's secrets knowing no keys and no folders (the
+    environment is read as it is): a key one test registered cannot mask another's text."""
+    from harness_nb.core.secret import SECRETS
+
+    SECRETS.clear()
+
+
 @pytest.fixture
 def closed_port() -> int:
     """A loopback port nothing listens on (bound, then released)."""

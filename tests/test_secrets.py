@@ -9,7 +9,8 @@ import pytest
 
 from harness_nb.core import ProviderError, UserMessage
 from harness_nb.providers import ModelRequest, create_provider
-from harness_nb.providers.http import RetryPolicy, scrub
+from harness_nb.core.secret import scrub
+from harness_nb.providers.http import RetryPolicy
 from harness_nb.testing.fake_server import FakeLLMServer
 
 pytestmark = pytest.mark.usefixtures("no_provider_env")
@@ -87,3 +88,276 @@ def test_scrub() -> None:
     assert scrub(f"key={KEY}.", [KEY]) == "key=[redacted]."
     assert scrub(f"got '{KEY[:10]}…{KEY[-6:]}'", [KEY]) == "got '[redacted]'"
     assert scrub("nothing to see", [KEY, ""]) == "nothing to see"
+
+
+# -- the one mechanism: Secrets ------------------------------------------------------------------
+#
+# What counts as a secret (names, values, shapes, .env files), how a change is noticed, and
+# that every way out (messages, logs) goes through it. The end-to-end leak tests are in
+# test_secret_leaks.py.
+
+import json as _json
+import os
+import time
+
+from harness_nb.core import AssistantMessage, ToolCall, ToolResultMessage
+from harness_nb.core.dotenv import MAX_BYTES, MAX_DEPTH, parse_dotenv, scan_dotenv
+from harness_nb.core.secret import (
+    REDACTED,
+    RedactingFilter,
+    Secrets,
+    could_be_secret,
+    environment_secrets,
+    is_secret_name,
+    looks_random,
+    scrub_shapes,
+)
+
+RANDOM = "Zq81xVb2Lm0PqRsTuVwXyZ4455667788"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AZURE_OPENAI_KEY", "GH_TOKEN",
+        "DB_PASSWORD", "MYSQL_PWD_PASSWD", "GPG_PASSPHRASE", "GOOGLE_CREDENTIALS", "DOCKER_AUTH_CONFIG",
+        "SSH_PRIVATE", "SESSION_COOKIE", "slack_bot_token", "APIKEY", "HF_TOKEN", "JUPYTER_TOKEN",
+    ],
+)  # fmt: skip
+def test_credential_names_are_recognised_anywhere_in_the_name(name: str) -> None:
+    assert is_secret_name(name)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "SSH_AUTH_SOCK", "XAUTHORITY", "GPG_AGENT_INFO", "KEYTIMEOUT", "TOKENIZERS_PARALLELISM",
+        "GIT_AUTHOR_NAME", "GIT_COMMITTER_EMAIL", "PATH", "HOME", "OPENAI_BASE_URL", "PWD", "LANG",
+    ],
+)  # fmt: skip
+def test_known_non_secrets_and_ordinary_names_are_not(name: str) -> None:
+    assert not is_secret_name(name)
+
+
+def test_values_that_cannot_be_secrets(tmp_path: Path) -> None:
+    for value in ["", "abc", "true", "False", "disabled", "12345678", "3.14159265", "-1e10", str(tmp_path)]:
+        assert not could_be_secret(value), value
+    assert not could_be_secret(f"{tmp_path}{os.pathsep}{tmp_path}")
+    for value in [RANDOM, "hunter2hunter2", "/no/such/path/for/a/secret", "correct horse battery staple"]:
+        assert could_be_secret(value), value
+    env = {
+        "AWS_SECRET_ACCESS_KEY": RANDOM,
+        "TOKENIZERS_PARALLELISM": "false-positive-if-read",
+        "SSH_AUTH_SOCK": "/no/such/socket/anywhere",
+        "MY_TOKEN": "true",
+        "DEBUG_KEY_COUNT": "12345678",
+        "LANG": "C.UTF-8-but-long",
+    }
+    assert environment_secrets(env) == [RANDOM]
+
+
+def test_random_looking_values() -> None:
+    assert looks_random(RANDOM) and looks_random("x" * 16 + "B1") and looks_random("0123456789abcdef" * 2)
+    for value in ["checkpoint-1000-final", "my-fancy-app-name", "0123456789abcdef", "Has Spaces 123 Abc xyz"]:
+        assert not looks_random(value), value
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "sk-" + "aB3" * 16, "sk-proj-" + "Xy9_" * 30, "sk-ant-api03-" + "Qw8-" * 20, "AKIA" + "IOSFODNN7EXAMPLE",
+        "ASIA" + "Y3FJKWQ2ZC5P7T4E", "ghp_" + "aB1" * 12, "gho_" + "Zz9" * 12, "github_pat_11" + "AbC" * 25,
+        "xoxb-123456789012-abcdefABCDEF", "xoxp-1-2-3-abcdefghij", "AIza" + "SyD-" * 8 + "abc",
+        "hf_" + "AbCdEfGhIj" * 3 + "kl", "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc", "rk_test_" + "a1B2c3D4e5F6g7H8",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    ],
+)  # fmt: skip
+def test_strings_shaped_like_keys_are_masked_wherever_they_appear(key: str) -> None:
+    text = f"before {key} after\n'{key}'\nKEY={key}"
+    clean = scrub_shapes(text)
+    assert key not in clean and clean.count(REDACTED) == 3
+    assert clean.startswith("before [redacted] after")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<background-task-completed id="bg-1">done</background-task-completed>',
+        "pip install sk-learn-compatible-estimators",
+        "a disk-0123456789abcdefghijklmnop label",
+        "AKIAIOSFODNN7EXAMPLEX9 is too long for an access key id",
+        "thigh_" + "a" * 40,
+        "https://example.com:8080/path@v1 and git@github.com:org/repo.git",
+    ],
+)
+def test_ordinary_text_that_resembles_a_shape_is_left_alone(text: str) -> None:
+    assert scrub_shapes(text) == text
+
+
+def test_private_key_blocks_and_url_passwords() -> None:
+    pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIEow" + "A" * 58 + "\nQk9C\n-----END RSA PRIVATE KEY-----"
+    assert scrub_shapes(f"key:\n{pem}\nafter") == "key:\n[redacted]\nafter"
+    head = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW"
+    assert scrub_shapes(f"$ head -2 id_ed25519\n{head}\n$ ls") == "$ head -2 id_ed25519\n[redacted]\n$ ls"
+    assert scrub_shapes("postgres://app:s3cr3t-pw@db:5432/x") == "postgres://app:[redacted]@db:5432/x"
+    assert scrub_shapes("origin https://x-access-token:abc123def@github.com/o/r") == (
+        "origin https://x-access-token:[redacted]@github.com/o/r"
+    )
+
+
+def test_dotenv_parsing() -> None:
+    text = (
+        "# comment\n"
+        "PLAIN=value one  # trailing comment\n"
+        "export EXPORTED=exported-value\n"
+        "SINGLE='literal \\n # not a comment'\n"
+        'DOUBLE="line\\nbreak \\"quoted\\""\n'
+        'MULTI="-----BEGIN KEY-----\nabc\n-----END KEY-----"\n'
+        "  SPACED = padded  \n"
+        "EMPTY=\n"
+        "not an assignment\n"
+        "HASH=abc#def\n"
+    )
+    assert parse_dotenv(text) == {
+        "PLAIN": "value one",
+        "EXPORTED": "exported-value",
+        "SINGLE": "literal \\n # not a comment",
+        "DOUBLE": 'line\nbreak "quoted"',
+        "MULTI": "-----BEGIN KEY-----\nabc\n-----END KEY-----",
+        "SPACED": "padded",
+        "EMPTY": "",
+        "HASH": "abc#def",
+    }
+
+
+def test_dotenv_walk_is_bounded_and_safe(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("A_TOKEN=top-level-token-1\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / ".env.production").write_text("B_SECRET=nested-secret-2\n")
+    (tmp_path / "sub" / "app.env").write_text("C_PASSWORD=compose-password-3\n")
+    deep = tmp_path.joinpath(*["d"] * (MAX_DEPTH + 1))
+    deep.mkdir(parents=True)
+    (deep / ".env").write_text("TOO_DEEP_KEY=never-read-4\n")
+    for skipped in (".git", "node_modules", ".venv"):
+        (tmp_path / skipped).mkdir()
+        (tmp_path / skipped / ".env").write_text("SKIPPED_KEY=never-read-5\n")
+    (tmp_path / "loop").symlink_to(tmp_path, target_is_directory=True)  # never followed
+    os.mkfifo(tmp_path / ".env.fifo")  # opening it for reading must not hang
+    (tmp_path / ".env.big").write_text("BIG_KEY=big-file-head-6\n" + "#" * (2 * MAX_BYTES) + "\nTAIL_KEY=tail-7\n")
+    scan = scan_dotenv(tmp_path)
+    values = {v for _, v in scan.pairs()}
+    assert values == {"top-level-token-1", "nested-secret-2", "compose-password-3", "big-file-head-6"}
+    assert not scan.changed()
+
+
+def test_dotenv_values_count_when_named_like_credentials_or_random(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text(
+        f"DB_PASSWORD=postgres\nDB_HOST=localhost\nAPP_NAME=my-fancy-app\nDEBUG=true\nWEBHOOK={RANDOM}\n"
+    )
+    secrets = Secrets(environ={})
+    secrets.watch(tmp_path)
+    assert secrets.values() == {"postgres", RANDOM}
+    assert secrets.scrub("localhost my-fancy-app postgres") == f"localhost my-fancy-app {REDACTED}"
+
+
+def test_a_key_exported_later_is_noticed_on_the_next_scrub() -> None:
+    env: dict[str, str] = {"HOME": "/home/x"}
+    secrets = Secrets(environ=env)
+    assert secrets.scrub(f"say {RANDOM}") == f"say {RANDOM}"
+    version = secrets.version
+    env["HOME"] = "/home/y"  # a change, but no new secret: the set stays the same
+    assert secrets.scrub(RANDOM) == RANDOM and secrets.version == version
+    env["LATE_API_KEY"] = RANDOM
+    assert secrets.scrub(f"say {RANDOM}") == f"say {REDACTED}" and secrets.version == version + 1
+    del env["LATE_API_KEY"]
+    assert secrets.scrub(RANDOM) == RANDOM  # gone from the environment: no longer masked
+
+
+def test_os_environ_changes_are_noticed_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    secrets = Secrets()
+    secrets.refresh()
+    monkeypatch.setenv("SOME_SERVICE_CREDENTIAL", RANDOM)
+    assert secrets.scrub(RANDOM) == REDACTED
+
+
+def test_an_edited_dotenv_file_is_reread(tmp_path: Path) -> None:
+    secrets = Secrets(environ={}, file_interval=3600)
+    secrets.watch(tmp_path)
+    assert secrets.scrub(RANDOM) == RANDOM
+    (tmp_path / ".env").write_text(f"NEW_TOKEN={RANDOM}\n")
+    assert secrets.scrub(RANDOM) == RANDOM  # not looked at again within file_interval …
+    secrets.refresh(files=True)  # … unless asked (the redacting hook asks before each tool result)
+    assert secrets.scrub(RANDOM) == REDACTED
+    (tmp_path / ".env").write_text("NEW_TOKEN=another-token-value\n")
+    os.utime(tmp_path / ".env", ns=(time.time_ns(), time.time_ns() + 10**9))
+    secrets.refresh(files=True)
+    assert secrets.scrub(f"{RANDOM} another-token-value") == f"{RANDOM} {REDACTED}"
+
+
+def test_keys_added_are_masked_also_when_echoed_in_part() -> None:
+    secrets = Secrets(environ={})
+    secrets.add(KEY, None, "short")
+    assert secrets.scrub(f"key {KEY}; echoed {KEY[:12]}****{KEY[-4:]}") == f"key {REDACTED}; echoed {REDACTED}"
+    assert "short" not in secrets.values()
+    assert KEY not in repr(secrets)
+
+
+def test_a_clean_message_is_kept_and_a_dirty_one_rebuilt_with_valid_json_arguments() -> None:
+    secrets = Secrets(environ={"MY_TOKEN": RANDOM})
+    clean = ToolResultMessage(tool_call_id="c1", name="bash", content="nothing here")
+    assert secrets.scrub_message(clean) is clean
+    call = ToolCall(id="c2", name="bash", arguments=_json.dumps({"command": f'curl -H "X: {RANDOM}" x'}))
+    dirty = AssistantMessage(content=f"using {RANDOM}", tool_calls=(call,))
+    fixed = secrets.scrub_message(dirty)
+    assert fixed.content == f"using {REDACTED}"
+    assert _json.loads(fixed.tool_calls[0].arguments) == {"command": f'curl -H "X: {REDACTED}" x'}
+    assert (fixed.tool_calls[0].id, fixed.tool_calls[0].name) == ("c2", "bash")
+
+
+def test_log_records_are_scrubbed_by_the_filter(caplog: pytest.LogCaptureFixture) -> None:
+    secrets = Secrets(environ={"MY_TOKEN": RANDOM})
+    logger = logging.getLogger("harness_nb.test-filter")
+    logger.addFilter(RedactingFilter(secrets))
+    try:
+        with caplog.at_level(logging.DEBUG, logger="harness_nb.test-filter"):
+            logger.warning("token %s in %r", RANDOM, {"k": RANDOM})
+            try:
+                raise ValueError(f"bad token {RANDOM}")
+            except ValueError:
+                logger.exception("failed")
+    finally:
+        logger.filters.clear()
+    assert RANDOM not in caplog.text and caplog.text.count(REDACTED) >= 3
+
+
+def test_every_harness_nb_logger_masks_credentials(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """The loggers the package uses (each gets the filter: a parent's filter does not see a
+    child logger's records)."""
+    import ast
+    import importlib
+    import pkgutil
+
+    import harness_nb
+    from harness_nb.core.secret import LOGGER_NAMES, protect_loggers
+
+    package = Path(harness_nb.__file__).parent
+    used = set()
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "getLogger" and node.args:
+                arg = node.args[0]
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    used.add(arg.value)
+                elif isinstance(arg, ast.Name) and arg.id == "__name__":
+                    used.add(".".join(("harness_nb", *path.relative_to(package).with_suffix("").parts)))
+    assert used and all(name.startswith("harness_nb") for name in used)
+    for info in pkgutil.walk_packages([str(package)], "harness_nb."):
+        if not info.name.startswith(("harness_nb.notebook", "harness_nb.testing", "harness_nb.demo", "harness_nb.__main__")):
+            importlib.import_module(info.name)
+    protect_loggers()
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", RANDOM)
+    caplog.set_level(logging.DEBUG)
+    for name in sorted(used | set(LOGGER_NAMES)):
+        logging.getLogger(name).warning("%s sees %s", name, RANDOM)
+    assert RANDOM not in caplog.text
+    assert caplog.text.count(REDACTED) == len(used | set(LOGGER_NAMES))

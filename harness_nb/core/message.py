@@ -8,7 +8,7 @@ scratch on every call.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
@@ -95,6 +95,8 @@ Message = Annotated[
     SystemMessage | UserMessage | AssistantMessage | ToolResultMessage,
     Field(discriminator="role"),
 ]
+MessageT = TypeVar("MessageT", bound=SystemMessage | UserMessage | AssistantMessage | ToolResultMessage)
+"""Any one kind of message (a function taking a ``MessageT`` returns the same kind)."""
 
 
 class ToolSpec(_Frozen):

@@ -1,38 +1,460 @@
-"""Keeping API keys out of everything a person or a model reads."""
+"""Keeping credentials out of everything a person or a model reads: ``Secrets``.
+
+One ``Secrets`` — the process's is ``SECRETS`` — knows every credential the process can see:
+
+- keys handed to it (``add``): a harness's ``api_key``, the key every HTTP provider holds;
+- environment variables whose names look like credentials (``is_secret_name``: KEY, TOKEN,
+  SECRET, PASSWORD, CREDENTIAL, AUTH, … anywhere in the name, minus ``NOT_SECRET_NAMES``),
+  read afresh whenever ``os.environ`` changes, so a key exported after start-up is covered;
+- values in ``.env`` files under the watched working directories (``watch``, ``dotenv.py``),
+  re-read when one is written, added or removed;
+- and, in any text, strings shaped like known keys (``SHAPES``: OpenAI, Anthropic, AWS,
+  GitHub, Slack, Google, Hugging Face, Stripe, JWTs, private-key blocks, URL passwords).
+
+``scrub(text)`` replaces all of them with ``[redacted]``; everything bound for a model, a
+transcript, an offload file, a cassette, a widget or a log passes through it (DESIGN §2.1).
+
+It is cheap enough to call on every message: noticing that the environment changed costs
+one dict comparison (about 0.5 µs for 40 variables); the ``.env`` files are re-stated at
+most every ``file_interval`` seconds unless a caller asks (``refresh(files=True)``); the
+scrubber is rebuilt only when the set of values changed (``version`` counts the changes).
+A value cannot be a secret when it is short, a boolean, a number or an existing path
+(``could_be_secret``): masking those would garble ordinary output.
+"""
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import re
-from collections.abc import Iterable
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+from .dotenv import DotenvScan, scan_dotenv
+from .message import AssistantMessage, MessageT, ToolCall
+
+__all__ = [
+    "NOT_SECRET_NAMES",
+    "REDACTED",
+    "SECRETS",
+    "SHAPES",
+    "RedactingFilter",
+    "Secrets",
+    "could_be_secret",
+    "environment_secrets",
+    "is_secret_name",
+    "looks_random",
+    "protect_loggers",
+    "scrub",
+    "scrub_shapes",
+]
 
 REDACTED = "[redacted]"
-_SECRET_NAME = re.compile(r"(API_KEY|_TOKEN|_SECRET|PASSWORD)$")
+MIN_LENGTH = 8  # shorter values would mask ordinary words
+MAX_WATCHED = 8  # working directories whose .env files are kept current
+
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|PASSPHRASE|CRED|AUTH|PRIVATE|COOKIE")
+NOT_SECRET_NAMES = frozenset(
+    {
+        "SSH_AUTH_SOCK", "XAUTHORITY", "GPG_AGENT_INFO", "KEYTIMEOUT", "TOKENIZERS_PARALLELISM",
+        "GNOME_KEYRING_CONTROL", "GNOME_KEYRING_PID", "PIP_KEYRING_PROVIDER", "UV_KEYRING_PROVIDER",
+        "PYTHON_KEYRING_BACKEND", "HF_HUB_DISABLE_IMPLICIT_TOKEN", "AWS_CREDENTIAL_EXPIRATION",
+        "AWS_SHARED_CREDENTIALS_FILE", "GOOGLE_APPLICATION_CREDENTIALS", "KEYMAP", "XKB_DEFAULT_KEYMAP",
+    }
+)  # fmt: skip
+_NOT_SECRET_PREFIXES = ("GIT_AUTHOR_", "GIT_COMMITTER_")  # names, e-mails and dates
+_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "none", "null", "enabled", "disabled", "required"})
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+_HEX = re.compile(r"[0-9a-fA-F]+")
 _TOKEN = re.compile(r"[^\s\"',;:=]{8,}")
 
 
-def scrub(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every secret removed, and any token sharing 8 characters in a row with
-    one: servers echo keys partly masked (``sk-proj-****abcd``), so exact matching is not
-    enough."""
-    for secret in secrets:
-        if not secret:
-            continue
-        text = text.replace(secret, REDACTED)
-        if len(secret) < 12:
-            continue
-        grams = {secret[i : i + 8] for i in range(len(secret) - 7)}
+def is_secret_name(name: str) -> bool:
+    """Whether an environment variable called ``name`` holds a credential: KEY, TOKEN,
+    SECRET, PASSW(ORD), PASSPHRASE, CRED(ENTIAL), AUTH, PRIVATE or COOKIE anywhere in it
+    (``AWS_SECRET_ACCESS_KEY``, ``AZURE_OPENAI_KEY``, ``GH_TOKEN``), except the known
+    non-secrets (``SSH_AUTH_SOCK``, ``KEYTIMEOUT``, ``GIT_AUTHOR_NAME``, …)."""
+    upper = name.upper()
+    if upper in NOT_SECRET_NAMES or upper.startswith(_NOT_SECRET_PREFIXES):
+        return False
+    return _SECRET_NAME.search(upper) is not None
 
-        def redact(match: re.Match[str], grams: set[str] = grams) -> str:
-            token = match.group(0)
-            hit = any(token[i : i + 8] in grams for i in range(len(token) - 7))
-            return REDACTED if hit else token
 
-        text = _TOKEN.sub(redact, text)
+def could_be_secret(value: str) -> bool:
+    """False for values that cannot be credentials, whatever the variable is called: shorter
+    than 8 characters, a boolean word, a number, or existing paths (``/run/user/1000/…``)."""
+    v = value.strip()
+    if len(v) < MIN_LENGTH or v.lower() in _WORDS or _NUMBER.fullmatch(v):
+        return False
+    return not _existing_paths(v)
+
+
+def _existing_paths(value: str) -> bool:
+    if "\n" in value or len(value) > 4096:
+        return False
+    parts = value.split(os.pathsep)
+    for part in parts:
+        if not part or not (part.startswith(("/", "~", ".")) or os.sep in part):
+            return False
+        try:
+            if not os.path.exists(os.path.expanduser(part)):
+                return False
+        except (OSError, ValueError):
+            return False
+    return True
+
+
+def looks_random(value: str) -> bool:
+    """Whether ``value`` looks like a generated key: at least 16 characters without spaces
+    mixing lower case, upper case and digits, or 32+ hex digits. A ``.env`` value is a
+    secret when its name looks like a credential or it looks random (``DB_HOST=localhost``
+    and ``APP_NAME=my-app`` are not masked everywhere)."""
+    if len(value) < 16 or any(c.isspace() for c in value):
+        return False
+    if _HEX.fullmatch(value):
+        return len(value) >= 32
+    return any(c.islower() for c in value) and any(c.isupper() for c in value) and any(c.isdigit() for c in value)
+
+
+def environment_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Values of the environment variables that hold credentials (``is_secret_name`` and
+    ``could_be_secret``)."""
+    env = os.environ if environ is None else environ
+    return [v for k, v in env.items() if is_secret_name(k) and could_be_secret(v)]
+
+
+def _dotenv_secrets(scan: DotenvScan) -> set[str]:
+    found = set()
+    for name, value in scan.pairs():
+        value = value.strip()
+        if (is_secret_name(name) or looks_random(value)) and could_be_secret(value):
+            found.add(value)
+    return found
+
+
+# -- shapes -----------------------------------------------------------------------------------
+
+_W = r"[A-Za-z0-9_-]"
+
+
+def _bounded(first: str, rest: str) -> str:
+    """``first`` + ``rest``, not inside a longer word (``task-…`` is not ``sk-…``). The
+    look-behind sits after the first character so the regex keeps its fast first-char scan."""
+    return f"{first}(?<!{_W}{first}){rest}"
+
+
+_Replace = Callable[[re.Match[str]], str] | str
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """One kind of key: literal ``hints`` (an ``in`` check, before the regex runs at all),
+    the regex, and what a match becomes."""
+
+    name: str
+    hints: tuple[str, ...]  # a cheap ``in`` check before the regex runs
+    pattern: re.Pattern[str]
+    replace: _Replace = REDACTED
+
+
+def _openai(match: re.Match[str]) -> str:
+    # a real key holds digits; "sk-learn-compatible-estimators" does not
+    token = match.group(0)
+    return REDACTED if any(c.isdigit() for c in token) else token
+
+
+def _url_password(match: re.Match[str]) -> str:
+    return f"://{match['user']}:{REDACTED}@"
+
+
+_PRIVATE_KEY = (  # the block, or as much of it as the text holds (``head -3 id_rsa``)
+    r"-----BEGIN (?P<kind>[A-Z0-9 ]*)PRIVATE KEY-----"
+    r"(?:\r?\n(?!-----END)(?:[A-Za-z0-9+/=]*(?=\r?\n|\Z)|[A-Za-z-]+:[^\n]*))*"
+    r"(?:\r?\n-----END (?P=kind)PRIVATE KEY-----)?"
+)
+_SHAPE_TABLE: list[tuple[str, tuple[str, ...], str, _Replace]] = [
+    ("openai/anthropic", ("sk-",), _bounded("s", r"k-(?:ant-|proj-|svcacct-|admin-)?[\w-]{20,}"), _openai),
+    ("aws key id", ("AKIA", "ASIA"), _bounded("A", r"(?:KIA|SIA)[A-Z0-9]{16}(?![A-Za-z0-9])"), REDACTED),
+    ("github", ("gh", "github_pat_"), _bounded("g", r"(?:h[pousr]_[A-Za-z0-9]{30,}|ithub_pat_\w{30,})"), REDACTED),
+    ("slack", ("xox",), _bounded("x", r"ox[abprse]-[A-Za-z0-9-]{10,}"), REDACTED),
+    ("google", ("AIza",), _bounded("A", r"Iza[\w-]{35}"), REDACTED),
+    ("hugging face", ("hf_",), _bounded("h", r"f_[A-Za-z0-9]{30,}"), REDACTED),
+    ("stripe", ("k_live_", "k_test_"), _bounded("[sr]", r"k_(?:live|test)_[A-Za-z0-9]{16,}"), REDACTED),
+    ("jwt", ("eyJ",), _bounded("e", r"yJ[\w-]{8,}\.eyJ[\w-]{8,}\.[\w-]{8,}"), REDACTED),
+    ("private key", ("-----BEGIN",), _PRIVATE_KEY, REDACTED),
+    ("url password", ("://",), r"://(?P<user>[^\s/:@]*):[^\s/@]+@", _url_password),
+]
+SHAPES: tuple[_Shape, ...] = tuple(_Shape(n, hints, re.compile(p), r) for n, hints, p, r in _SHAPE_TABLE)
+_HINTED = tuple((hint, shape) for shape in SHAPES for hint in shape.hints)
+
+
+def scrub_shapes(text: str) -> str:
+    """``text`` with every string shaped like a known key (``SHAPES``) redacted."""
+    for hint, shape in _HINTED:  # a plain loop: this runs for every message
+        if hint in text:
+            text = shape.pattern.sub(shape.replace, text)
     return text
 
 
-def environment_secrets() -> list[str]:
-    """Values of environment variables that look like credentials (``*_API_KEY``,
-    ``*_TOKEN``, ``*_SECRET``, ``*PASSWORD``), at least 8 characters long."""
-    return [v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= 8]
+# -- the scrubber -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Scrubber:
+    """One compiled set of values: exact matches, longest first, and the first and last 8
+    characters of the keys (a token holding one is a key echoed partly masked)."""
+
+    values: frozenset[str]
+    exact: tuple[str, ...]
+    anchors: frozenset[str]
+
+    @classmethod
+    def of(cls, values: Iterable[str], keys: Iterable[str] = ()) -> _Scrubber:
+        found = {v for v in values if len(v) >= MIN_LENGTH}
+        for v in list(found):
+            # a multi-line value (a PEM key in a .env) also shows a line at a time
+            found.update(line.strip() for line in v.splitlines() if len(line.strip()) >= 16)
+        anchors = frozenset(a for k in keys if len(k) >= 12 for a in (k[:8], k[-8:]))
+        return cls(frozenset(found), tuple(sorted(found, key=len, reverse=True)), anchors)
+
+    def __call__(self, text: str) -> str:
+        for value in self.exact:
+            text = text.replace(value, REDACTED)
+        for anchor in self.anchors:
+            if anchor in text:
+                text = _TOKEN.sub(self._partial, text)
+                break
+        return scrub_shapes(text)
+
+    def _partial(self, match: re.Match[str]) -> str:
+        token = match.group(0)
+        return REDACTED if any(a in token for a in self.anchors) else token
+
+
+def scrub(text: str, secrets: Iterable[str]) -> str:
+    """``text`` without ``secrets`` (and any token holding the first or last 8 characters of
+    one at least 12 long: servers echo keys partly masked, ``sk-proj-****abcd``) and without
+    strings shaped like known keys. ``Secrets.scrub`` is this with every known secret."""
+    values = [s for s in secrets if s]
+    return _Scrubber.of(values, keys=values)(text)
+
+
+class Secrets:
+    """Every credential the process can see (see the module docstring), kept current.
+
+    ``environ`` is read for credential-like variables (``os.environ`` unless given: tests
+    pass a dict). ``file_interval`` is how often, at most, ``.env`` files are re-stated when
+    nobody asks for it. Safe to use from several threads."""
+
+    def __init__(self, *, environ: Mapping[str, str] | None = None, file_interval: float = 0.5) -> None:
+        self._environ: Mapping[str, str] = os.environ if environ is None else environ
+        self.file_interval = file_interval
+        self._keys: set[str] = set()
+        self._env_seen: dict[Any, Any] | None = None
+        self._env_values: frozenset[str] = frozenset()
+        self._scans: dict[Path, DotenvScan] = {}
+        self._files_checked = float("-inf")
+        self._scrubber = _Scrubber.of(())
+        self._lock = threading.RLock()
+        self.version = 0
+
+    # -- what is known ----------------------------------------------------------------------
+
+    def add(self, *values: str | None) -> None:
+        """Know these values (keys handed to a harness or held by a provider) from now on."""
+        new = {v for v in values if v and len(v) >= MIN_LENGTH} - self._keys
+        if new:
+            with self._lock:
+                self._keys |= new
+                self._rebuild()
+
+    def watch(self, workdir: str | Path) -> None:
+        """Keep the ``.env`` files under ``workdir`` known: a bounded walk now, again when a
+        folder walked or a file read changes. The last ``MAX_WATCHED`` folders given are
+        watched (a folder that disappears is dropped)."""
+        root = Path(workdir).expanduser().resolve()
+        with self._lock:
+            if root in self._scans:
+                self._scans[root] = self._scans.pop(root)  # most recently used last
+                return
+            self._scans[root] = scan_dotenv(root)
+            while len(self._scans) > MAX_WATCHED:
+                del self._scans[next(iter(self._scans))]
+            self._rebuild()
+
+    def clear(self) -> None:
+        """Forget the keys added and the folders watched (the environment is still read):
+        each test starts from a clean slate."""
+        with self._lock:
+            self._keys.clear()
+            self._scans.clear()
+            self._rebuild()
+
+    def values(self) -> frozenset[str]:
+        """Every value masked now (current environment, watched files, keys added)."""
+        self.refresh()
+        return self._scrubber.values
+
+    def refresh(self, *, files: bool = False) -> bool:
+        """Re-read what may have changed: the environment always (when it changed), the
+        ``.env`` files when ``files`` or ``file_interval`` has passed. True when the set of
+        secrets changed."""
+        changed = False
+        raw = getattr(self._environ, "_data", self._environ)  # os.environ's own dict: no decoding
+        if raw != self._env_seen:
+            with self._lock:
+                self._env_seen = dict(raw)
+                values = frozenset(environment_secrets(self._environ))
+                if values != self._env_values:
+                    self._env_values = values
+                    changed = True
+        if self._scans and (files or time.monotonic() - self._files_checked >= self.file_interval):
+            self._files_checked = time.monotonic()
+            with self._lock:
+                for root, scan in list(self._scans.items()):
+                    if scan.changed():
+                        changed = True
+                        if root.is_dir():
+                            self._scans[root] = scan_dotenv(root)
+                        else:  # the folder is gone (a finished test's tmp_path, say)
+                            del self._scans[root]
+        if changed:
+            with self._lock:
+                return self._rebuild()
+        return False
+
+    def _rebuild(self) -> bool:
+        """Recompile from the keys, the environment's values and the files' values (keys
+        stay known; environment and file values are those present now)."""
+        values = set(self._keys) | self._env_values
+        for scan in self._scans.values():
+            values |= _dotenv_secrets(scan)
+        scrubber = _Scrubber.of(values, keys=self._keys)
+        if scrubber.values == self._scrubber.values:
+            return False
+        self._scrubber = scrubber
+        self.version += 1
+        return True
+
+    # -- scrubbing ---------------------------------------------------------------------------
+
+    def scrub(self, text: str) -> str:
+        """``text`` without any known secret or string shaped like a key."""
+        self.refresh()
+        return self._scrubber(text) if text else text
+
+    def scrub_data(self, value: Any) -> Any:
+        """``value`` (JSON-like: dicts, lists, strings) with every string scrubbed."""
+        self.refresh()
+        return _map_strings(value, self._scrubber)
+
+    def scrub_arguments(self, arguments: str) -> str:
+        """Tool-call arguments (JSON text) scrubbed value by value, so they stay valid JSON."""
+        self.refresh()
+        return self._arguments(arguments, self._scrubber)
+
+    def scrub_message(self, message: MessageT) -> MessageT:
+        """``message`` itself when it holds no secret, else a new message with its text (and
+        a call's arguments) scrubbed. New, not ``model_copy``: a copy would keep the old
+        message's wire-form cache."""
+        self.refresh()
+        scrub = self._scrubber
+        content = scrub(message.content) if message.content else message.content
+        if isinstance(message, AssistantMessage):
+            calls = tuple(self._call(c, scrub) for c in message.tool_calls)
+            if content == message.content and all(a is b for a, b in zip(calls, message.tool_calls, strict=True)):
+                return message
+            return cast(MessageT, AssistantMessage(content=content, tool_calls=calls))
+        if content == message.content:
+            return message
+        return type(message)(**{**dict(message), "content": content})
+
+    @staticmethod
+    def _arguments(arguments: str, scrub: _Scrubber) -> str:
+        clean = scrub(arguments)
+        if clean == arguments:
+            return arguments
+        try:
+            return json.dumps(_map_strings(json.loads(arguments), scrub), ensure_ascii=False)
+        except ValueError:
+            return clean
+
+    def _call(self, call: ToolCall, scrub: _Scrubber) -> ToolCall:
+        arguments = self._arguments(call.arguments, scrub)
+        return call if arguments == call.arguments else ToolCall(id=call.id, name=call.name, arguments=arguments)
+
+    def __repr__(self) -> str:  # never the values
+        known, folders = len(self._scrubber.values), len(self._scans)
+        return f"<Secrets {known} values, {folders} folders watched, version {self.version}>"
+
+
+def _map_strings(value: Any, fn: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return fn(value)
+    if isinstance(value, list | tuple):
+        return [_map_strings(v, fn) for v in value]
+    if isinstance(value, dict):
+        return {k: _map_strings(v, fn) for k, v in value.items()}
+    return value
+
+
+SECRETS = Secrets()
+"""The process's secrets: what harnesses, providers, sessions, cassettes, views and the
+``harness_nb`` loggers scrub with."""
+
+
+# -- logs -------------------------------------------------------------------------------------
+
+
+class RedactingFilter(logging.Filter):
+    """Scrubs a log record's message, exception text and stack (never drops a record)."""
+
+    def __init__(self, secrets: Secrets) -> None:
+        super().__init__()
+        self.secrets = secrets
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string: logging reports it itself
+            return True
+        clean = self.secrets.scrub(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = self.secrets.scrub(record.exc_text)
+        if record.stack_info:
+            record.stack_info = self.secrets.scrub(record.stack_info)
+        return True
+
+
+LOGGER_NAMES = (
+    "harness_nb",
+    "harness_nb.engine",
+    "harness_nb.providers",
+    "harness_nb.tools",
+    "harness_nb.subagents",
+    "harness_nb.team",
+    "harness_nb.notebook",
+)
+_FILTER = RedactingFilter(SECRETS)
+
+
+def protect_loggers() -> None:
+    """Put the redacting filter on every ``harness_nb`` logger that exists (a filter on a
+    parent logger does not see its children's records, so each gets its own)."""
+    names = {*LOGGER_NAMES, *(n for n in logging.root.manager.loggerDict if n.startswith("harness_nb."))}
+    for name in names:
+        logger = logging.getLogger(name)
+        if _FILTER not in logger.filters:
+            logger.addFilter(_FILTER)
+
+
+protect_loggers()
