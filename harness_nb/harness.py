@@ -8,7 +8,9 @@
 A harness owns one main conversation, its tools and hooks, and the provider; the registry
 of subagents (``registry``), the tracker of background work (``tracker``) and the teams
 (``teams``). The model and keys come from the arguments, else from the environment
-(``HARNESS_NB_MODEL``, ``OPENAI_API_KEY``, ...).
+(``HARNESS_NB_MODEL``, ``OPENAI_API_KEY``, ...). Whatever key it is given, whatever
+credential the environment or a ``.env`` file under the workdir holds, is masked in
+everything the harness sends or writes (``core.secret.SECRETS``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .core import ConfigError, Event, Usage
+from .core.secret import SECRETS, protect_loggers
 from .engine import (
     MAIN_SYSTEM_PROMPT,
     AgentEngine,
@@ -190,8 +193,12 @@ class Harness:
         if self.teams is not None:
             self.injectors.append(self.teams.injector)
         self.hooks = HookRegistry(self._policy_hooks(approval_policy))
+        # the process's secrets learn this harness's key and its workdir's .env files
+        SECRETS.add(api_key)
+        SECRETS.watch(self.workdir)
+        protect_loggers()
         # redact before offloading, so an offloaded file never holds a key either
-        self.hooks.add(RedactSecretsHook([api_key] if api_key else []))
+        self.hooks.add(RedactSecretsHook(SECRETS))
         self.hooks.add(OffloadHook(self.state_dir / "offload", limit=offload_chars))
         for h in hooks:
             self.hooks.add(h)

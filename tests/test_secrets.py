@@ -112,6 +112,7 @@ from harness_nb.core.secret import (
     looks_random,
     scrub_shapes,
 )
+from harness_nb.engine import MemorySession
 
 RANDOM = "Zq81xVb2Lm0PqRsTuVwXyZ4455667788"
 
@@ -312,6 +313,26 @@ def test_a_clean_message_is_kept_and_a_dirty_one_rebuilt_with_valid_json_argumen
     assert fixed.content == f"using {REDACTED}"
     assert _json.loads(fixed.tool_calls[0].arguments) == {"command": f'curl -H "X: {REDACTED}" x'}
     assert (fixed.tool_calls[0].id, fixed.tool_calls[0].name) == ("c2", "bash")
+
+
+def test_a_session_scrubs_what_joins_it_and_catches_up_once_when_the_secrets_change(tmp_path: Path) -> None:
+    env: dict[str, str] = {}
+    secrets = Secrets(environ=env)
+    session = MemorySession(transcript=tmp_path / "t.jsonl", secrets=secrets)
+    first = ToolResultMessage(tool_call_id="c1", name="read_file", content=f"token {RANDOM}")
+    assert session.append(first) is first  # not a secret yet
+    env["LATE_TOKEN"] = RANDOM
+    stored = session.append(ToolResultMessage(tool_call_id="c2", name="read_file", content=f"again {RANDOM}"))
+    assert stored.content == f"again {REDACTED}"
+    session.record("run_failed", error=f"ValueError: {RANDOM}")
+    session.rescrub()
+    assert [m.content for m in session.messages] == [f"token {REDACTED}", f"again {REDACTED}"]
+    kept = session.messages[1]
+    session.rescrub()  # nothing changed since: the same objects
+    assert session.messages[1] is kept
+    session.close()
+    lines = (tmp_path / "t.jsonl").read_text()
+    assert lines.count(RANDOM) == 1  # only the line written before the key was known
 
 
 def test_log_records_are_scrubbed_by_the_filter(caplog: pytest.LogCaptureFixture) -> None:

@@ -107,6 +107,7 @@ class AgentEngine:
         self.depth = depth
         self.injectors = list(injectors)
         self._lock = asyncio.Lock()
+        self._system: tuple[str, int, str] | None = None  # (built, secrets version, scrubbed)
 
     @property
     def running(self) -> bool:
@@ -171,6 +172,7 @@ class AgentEngine:
         start = time.perf_counter()
         first_message = len(self.session.messages)
         final, stop = "", "end_turn"
+        prompt = self.session.secrets.scrub(prompt)  # a pasted key reaches no one, not even a view
         emit(RunStarted(run_id=run_id, model=provider.model_id, prompt=prompt, agent=self.agent))
         self.session.record("run_started", run_id=run_id, agent=self.agent, model=provider.model_id)
         self.session.append(UserMessage(content=prompt))
@@ -182,9 +184,8 @@ class AgentEngine:
                     self._inject(emit)
                     response = await self._answer(provider, emit, account)
                     turns += 1
-                    message = response.message
-                    account.credit(_priced(response, provider), turns=1, tool_calls=len(message.tool_calls))
-                    self.session.append(message)
+                    account.credit(_priced(response, provider), turns=1, tool_calls=len(response.message.tool_calls))
+                    message = self.session.append(response.message)  # as stored: scrubbed
                     emit(TurnFinished(turn=turns, usage=account.snapshot(), agent=self.agent))
                     if message.content:
                         final = message.content
@@ -229,7 +230,7 @@ class AgentEngine:
         )
 
     def _inject(self, emit: EventSink) -> None:
-        texts = [t for source in self.injectors for t in source()]
+        texts = [self.session.secrets.scrub(t) for source in self.injectors for t in source()]
         if texts:
             self.session.append(UserMessage(content="\n\n".join(texts)))
             emit(MessagesInjected(texts=tuple(texts), agent=self.agent))
@@ -250,8 +251,9 @@ class AgentEngine:
         raise _Stop("empty_answer", EMPTY_ANSWER)
 
     async def _call_model(self, provider: Provider, emit: EventSink) -> ModelResponse:
+        self.session.rescrub()
         request = ModelRequest(
-            system=self.prompt_builder.build(),
+            system=self._system_prompt(),
             messages=self.session.messages,
             tools=self.tools.specs(),
             agent=self.agent,
@@ -273,6 +275,14 @@ class AgentEngine:
         if result is None:
             raise HarnessError(f"{provider!r} ended its stream without an answer")
         return result
+
+    def _system_prompt(self) -> str:
+        """The system prompt, scrubbed (a skill or AGENTS.md may quote a key) once per change
+        of the prompt or of the secrets, not on every call."""
+        built, version = self.prompt_builder.build(), self.session.secrets.version
+        if self._system is None or self._system[:2] != (built, version):
+            self._system = (built, version, self.session.secrets.scrub(built))
+        return self._system[2]
 
     async def _run_tools(
         self,

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TypeAlias
 
 from ..core import ToolCall
-from ..core.secret import environment_secrets, scrub
+from ..core.secret import SECRETS, Secrets
 from ..tools import ToolContext, ToolOutcome
 
 
@@ -189,17 +189,17 @@ class DenyCoordinationHook(Hook):
 
 
 class RedactSecretsHook(Hook):
-    """Mask API keys and other credentials in tool results before the model (or the
-    transcript, or an offload file) sees them: ``env`` or ``cat .env`` must not leak a key."""
+    """Mask credentials in tool results before the model, the transcript, a view or an
+    offload file sees them (so it must come before ``OffloadHook``): ``env`` or ``cat .env``
+    must not leak a key. ``secrets`` is the process's ``SECRETS`` unless given; the ``.env``
+    files are re-checked before every result, as a tool may just have read a new one."""
 
-    def __init__(self, secrets: Iterable[str] = (), *, from_environment: bool = True) -> None:
-        found = [*secrets, *(environment_secrets() if from_environment else [])]
-        self.secrets = sorted({s for s in found if s}, key=len, reverse=True)
+    def __init__(self, secrets: Secrets | None = None) -> None:
+        self.secrets = secrets if secrets is not None else SECRETS
 
     async def after_tool(self, call: ToolCall, outcome: ToolOutcome, ctx: ToolContext) -> ToolOutcome:
-        if not self.secrets:
-            return outcome
-        clean = scrub(outcome.content, self.secrets)
+        self.secrets.refresh(files=True)
+        clean = self.secrets.scrub(outcome.content)
         if clean == outcome.content:
             return outcome
         return ToolOutcome(clean, outcome.is_error, outcome.duration)

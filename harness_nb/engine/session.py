@@ -3,6 +3,11 @@
 ``MemorySession`` holds the messages of one conversation. With a transcript path it also
 appends each message (and each run's usage) to a JSONL file as it happens, so a crash or a
 kernel restart loses nothing; ``load_transcript`` reads the messages back.
+
+Every message is scrubbed of secrets once, as it joins the session (``Secrets``): the
+history a model is sent and the transcript on disk are the same scrubbed text, and no call
+re-scrubs the whole history — unless the set of secrets changed (a key exported
+mid-conversation), which ``rescrub`` catches up with once.
 """
 
 from __future__ import annotations
@@ -15,31 +20,53 @@ from typing import IO, Any
 from pydantic import TypeAdapter
 
 from ..core import Message, Usage, new_id
+from ..core.message import MessageT
+from ..core.secret import SECRETS, Secrets
 
 _MESSAGE = TypeAdapter(Message)
 
 
 class MemorySession:
-    """The messages of one conversation, optionally mirrored to a JSONL transcript."""
+    """The messages of one conversation, optionally mirrored to a JSONL transcript.
+    ``secrets`` scrubs every message as it joins (the process's ``SECRETS`` by default)."""
 
-    def __init__(self, session_id: str | None = None, *, transcript: Path | None = None) -> None:
+    def __init__(
+        self, session_id: str | None = None, *, transcript: Path | None = None, secrets: Secrets | None = None
+    ) -> None:
         self.id = session_id or new_id("session")
         self.messages: list[Message] = []
         self.transcript = transcript
+        self.secrets = secrets if secrets is not None else SECRETS
+        self._scrubbed_at = self.secrets.version
         self._fh: IO[str] | None = None
 
-    def append(self, message: Message) -> None:
+    def append(self, message: MessageT) -> MessageT:
+        """Add ``message``, scrubbed of secrets; returns the message as stored."""
+        message = self.secrets.scrub_message(message)
         self.messages.append(message)
         if self.transcript is not None:  # dumping is the costly part; skip it when unused
             self._write({"type": "message", "message": message.model_dump(mode="json")})
+        return message
+
+    def rescrub(self) -> None:
+        """Scrub the history again if the set of secrets changed since its messages joined
+        (cheap when it did not: one version check). Unchanged messages stay the same
+        objects, wire caches and all; lines already in the transcript stay as written."""
+        self.secrets.refresh()
+        version = self.secrets.version
+        if version != self._scrubbed_at:
+            self.messages[:] = [self.secrets.scrub_message(m) for m in self.messages]
+            self._scrubbed_at = version
 
     def extend(self, messages: Iterable[Message]) -> None:
         for m in messages:
             self.append(m)
 
     def record(self, kind: str, **data: Any) -> None:
-        """Write a non-message line (run start/finish, usage) to the transcript."""
-        self._write({"type": kind, **data})
+        """Write a non-message line (run start/finish, usage) to the transcript, scrubbed
+        (an error's text may quote anything)."""
+        if self.transcript is not None:
+            self._write({"type": kind, **self.secrets.scrub_data(data)})
 
     def record_usage(self, run_id: str, usage: Usage, stop_reason: str) -> None:
         self.record("run_finished", run_id=run_id, stop_reason=stop_reason, usage=usage.model_dump())
