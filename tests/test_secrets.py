@@ -115,6 +115,7 @@ from harness_nb.core.secret import (
 from harness_nb.engine import MemorySession
 
 RANDOM = "Zq81xVb2Lm0PqRsTuVwXyZ4455667788"
+OTHER = "Hw5Tk3Pn7Bc1Mx9Vd2Fg6Jr4Ls8Qy0Ue"  # shares nothing with KEY
 
 
 @pytest.mark.parametrize(
@@ -382,3 +383,37 @@ def test_every_harness_nb_logger_masks_credentials(monkeypatch: pytest.MonkeyPat
         logging.getLogger(name).warning("%s sees %s", name, RANDOM)
     assert RANDOM not in caplog.text
     assert caplog.text.count(REDACTED) == len(used | set(LOGGER_NAMES))
+
+
+# -- providers: error messages, retry logs and cassettes use the same secrets -------------------
+
+
+async def test_a_server_echoing_any_known_credential_is_scrubbed_in_errors_and_logs(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Not only the provider's own key: a server (or a proxy in front of it) may echo what
+    the request held, e.g. an AWS secret a tool printed."""
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", OTHER)
+    overloaded = {"raw": '{"error": {"message": "busy; saw %s"}}' % OTHER, "status": 503, "content_type": "application/json"}
+    denied = {"raw": '{"error": {"message": "bad token %s"}}' % OTHER, "status": 401, "content_type": "application/json"}
+    async with FakeLLMServer([overloaded, denied]) as srv:
+        provider = create_provider("openai/gpt-4o", api_key=KEY, base_url=srv.url, retry=RetryPolicy(sleep=no_sleep))
+        with pytest.raises(ProviderError) as info:
+            await provider.complete(REQUEST)
+        await provider.aclose()
+    assert "retry 1 of 3" in caplog.text and "bad token [redacted]" in str(info.value)
+    assert OTHER not in caplog.text and OTHER not in str(info.value)
+
+
+async def test_a_cassette_holds_no_credential_of_any_kind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AZURE_OPENAI_KEY", OTHER)
+    aws_id = "AKIA" + "QWERTYUIOPASDFGH"
+    answer = f"Found {OTHER} and {aws_id}."
+    async with FakeLLMServer([{"text": answer}]) as srv:
+        provider = create_provider("openai/gpt-4o", api_key=KEY, base_url=srv.url, record_to=tmp_path / "c.jsonl")
+        await provider.complete(ModelRequest(system=f"system {OTHER}", messages=[UserMessage(content=aws_id)]))
+        await provider.aclose()
+    text = (tmp_path / "c.jsonl").read_text()
+    assert OTHER not in text and aws_id not in text and KEY not in text
+    assert text.count("[redacted]") == 4

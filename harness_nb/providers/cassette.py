@@ -9,10 +9,13 @@ A cassette is JSONL, one line per LLM call::
 A request is matched by the sha256 of the canonical JSON of its system prompt, messages
 and tool specs: not the model name (a cassette recorded on one model replays under any
 name) and not the calling agent. The working directory's path is written as
-``{workdir}`` so that a cassette recorded on one machine replays on another, and known API
-keys are redacted before anything is written. Volatile lines (the system prompt's
-environment line: Python version, system, today's date) are stored as they were but left
-out of matching, so a cassette replays any day, on any machine.
+``{workdir}`` so that a cassette recorded on one machine replays on another, and every
+secret the process knows (``core.secret.SECRETS``: provider keys, credential-like
+environment variables, ``.env`` values, key-shaped strings) is redacted before anything is
+written, and alike when replaying, so a replayed request hashes as its recording did.
+Volatile lines (the system prompt's environment line: Python version, system, today's
+date) are stored as they were but left out of matching, so a cassette replays any day, on
+any machine.
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,17 +30,16 @@ from typing import Any, ClassVar
 
 from ..core import ConfigError, ProviderError
 from ..core.environment import normalise_environment
+from ..core.secret import SECRETS, scrub
 from .base import ModelRequest, ModelResponse, Provider, StreamItem, TextChunk, under
-from .http import HTTPProvider, scrub
 from .options import ProviderOptions
-
-_KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 
 
 def request_record(
     request: ModelRequest, *, workdir: Path | None = None, secrets: Sequence[str] = ()
 ) -> dict[str, Any]:
-    """The meaningful fields of ``request`` as plain JSON, normalised for matching."""
+    """The meaningful fields of ``request`` as plain JSON, normalised for matching: the
+    workdir as ``{workdir}``, every known secret (and ``secrets``) redacted."""
     record = {
         "system": request.system,
         "messages": [m.model_dump(mode="json") for m in request.messages],
@@ -51,7 +52,7 @@ def request_record(
 
     def clean(text: str) -> str:
         text = text.replace(place, "{workdir}") if place else text
-        return scrub(text, secrets)
+        return SECRETS.scrub(scrub(text, secrets) if secrets else text)
 
     result: dict[str, Any] = _map_strings(record, clean)
     return result
@@ -80,10 +81,6 @@ def _map_strings(value: Any, fn: Callable[[str], str]) -> Any:
     if isinstance(value, dict):
         return {k: _map_strings(v, fn) for k, v in value.items()}
     return value
-
-
-def _env_secrets() -> list[str]:
-    return [v for v in (os.environ.get(name) for name in _KEY_VARIABLES) if v]
 
 
 class RecordingProvider(Provider):
@@ -115,16 +112,13 @@ class RecordingProvider(Provider):
             yield item
 
     async def _append(self, request: ModelRequest, response: ModelResponse) -> None:
-        secrets = _env_secrets()
-        if isinstance(self.inner, HTTPProvider):
-            secrets += self.inner.secret_values()
-        record = request_record(request, workdir=self.workdir, secrets=secrets)
+        record = request_record(request, workdir=self.workdir)
         line = {
             "hash": request_hash(record),
             "agent": request.agent,
             "model": self.inner.model_id,
             "request": record,
-            "response": _map_strings(response.model_dump(mode="json"), lambda s: scrub(s, secrets)),
+            "response": SECRETS.scrub_data(response.model_dump(mode="json")),
         }
         text = json.dumps(line, ensure_ascii=False) + "\n"
         async with self._lock:  # concurrent subagents must not interleave lines
@@ -201,7 +195,7 @@ class ReplayProvider(Provider):
         async with self._lock:
             if self._entries is None:
                 self._entries = await asyncio.to_thread(self._load)
-        record = request_record(request, workdir=self.workdir, secrets=_env_secrets())
+        record = request_record(request, workdir=self.workdir)
         key = request_hash(record)
         matches = self._by_hash.get(key)
         if not matches:

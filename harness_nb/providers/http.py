@@ -37,7 +37,7 @@ import httpx
 from httpx_sse import EventSource, SSEError
 from pydantic import SecretStr
 
-from ..core.secret import scrub
+from ..core.secret import SECRETS
 from ..core import ProviderError, StreamCutError, ToolCall
 from .base import ModelRequest, ModelResponse, Provider, StreamItem, TextChunk
 from .options import ProviderOptions
@@ -260,6 +260,7 @@ class HTTPProvider(Provider):
         self.options = options
         self.base_url = base_url.rstrip("/")
         self._api_key = SecretStr(api_key) if api_key else None
+        SECRETS.add(api_key)  # masked everywhere from now on, not only in this provider's errors
         policy = retry or RetryPolicy()
         if options.max_retries is not None:
             policy = dataclasses.replace(policy, max_retries=options.max_retries)
@@ -329,8 +330,9 @@ class HTTPProvider(Provider):
         return [key] if key else []
 
     def scrub(self, text: str) -> str:
-        """``text`` without this provider's key."""
-        return scrub(text, self.secret_values())
+        """``text`` without this provider's key or any other known secret (a server may
+        echo anything the request held)."""
+        return SECRETS.scrub(text)
 
     # -- requests --------------------------------------------------------------------------
 
