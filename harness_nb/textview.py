@@ -25,6 +25,7 @@ from .core import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from .core.secret import SECRETS
 from .engine import ApprovalChannel, Approved, Denied, stop_label
 
 
@@ -67,7 +68,7 @@ class TextView:
         if self._mid_line:
             self.out.write("\n")
             self._mid_line = False
-        self.out.write(text + "\n")
+        self.out.write(SECRETS.scrub(text) + "\n")
         self.out.flush()
 
     def render(self, event: Event, indent: str) -> None:
@@ -82,7 +83,8 @@ class TextView:
             return
         if isinstance(event, TextDelta):
             if self.show_text and not indent:
-                self.out.write(event.text)
+                # a key split over two chunks slips by here; the answer itself is scrubbed
+                self.out.write(SECRETS.scrub(event.text))
                 self.out.flush()
                 self._mid_line = not event.text.endswith("\n")
         elif isinstance(event, ToolCallStarted):

@@ -170,6 +170,56 @@ async def test_no_secret_reaches_the_model_a_transcript_an_offload_file_a_casset
     assert "[redacted]" in bodies[-1]  # the model saw the masked text, not nothing
 
 
+# -- views and text output: the last line of defence --------------------------------------------
+#
+# What reaches a view has passed the session or the redacting hook; these are the paths that
+# do not: the model's streamed text (before it joins the session) and texts handed to a view.
+
+
+def test_a_run_view_never_shows_a_credential_whatever_it_is_handed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness_nb.core import MessagesInjected, TextDelta, ToolCall, ToolCallFinished, ToolCallStarted
+    from harness_nb.notebook.view import RunView
+    from widget_support import ManualClock, WidgetWire
+
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", AWS_SECRET)
+    wire = WidgetWire()
+    wire.install()
+    try:
+        clock = ManualClock()
+        view = RunView("main", "m", scheduler=clock)
+        call = ToolCall(id="c1", name="bash", arguments=json.dumps({"command": f"echo {GITHUB}"}))
+        view(TextDelta(text=f"The token is {GITHUB}, the secret {AWS_SECRET}."))
+        clock.advance(1)
+        view(ToolCallStarted(call=call))  # the narration so far becomes a line of its own
+        view(ToolCallFinished(call=call, result=f"{AWS_SECRET}\n{JWT}", is_error=False, duration=0.1))
+        view(MessagesInjected(texts=(f"from a teammate: {SLACK}",)))
+        view.post_completion(f"**bg-1** found {AWS_ID}")
+        view.finish("done")
+        sent = json.dumps([m.data for m in wire.messages], default=str)
+    finally:
+        wire.uninstall()
+    assert "[redacted]" in sent
+    for secret in (GITHUB, AWS_SECRET, JWT, SLACK, AWS_ID):
+        assert secret not in sent
+
+
+def test_the_text_view_never_prints_a_credential(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from harness_nb.core import TextDelta, ToolCall, ToolCallFinished, ToolCallStarted
+    from harness_nb.textview import TextView
+
+    monkeypatch.setenv("AZURE_OPENAI_KEY", AZURE_KEY)
+    out = io.StringIO()
+    view = TextView(out)
+    call = ToolCall(id="c1", name="bash", arguments=json.dumps({"command": f"echo {PASTED}"}))
+    view(TextDelta(text=f"Using {AZURE_KEY}\n"))
+    view(ToolCallStarted(call=call))
+    view(ToolCallFinished(call=call, result=f"{PASTED}", is_error=False, duration=0.1))
+    assert "[redacted]" in out.getvalue()
+    assert AZURE_KEY not in out.getvalue() and PASTED not in out.getvalue()
+
+
 # -- the notebook flow of finding 1, in a real kernel ------------------------------------------
 
 NOTEBOOK_KEY = "sk-proj-NotebookKey0a1b2c3d4e5f6g7h8i9jKLMNOPqrstuv"

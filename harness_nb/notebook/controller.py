@@ -14,6 +14,7 @@ from IPython.core.error import UsageError
 from IPython.display import display
 
 from ..core import HarnessError, SubagentUpdate
+from ..core.secret import SECRETS
 from ..engine import RunResult, UsageAccount
 from ..harness import ApprovalPolicy, Harness
 from ..subagents import BackgroundApprovals, TaskEntry, TaskStatus, resolve_model
@@ -249,7 +250,7 @@ class NotebookHarness:
             raise
         except HarnessError as exc:
             _finish(view, "failed")
-            raise UsageError(str(exc)) from None
+            raise UsageError(SECRETS.scrub(str(exc))) from None
         _finish(view, "done")
         if isinstance(view, RunView) and result.account is not None:
             self._accounts[view] = result.account
@@ -264,7 +265,7 @@ class NotebookHarness:
         try:
             definition = h.registry.get(agent)
         except HarnessError as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(SECRETS.scrub(str(exc))) from None
         view = self.new_view(definition.name, self.model_of(definition.model), title="background")
         # the task does not run before this function returns, so no event is missed
         try:
@@ -273,7 +274,7 @@ class NotebookHarness:
             )
         except HarnessError as exc:  # no model configured, say
             _finish(view, "failed")
-            raise UsageError(str(exc)) from None
+            raise UsageError(SECRETS.scrub(str(exc))) from None
         if isinstance(view, RunView):
             view.own_task = handle.id
             view.set_title(f"background {handle.id}")

@@ -35,6 +35,7 @@ from ..core import (
     TurnFinished,
     Usage,
 )
+from ..core.secret import SECRETS
 from ..core.usage import plural
 from ..engine import ApprovalChannel, Approved, Denied, stop_label
 from ..textview import preview
@@ -66,6 +67,7 @@ def limit_state(stop_reason: str) -> str | None:
 def _markdown_output(text: str) -> tuple[dict[str, Any], ...]:
     if not text:
         return ()
+    text = SECRETS.scrub(text)  # the last line of defence: widget state is saved in the .ipynb
     return ({"output_type": "display_data", "data": {"text/markdown": text, "text/plain": text}, "metadata": {}},)
 
 
@@ -86,7 +88,7 @@ class _SubLine:
         icon = state_icon(self.state)
         title = f" — {html.escape(self.description)}" if self.description else ""
         return (
-            f"<code>{icon} <b>{html.escape(self.agent)}</b>{title} · {html.escape(self.last)} · "
+            f"<code>{icon} <b>{html.escape(self.agent)}</b>{title} · {html.escape(SECRETS.scrub(self.last))} · "
             f"{plural(self.tools, 'tool')} · {self.usage.tokens_label()} · {now - self.started:.1f} s</code>"
         )
 
@@ -202,9 +204,10 @@ class RunView(LiveBox):
 
     # ------------------------------------------------------------------ rendering
     def _tool_html(self, call: ToolCall, result: str | None, is_error: bool) -> str:
-        head = html.escape(call.brief(100))
+        head = html.escape(SECRETS.scrub(call.brief(100)))
         if result is None:
             return f"<code>→ {head}</code> <i>running…</i>"
+        result = SECRETS.scrub(result)
         mark = "✗" if is_error else "✓"
         colour = "#c62828" if is_error else "#2e7d32"
         return (
@@ -224,7 +227,7 @@ class RunView(LiveBox):
         )
 
     def _add_note(self, text: str) -> None:
-        note = widgets.HTML(f"<i>{html.escape(text)}</i>")
+        note = widgets.HTML(f"<i>{html.escape(SECRETS.scrub(text))}</i>")
         self.activity.children = (*self.activity.children, note)
 
     def _freeze_narration(self) -> None:
@@ -263,7 +266,7 @@ class RunView(LiveBox):
     def post_completion(self, markdown: str, *, usage: Usage | None = None) -> None:
         """Append a background result to this cell (from the task that finished). ``usage``
         is the launching run's usage now that the task has billed it: the header shows it."""
-        self.completions.append_display_data(MarkdownText(markdown))
+        self.completions.append_display_data(MarkdownText(SECRETS.scrub(markdown)))
         if usage is not None:
             self.usage = usage
             self.mark("header")
