@@ -170,6 +170,18 @@ async def test_no_secret_reaches_the_model_a_transcript_an_offload_file_a_casset
     assert "[redacted]" in bodies[-1]  # the model saw the masked text, not nothing
 
 
+def test_a_team_roster_on_disk_holds_no_pasted_key(tmp_path: Path) -> None:
+    """A teammate's first prompt, kept in roster.json, may be a person's text."""
+    from harness_nb.team.roster import RosterMember, RosterStore
+
+    store = RosterStore(tmp_path)
+    member = RosterMember(name="alice", team="t", agent="general-purpose", task_id="tm-1", prompt=f"use {PASTED}")
+    path = store.save("t", [member])
+    assert PASTED not in path.read_text() and "use [redacted]" in path.read_text()
+    loaded = store.load("t")
+    assert loaded is not None and loaded.members[0].prompt == "use [redacted]"
+
+
 # -- views and text output: the last line of defence --------------------------------------------
 #
 # What reaches a view has passed the session or the redacting hook; these are the paths that

@@ -29,6 +29,7 @@ from filelock import FileLock, Timeout
 from pydantic import BaseModel, Field, ValidationError
 
 from ..core import Usage
+from ..core.secret import SECRETS
 
 log = logging.getLogger("harness_nb.team")
 
@@ -130,8 +131,10 @@ class RosterStore:
         target = folder / ROSTER_FILE
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".roster-", suffix=".tmp")
         try:
+            # a teammate's first prompt may be a person's text, holding a pasted key
+            clean = Roster.model_validate(SECRETS.scrub_data(roster.model_dump(mode="json")))
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(roster.model_dump_json(indent=2))
+                fh.write(clean.model_dump_json(indent=2))
             os.replace(tmp, target)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
