@@ -324,11 +324,6 @@ class HTTPProvider(Provider):
         """The key itself, for building headers. Never put it anywhere else."""
         return self._api_key.get_secret_value() if self._api_key else None
 
-    def secret_values(self) -> list[str]:
-        """Values that must never be shown (for scrubbing)."""
-        key = self.api_key()
-        return [key] if key else []
-
     def scrub(self, text: str) -> str:
         """``text`` without this provider's key or any other known secret (a server may
         echo anything the request held)."""
