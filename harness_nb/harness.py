@@ -15,13 +15,14 @@ everything the harness sends or writes (``core.secret.SECRETS``).
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
-from .core import ConfigError, Event, Usage
+from .core import ConfigError, Event, Usage, new_id
 from .core.secret import SECRETS, protect_loggers
 from .engine import (
     MAIN_SYSTEM_PROMPT,
@@ -44,6 +45,7 @@ from .engine import (
     UsageAccount,
     require_positive,
 )
+from .engine.resume import SessionSummary, list_sessions, read_session
 from .providers.base import Provider
 from .subagents import (
     AgentRegistry,
@@ -61,6 +63,8 @@ from .team import TeamManager
 from .tools import Sandbox, SandboxMode, Tool, ToolRegistry
 
 ApprovalPolicy = Literal["dangerous", "always", "never"]
+
+log = logging.getLogger("harness_nb")
 
 NO_MODEL_MESSAGE = (
     "no model configured. Pass Harness(model='openai/gpt-4o-mini') (or 'anthropic/…', "
@@ -120,6 +124,7 @@ class Harness:
         include_user_agents: bool = True,
         background_approvals: BackgroundApprovals = "deny",
         max_concurrency: int = 4,
+        max_background: int = 8,
         max_depth: int = 3,
         teams: bool = True,
         sandbox: SandboxMode | Sandbox = "auto",
@@ -134,6 +139,7 @@ class Harness:
         agent_dirs = list(agent_dirs)
         self.sandbox: Sandbox = sandbox.protecting(Path(d).expanduser().resolve() for d in agent_dirs)
         require_positive("max_concurrency", max_concurrency, whole=True)
+        require_positive("max_background", max_background, whole=True)
         require_positive("max_depth", max_depth, whole=True)
         require_positive("offload_chars", offload_chars, whole=True)
         self.limits = Limits(
@@ -164,7 +170,9 @@ class Harness:
         self.tracker = TaskTracker()
         self.runner = SubagentRunner(self.models, max_depth=max_depth, background_approvals=background_approvals)
         self.router = MessageRouter([TrackerRoute(self.tracker)])
-        self.task_tool = TaskTool(self.registry, self.runner, self.tracker, max_concurrency=max_concurrency)
+        self.task_tool = TaskTool(
+            self.registry, self.runner, self.tracker, max_concurrency=max_concurrency, max_background=max_background
+        )
         self.teams: TeamManager | None = None
         if teams:  # §6: mailboxes before task ids in send_message; `task(team_name=…)` spawns
             self.teams = TeamManager(
@@ -189,9 +197,11 @@ class Harness:
                 *(self.teams.tools() if self.teams else ()),
             ]
         )
-        self.injectors: list[Injector] = [self.tracker.completion_texts]
+        self.offload = OffloadHook(self.state_dir / "offload", limit=offload_chars)
+        sources: list[Injector] = [self.tracker.completion_texts]
         if self.teams is not None:
-            self.injectors.append(self.teams.injector)
+            sources.append(self.teams.injector)
+        self.injectors = [self._capped(source) for source in sources]
         self.hooks = HookRegistry(self._policy_hooks(approval_policy))
         # the process's secrets learn this harness's key and its workdir's .env files
         SECRETS.add(api_key)
@@ -199,11 +209,21 @@ class Harness:
         protect_loggers()
         # redact before offloading, so an offloaded file never holds a key either
         self.hooks.add(RedactSecretsHook(SECRETS))
-        self.hooks.add(OffloadHook(self.state_dir / "offload", limit=offload_chars))
+        self.hooks.add(self.offload)
         for h in hooks:
             self.hooks.add(h)
         self.session = self._new_session()
         self._engine: AgentEngine | None = None
+
+    def _capped(self, source: Injector) -> Injector:
+        """``source`` with each text longer than ``offload_chars`` offloaded like a long tool
+        result: a background result or a mailbox message cannot flood the conversation."""
+
+        def inject() -> list[str]:
+            # scrubbed first: the offloaded whole must not hold a key either
+            return [self.offload.shorten(new_id("injected"), SECRETS.scrub(text), self.workdir) for text in source()]
+
+        return inject
 
     @property
     def state_dir(self) -> Path:
@@ -274,6 +294,25 @@ class Harness:
         self.session.close()
         self.session = self._new_session()
         self._engine = None
+
+    def sessions(self) -> list[SessionSummary]:
+        """The conversations this workdir has on disk, newest first (id, date, first prompt,
+        runs, turns, usage): what ``resume`` can continue."""
+        return list_sessions(self.state_dir / "sessions")
+
+    def resume(self, session_id: str | None = None) -> int:
+        """Continue conversation ``session_id`` (this workdir's newest when ``None``) from its
+        transcript, e.g. after a kernel restart: the next ``run`` goes on from its history,
+        appending to the same transcript. A tool call a crash left without a result gets an
+        error result. Returns the number of messages restored."""
+        session_id, path, messages, repaired = read_session(self.state_dir / "sessions", session_id)
+        self.session.close()
+        self.session = MemorySession(session_id, transcript=path if self.transcripts else None)
+        self.session.messages = messages
+        if repaired:
+            log.info("session %s: repaired %d tool call(s) left unfinished", session_id, repaired)
+        self._engine = None
+        return len(messages)
 
     @property
     def engine(self) -> AgentEngine:

@@ -221,17 +221,28 @@ class OffloadHook(Hook):
         import asyncio
 
         path = await asyncio.to_thread(self._write, call.id, text)
+        return ToolOutcome(self._pointer(text, path, ctx.workdir), outcome.is_error, outcome.duration)
+
+    def shorten(self, name: str, text: str, workdir: Path) -> str:
+        """``text`` itself when short enough, else its head and tail with the path of the
+        whole, written to ``folder/<name>.txt`` (for injected messages: a background result
+        or a mailbox message, which must not flood the conversation any more than a tool
+        result may). Writes synchronously: for callers that cannot await."""
+        if len(text) <= self.limit:
+            return text
+        return self._pointer(text, self._write(name, text), workdir)
+
+    def _pointer(self, text: str, path: Path, workdir: Path) -> str:
         try:
-            shown = path.relative_to(ctx.workdir)
+            shown = path.relative_to(workdir)
         except ValueError:
             shown = path
         omitted = len(text) - 2 * self.keep
-        content = (
+        return (
             f"{text[: self.keep]}\n[… {omitted:,} characters omitted; the full output "
             f"({len(text):,} characters) is in {shown} — read it with read_file …]\n"
             f"{text[-self.keep :]}"
         )
-        return ToolOutcome(content, outcome.is_error, outcome.duration)
 
     def _write(self, call_id: str, text: str) -> Path:
         self.folder.mkdir(parents=True, exist_ok=True)

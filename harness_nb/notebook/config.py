@@ -61,6 +61,7 @@ _NUMBER_RULES: dict[str, tuple[Callable[[float], bool], str]] = {
     "offload_chars": (lambda n: n >= 1, "1 or more"),
     "approval_timeout": (lambda n: n > 0, "more than 0 seconds"),
     "updates_per_second": (lambda n: n > 0, "more than 0"),
+    "max_background": (lambda n: n >= 1, "1 or more"),
 }
 
 
@@ -111,6 +112,9 @@ class HarnessNB(Configurable):
         help="Background subagents: 'deny' risky calls (fail closed) or 'ask' in the launching cell.",
     ).tag(config=True)
     max_turns = Int(50, help="Most LLM calls one run may make (1 or more).").tag(config=True)
+    max_background = Int(
+        8, help="Most background subagents running at once; the others wait, queued (1 or more)."
+    ).tag(config=True)
     token_budget = Int(0, help="Stop a run after this many tokens (0: no budget).").tag(config=True)
     agent_dirs = List(Unicode(), help="Extra folders of agent files (*.md).").tag(config=True)
     user_agents = Bool(

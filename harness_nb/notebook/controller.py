@@ -109,6 +109,7 @@ class NotebookHarness:
             c.kernel_tools,
             c.sandbox,
             c.sandbox_network,
+            c.max_background,  # the task tool's slots are made with it
         )
         if self._harness is None or key != self._harness_key:
             if self._harness is not None:
@@ -126,6 +127,7 @@ class NotebookHarness:
                 agent_dirs=c.agent_dirs,
                 include_user_agents=c.user_agents,
                 background_approvals=background,
+                max_background=c.max_background,
                 provider_options=c.provider_options,
                 teams=True,
                 sandbox=Sandbox.create(str(c.sandbox), network=c.sandbox_network, hidden=_connection_file()),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import shlex
+from collections.abc import Sequence
 from argparse import ArgumentTypeError
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,7 @@ from .controller import NotebookHarness, Pending, completion_markdown, done, wit
 from .reply import AgentReply, MarkdownText
 
 if TYPE_CHECKING:
+    from ..engine.resume import SessionSummary
     from ..subagents import TaskEntry
 
 _VALUE_OPTIONS = {"--model", "-m", "--max-turns", "--agent", "-a", "--timeout"}
@@ -42,6 +44,10 @@ def split_options(line: str) -> tuple[str, str]:
             value, _, tail = rest.partition(" ")
             if not value:
                 raise UsageError(f"{token} needs a value")
+            options.append(value)
+            rest = tail.lstrip()
+        if token == "--resume" and rest.startswith("session-"):  # its session id is optional
+            value, _, tail = rest.partition(" ")
             options.append(value)
             rest = tail.lstrip()
         if token == "--":
@@ -76,6 +82,11 @@ class HarnessMagics(Magics):
     @argument("--bg", action="store_true", help="run in the background (as --agent, default general-purpose)")
     @argument("--agent", "-a", default="general-purpose", help="the subagent a --bg run uses")
     @argument("--new", action="store_true", help="start a new conversation first")
+    @argument(
+        "--resume", nargs="?", const="", default=None, metavar="SESSION",
+        help="continue a conversation from its transcript (this workdir's newest without SESSION)",
+    )
+    @argument("--sessions", action="store_true", help="list this workdir's conversations")
     @no_var_expand
     @line_cell_magic
     def agent(self, line: str, cell: str | None = None) -> Pending:
@@ -84,6 +95,8 @@ class HarnessMagics(Magics):
         %%agent [--model M] [--max-turns N] [--new]       foreground, in the ongoing conversation
         %%agent --bg [--agent NAME]                        in the background; the result lands here
         %agent --new                                       forget the conversation
+        %agent --sessions                                  this workdir's conversations on disk
+        %agent --resume [SESSION]                          continue one (the newest by default)
         """
         options, rest = split_options(line)
         args = parse_argstring(self.agent, options)
@@ -91,8 +104,19 @@ class HarnessMagics(Magics):
         if cell is not None and rest:
             raise UsageError(f"unexpected text after the options of %%agent: {rest!r}; put the prompt in the cell body")
         c = self.controller
+        if args.sessions:
+            display(SessionTable(c.harness().sessions()))
+            return done(None)
         if args.new:
             c.harness().new_conversation()
+            if not prompt.strip():
+                return done(None)
+        if args.resume is not None:
+            try:
+                count = c.harness().resume(args.resume or None)
+            except HarnessError as exc:
+                raise UsageError(str(exc)) from None
+            print(f"resumed {c.harness().session.id}: {count} messages")
             if not prompt.strip():
                 return done(None)
         if args.bg:
@@ -270,32 +294,57 @@ class AgentTable:
         )
 
 
-class TaskTable:
-    """``%task`` output: one row per task."""
+class Table:
+    """A table with a stable plain-text form (columns padded, left-aligned) and an HTML one."""
 
-    def __init__(self, entries: list[TaskEntry]) -> None:
-        self.entries = entries
-
-    def _rows(self) -> list[tuple[str, ...]]:
-        return [
-            (e.id, e.agent, e.description, str(e.status), f"{e.elapsed:.1f} s", f"{e.usage.total_tokens:,}")
-            for e in self.entries
-        ]
+    def __init__(self, head: tuple[str, ...], rows: Sequence[tuple[str, ...]], *, empty: str) -> None:
+        self.head = head
+        self.rows = list(rows)
+        self.empty = empty
 
     def __repr__(self) -> str:
-        if not self.entries:
-            return "no tasks yet"
-        head = ("id", "agent", "description", "state", "elapsed", "tokens")
-        rows = [head, *self._rows()]
-        widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+        if not self.rows:
+            return self.empty
+        rows = [self.head, *self.rows]
+        widths = [max(len(r[i]) for r in rows) for i in range(len(self.head))]
         return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
 
     def _repr_html_(self) -> str:
-        if not self.entries:
-            return "<i>no tasks yet</i>"
-        head = "".join(f"<th>{h}</th>" for h in ("id", "agent", "description", "state", "elapsed", "tokens"))
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in self._rows())
+        if not self.rows:
+            return f"<i>{html.escape(self.empty)}</i>"
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in self.head)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in self.rows)
         return f"<table><tr>{head}</tr>{body}</table>"
+
+
+class TaskTable(Table):
+    """``%task`` output: one row per task."""
+
+    def __init__(self, entries: list[TaskEntry]) -> None:
+        rows = [
+            (e.id, e.agent, e.description, str(e.status), f"{e.elapsed:.1f} s", f"{e.usage.total_tokens:,}")
+            for e in entries
+        ]
+        super().__init__(("id", "agent", "description", "state", "elapsed", "tokens"), rows, empty="no tasks yet")
+
+
+class SessionTable(Table):
+    """``%agent --sessions``: this workdir's conversations, newest first."""
+
+    def __init__(self, sessions: list[SessionSummary]) -> None:
+        rows = [
+            (s.id, s.when, s.first_prompt, str(s.runs), str(s.turns), _cost(s.usage.cost))
+            for s in sessions
+        ]
+        super().__init__(
+            ("session", "last used", "first prompt", "runs", "turns", "cost"),
+            rows,
+            empty="no conversations in this workdir yet",
+        )
+
+
+def _cost(cost: float | None) -> str:
+    return "—" if cost is None else f"${cost:.4f}"
 
 
 def task_details(entry: TaskEntry) -> str:

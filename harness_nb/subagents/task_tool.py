@@ -88,12 +88,15 @@ class TaskTool(Tool):
         tracker: TaskTracker,
         *,
         max_concurrency: int = 4,
+        max_background: int = 8,
         team_spawner: TeamSpawner | None = None,
     ) -> None:
         self.registry = registry
         self.runner = runner
         self.tracker = tracker
         self.max_concurrency = max_concurrency
+        # background subagents running at once; the others wait, ``queued``
+        self.background_slots = asyncio.Semaphore(max_background)
         self.team_spawner = team_spawner
         self._spec_version: int | None = None
 
@@ -197,8 +200,9 @@ class TaskTool(Tool):
     ) -> TaskEntry:
         """Start a subagent as an asyncio task owned by the tracker and return its entry at
         once. It keeps ``parent`` — the launching run's provider, approval channel and usage
-        account — however long it outlives that run. Messages queued with
-        ``tracker.add_pending`` reach it at its next turn."""
+        account — however long it outlives that run. At most ``max_background`` run at once:
+        the others wait in state ``queued``. Messages queued with ``tracker.add_pending``
+        reach it at its next turn."""
         self.runner.check_depth(parent)
         entry = self.tracker.start("subagent", definition.name, prompt, description=description, background=True)
         account = parent.account.child()
@@ -206,6 +210,13 @@ class TaskTool(Tool):
         sink = self._sink(entry.id, emit)
 
         async def body() -> None:
+            if self.background_slots.locked():
+                self.tracker.set_queued(entry.id, True)
+            async with self.background_slots:
+                self.tracker.set_queued(entry.id, False)
+                await run_it()
+
+        async def run_it() -> None:
             run = self.runner.run(
                 definition,
                 prompt,

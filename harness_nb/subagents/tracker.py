@@ -26,6 +26,7 @@ TaskKind = Literal["subagent", "teammate", "shell"]
 
 
 class TaskStatus(StrEnum):
+    QUEUED = "queued"  # a background task waiting for a free slot
     RUNNING = "running"
     COMPLETED = "completed"
     FAILED = "failed"
@@ -63,7 +64,7 @@ class TaskEntry:
 
     @property
     def done(self) -> bool:
-        return self.status is not TaskStatus.RUNNING
+        return self.status not in (TaskStatus.RUNNING, TaskStatus.QUEUED)
 
     @property
     def elapsed(self) -> float:
@@ -133,6 +134,14 @@ class TaskTracker:
 
     def running(self) -> list[TaskEntry]:
         return [e for e in self._entries.values() if not e.done]
+
+    def set_queued(self, task_id: str, queued: bool) -> None:
+        """A running-or-waiting task waits for a slot (``queued``) or has got one. Ignored
+        once the task has ended."""
+        entry = self._entries.get(task_id)
+        if entry is not None and not entry.done:
+            entry.status = TaskStatus.QUEUED if queued else TaskStatus.RUNNING
+            self._changed(entry)
 
     def log(self, task_id: str, line: str) -> None:
         entry = self._entries.get(task_id)

@@ -22,6 +22,7 @@ from typing import Any
 from ..core import Event, HarnessError, ToolError, UnknownNameError
 from ..core import Message as ChatMessage
 from ..engine import MemorySession, ParentContext, load_transcript
+from ..engine.resume import repair_history
 from ..subagents import AgentRegistry, SubAgentDefinition, SubagentRunner, TaskParams, TaskTracker
 from ..tools import Tool, ToolContext
 from .inbox import LeaderInbox, LeaderListener
@@ -379,4 +380,9 @@ class TeamRoute:
 
 
 def _read_history(path: Path) -> list[ChatMessage]:
-    return load_transcript(path) if path.is_file() else []
+    """A teammate's history from its transcript, repaired: a turn cut short by a crash left
+    tool calls without results, which a real API rejects."""
+    if not path.is_file():
+        return []
+    history, _ = repair_history(load_transcript(path))
+    return history
