@@ -1,4 +1,5 @@
-"""Core models shared by every layer: messages, tool specs, events, usage, errors, ids.
+"""Core models shared by every layer: messages, tool specs, events, usage, errors, ids,
+and the few helpers every layer needs to handle hostile input (files).
 
 Depends on the standard library and pydantic only.
 """
@@ -27,6 +28,7 @@ from .event import (
     ToolCallStarted,
     TurnFinished,
 )
+from .fs import NotRegularFileError, file_kind, open_regular, read_regular
 from .ids import new_id
 from .message import (
     AssistantMessage,
@@ -50,6 +52,7 @@ __all__ = [
     "LimitExceeded",
     "Message",
     "MessagesInjected",
+    "NotRegularFileError",
     "PathEscapeError",
     "ProviderError",
     "RunFailed",
@@ -69,6 +72,9 @@ __all__ = [
     "UnknownNameError",
     "Usage",
     "UserMessage",
+    "file_kind",
     "new_id",
+    "open_regular",
     "price_for",
+    "read_regular",
 ]

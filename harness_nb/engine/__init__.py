@@ -22,14 +22,16 @@ from .hook import (
     RedactSecretsHook,
 )
 from .limits import EARLY_STOPS, Limits, RunResult, require_positive, stop_label
-from .prompt import MAIN_SYSTEM_PROMPT, PromptBuilder, load_skill, skill_dirs
+from .prompt import MAIN_SYSTEM_PROMPT, PromptBuilder
 from .session import MemorySession, load_transcript
+from .skill import SKILL_MAX_BYTES, load_skill, skill_dirs, skill_name_problem
 
 __all__ = [
     "ALLOW",
     "DEFAULT_DANGER_RULES",
     "EARLY_STOPS",
     "MAIN_SYSTEM_PROMPT",
+    "SKILL_MAX_BYTES",
     "AgentEngine",
     "Allow",
     "ApprovalChannel",
@@ -59,5 +61,6 @@ __all__ = [
     "load_transcript",
     "require_positive",
     "skill_dirs",
+    "skill_name_problem",
     "stop_label",
 ]

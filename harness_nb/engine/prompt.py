@@ -7,7 +7,11 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from ..core import ConfigError
 from ..core.environment import current_environment_line
+from .skill import load_skill, skill_dirs
+
+__all__ = ["MAIN_SYSTEM_PROMPT", "PromptBuilder"]
 
 log = logging.getLogger("harness_nb.engine")
 
@@ -20,30 +24,10 @@ reading files and inspecting variables over guessing. When a sub-task is self-co
 with their paths."""
 
 
-def skill_dirs(workdir: Path, home: Path | None = None) -> list[Path]:
-    """Folders searched for ``<name>.md`` or ``<name>/SKILL.md`` skill files, first wins."""
-    home = home or Path.home()
-    return [
-        workdir / ".harness_nb" / "skills",
-        workdir / "skills",
-        workdir / ".claude" / "skills",
-        home / ".harness_nb" / "skills",
-        home / ".claude" / "skills",
-    ]
-
-
-def load_skill(name: str, folders: Sequence[Path]) -> str | None:
-    """The text of skill ``name`` from the first folder holding it, or ``None``."""
-    for folder in folders:
-        for candidate in (folder / f"{name}.md", folder / name / "SKILL.md"):
-            if candidate.is_file():
-                return candidate.read_text(encoding="utf-8")
-    return None
-
-
 class PromptBuilder:
     """Builds the system prompt once: ``system_prompt`` + working directory + environment +
-    one section per preloaded skill (a skill that cannot be found is logged and skipped).
+    one section per preloaded skill (a skill that cannot be found or used is logged and
+    skipped).
 
     ``environment_line`` gives the environment line (Python, system, today); tests pass
     their own to fix the day and the machine."""
@@ -77,7 +61,11 @@ class PromptBuilder:
             parts.append(self.environment_line())
         folders = skill_dirs(self.workdir)
         for name in self.skills:
-            body = self.skill_texts.get(name) or load_skill(name, folders)
+            try:
+                body = self.skill_texts.get(name) or load_skill(name, folders)
+            except ConfigError as exc:  # a path for a name, a symlink out: never read
+                log.warning("%s; skipped", exc)
+                continue
             if not body or not body.strip():
                 log.warning("skill %r not found in %s; skipped", name, ", ".join(map(str, folders)))
                 continue

@@ -39,6 +39,8 @@ from pydantic import (
     model_validator,
 )
 
+from ..engine.skill import skill_name_problem
+
 logger = logging.getLogger("harness_nb.subagents")
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
@@ -247,7 +249,12 @@ class SubAgentDefinition(BaseModel):
     @field_validator("skills", mode="before")
     @classmethod
     def _skills(cls, value: Any) -> list[str]:
-        return split_names(value)
+        names = split_names(value)
+        for name in names:
+            # A skill name is joined onto the skill folders: never let it be a path.
+            if problem := skill_name_problem(name):
+                raise ValueError(problem)
+        return names
 
     @field_validator("model", mode="before")
     @classmethod

@@ -14,8 +14,16 @@ descriptions with an unquoted ``: `` inside, which YAML rejects but Claude Code 
 on a YAML error a line-based reader (``_lenient_mapping``) gets a second try and the file
 loads with a warning saying so.
 
+Agent files are untrusted data (they arrive with cloned repositories, and the model can
+write one), so reading is bounded: files over 1 MiB are skipped, frontmatter over 64 KiB,
+YAML aliases and deep nesting are refused before anything expands (``frontmatter.py``),
+a skill name that is a path (``skills: [../../etc/passwd]``) is dropped with a warning and
+never read, and at most ``MAX_FILES`` files are read from one folder.
+
 Nothing here raises for a bad file: each file that is skipped, or only partly understood,
-gives exactly one warning string naming the file and the reason, and loading goes on.
+gives exactly one warning string naming the file and the reason, and loading goes on —
+even when the parser itself fails (RecursionError, MemoryError, anything): one bad file
+never stops the others, nor ``Harness()`` or ``%load_ext harness_nb``.
 Reads are synchronous on purpose: this runs once at start-up over a few small files.
 """
 
@@ -30,6 +38,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from ..core import NotRegularFileError, read_regular
+from ..engine.skill import skill_name_problem
 from .definition import (
     NAME_RULE,
     SubAgentDefinition,
@@ -38,10 +48,15 @@ from .definition import (
     normalize_tool_names,
     split_names,
 )
+from .frontmatter import FrontmatterRefused, load_frontmatter
 
 MAX_FILE_BYTES = 1024 * 1024
+MAX_FILES = 1000
+"""Most agent files read from one folder (a collection of agents has a few dozen)."""
 # Every warning for a file that was not loaded reads "<file>: skipped: <reason>".
 SKIPPED = ": skipped: "
+# A skill name that is a path, in a file that loaded: worth a warning too.
+DROPPED_SKILL = "skills: dropped: "
 
 _TOOL_FIELDS = ("tools", "disallowed_tools")
 _LIST_FIELDS = frozenset({"tools", "disallowed_tools", "skills"})
@@ -85,30 +100,51 @@ def load_agent_dir(path: Path, *, label: str | None = None) -> LoadResult:
     if not path.is_dir():
         result.warnings.append(f"{shown}{SKIPPED}not a folder")
         return result
-    files = sorted(
-        (p for p in path.rglob("*.md") if p.is_file()),
-        key=lambda p: p.relative_to(path).parts,
-    )
+    files = agent_files(path)
+    if len(files) > MAX_FILES:
+        result.warnings.append(
+            f"{shown}: {len(files)} agent files; only the first {MAX_FILES} (by path) are read"
+        )
+        files = files[:MAX_FILES]
     for file in files:
         relative = file.relative_to(path)
-        if any(part.startswith(".") for part in relative.parts):
-            continue
         result.extend(load_agent_file(file, label=f"{shown}/{relative.as_posix()}"))
     return result
+
+
+def agent_files(path: Path) -> list[Path]:
+    """The ``*.md`` files under ``path``, hidden ones left out, in sorted path order.
+    Symlinked folders are not entered (no loops); unreadable entries are left out."""
+    try:
+        found = [
+            p for p in path.rglob("*.md") if not _hidden(p.relative_to(path)) and not p.is_dir()
+        ]
+    except OSError:  # the folder vanished or cannot be read while being walked
+        return []
+    return sorted(found, key=lambda p: p.relative_to(path).parts)
+
+
+def _hidden(relative: Path) -> bool:
+    return any(part.startswith(".") for part in relative.parts)
 
 
 def load_agent_file(path: Path, *, label: str | None = None) -> LoadResult:
     """Load one agent file: one definition, or none and one warning saying why."""
     shown = label if label is not None else str(path)
     try:
+        # Only a regular file is opened (a named pipe would block), and never more than
+        # the cap is read, whatever the size said a moment ago.
         size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
+        data = read_regular(path, MAX_FILE_BYTES)
+        if len(data) > MAX_FILE_BYTES:
+            size = max(size, len(data))
             raise _Skip(f"file is {size:,} bytes; agent files are limited to 1 MiB")
-        data = path.read_bytes()
         try:
             text = data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             raise _Skip(f"not UTF-8 text (bad byte at offset {exc.start})") from exc
+    except NotRegularFileError as exc:
+        return LoadResult(warnings=[f"{shown}{SKIPPED}a {exc.kind}, not a file"])
     except OSError as exc:
         return LoadResult(warnings=[f"{shown}{SKIPPED}cannot read: {exc.strerror or exc}"])
     except _Skip as exc:
@@ -124,6 +160,14 @@ def parse_agent_text(text: str, *, source: str, label: str | None = None) -> Loa
         definition = _parse(text, source, notes)
     except _Skip as exc:
         return LoadResult(warnings=[f"{shown}{SKIPPED}{exc}"])
+    except Exception as exc:
+        # One file, whatever broke, must not stop the rest: RecursionError, MemoryError, a
+        # number too long to convert. The bounds make these unlikely; this makes them one
+        # warning.
+        problem = f"{type(exc).__name__}: {exc}"[:200]
+        return LoadResult(
+            warnings=[f"{shown}{SKIPPED}could not be parsed ({problem}); fix or remove the file"]
+        )
     warnings = [f"{shown}: " + "; ".join(notes)] if notes else []
     return LoadResult(definitions=[definition], warnings=warnings)
 
@@ -152,6 +196,8 @@ def _parse(text: str, source: str, notes: list[str]) -> SubAgentDefinition:
     for key in _TOOL_FIELDS:
         if key in fields and not _blank(fields[key]):
             fields[key] = _tool_list(key, fields[key], notes)
+    if "skills" in fields:
+        fields["skills"] = _skill_list(fields["skills"], notes)
     if "model" in fields:
         fields["model"], note = normalize_model(fields["model"])
         if note:
@@ -188,7 +234,9 @@ def _split_frontmatter(text: str) -> tuple[str, str, int]:
 
 def _read_mapping(front: str, first_line: int, notes: list[str]) -> dict[Any, Any]:
     try:
-        loaded = yaml.safe_load(front)
+        loaded = load_frontmatter(front)
+    except FrontmatterRefused as exc:
+        raise _Skip(str(exc)) from None
     except yaml.YAMLError as exc:
         where = _yaml_error_line(exc, first_line)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
@@ -288,6 +336,19 @@ def _tool_list(key: str, raw: Any, notes: list[str]) -> list[str]:
             "(harness_nb does not enforce tool patterns)"
         )
     return result.names
+
+
+def _skill_list(raw: Any, notes: list[str]) -> list[str]:
+    """The skill names that are plain names; every other one is dropped with a note, so
+    that a path such as ``../../etc/passwd`` is never joined onto a skill folder."""
+    kept: list[str] = []
+    for name in split_names(raw):
+        problem = skill_name_problem(name)
+        if problem:
+            notes.append(f"{DROPPED_SKILL}{problem}; it is never read")
+        else:
+            kept.append(name)
+    return kept
 
 
 def _describe(exc: ValidationError) -> str:

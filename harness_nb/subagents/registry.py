@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..core import UnknownNameError
 from .definition import SubAgentDefinition
-from .loader import SKIPPED, LoadResult, load_agent_dir
+from .loader import DROPPED_SKILL, SKIPPED, LoadResult, agent_files, load_agent_dir
 
 logger = logging.getLogger("harness_nb.subagents")
 
@@ -138,9 +138,11 @@ class AgentRegistry:
         for defn in (*BUILTIN_AGENTS, *loaded.definitions, *self._registered.values()):
             self._put(defs, defn)
         for warning in loaded.warnings:
-            # A skipped file is a problem; a note on a loaded one (a Claude Code model
-            # alias, say) is not, and a collection of 80 agents would flood stderr with it.
-            level = logging.WARNING if SKIPPED in warning else logging.INFO
+            # A skipped file is a problem, and so is a skill name that tried to be a path; a
+            # note on a loaded one (a Claude Code model alias, say) is not, and a collection
+            # of 80 agents would flood stderr with it.
+            problem = SKIPPED in warning or DROPPED_SKILL in warning
+            level = logging.WARNING if problem else logging.INFO
             logger.log(level, "%s", warning)
         self.warnings = loaded.warnings
         self._signature = self.disk_signature()
@@ -151,7 +153,7 @@ class AgentRegistry:
         stamps = []
         for folder, _label in self.search_dirs():
             if folder.is_dir():
-                for path in folder.rglob("*.md"):
+                for path in agent_files(folder):
                     try:
                         st = path.stat()
                     except OSError:

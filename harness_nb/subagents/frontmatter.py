@@ -1,0 +1,78 @@
+"""YAML frontmatter read as untrusted data: bounded in size, depth and expansion.
+
+Agent files arrive with cloned repositories and can be written by the model, so their
+frontmatter is parsed with limits that hold whatever the text is:
+
+- at most ``FRONTMATTER_MAX_BYTES`` of it (agent frontmatter is a few keys; the prompt
+  itself goes in the body below the closing ``---``, which is not parsed);
+- no aliases (``*name``): they are refused while the document is composed, before
+  anything is expanded, so a 538-byte "billion laughs" costs a microsecond, not 15 s of
+  CPU and a MemoryError. Anchors alone (``&name``) are harmless and allowed;
+- nesting at most ``YAML_MAX_DEPTH`` levels deep, checked while composing, so 40 KB of
+  ``[[[[`` is refused instead of raising RecursionError.
+
+Only PyYAML's safe constructors are used (no Python objects). ``FrontmatterRefused``
+carries a message that names the problem and the fix.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+__all__ = ["FRONTMATTER_MAX_BYTES", "YAML_MAX_DEPTH", "FrontmatterRefused", "load_frontmatter"]
+
+FRONTMATTER_MAX_BYTES = 64 * 1024
+"""Largest frontmatter parsed (the body, the agent's prompt, has its own larger cap)."""
+YAML_MAX_DEPTH = 20
+"""Deepest nesting of lists and mappings accepted in frontmatter."""
+
+
+class FrontmatterRefused(Exception):
+    """The frontmatter is over a limit: the message says which, and how to fix it."""
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing aliases and deep nesting as it composes nodes."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise FrontmatterRefused(
+                f"YAML alias *{event.anchor} at line {event.start_mark.line + 1}: aliases are "
+                "not allowed in agent files (they can expand a few bytes into gigabytes); "
+                "write the value out in full"
+            )
+        self._depth += 1
+        try:
+            if self._depth > YAML_MAX_DEPTH:
+                mark = self.peek_event().start_mark
+                raise FrontmatterRefused(
+                    f"YAML nested more than {YAML_MAX_DEPTH} levels deep at line "
+                    f"{mark.line + 1}; agent frontmatter is a few flat keys "
+                    "(name, description, tools, ...)"
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def load_frontmatter(text: str) -> Any:
+    """The YAML value of ``text`` (``None`` for an empty document). Raises
+    ``FrontmatterRefused`` for text over a limit and ``yaml.YAMLError`` for invalid YAML."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > FRONTMATTER_MAX_BYTES:
+        raise FrontmatterRefused(
+            f"frontmatter is {size:,} bytes; it is limited to {FRONTMATTER_MAX_BYTES // 1024} "
+            "KiB — put long text (the agent's prompt) in the body, below the closing '---'"
+        )
+    loader = _BoundedLoader(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
