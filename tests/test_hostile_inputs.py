@@ -10,6 +10,7 @@ regression fails the test instead of stalling the suite.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -20,10 +21,13 @@ from typing import Any, TypeVar
 
 import pytest
 
-from harness_nb.core import ConfigError
-from harness_nb.engine import PromptBuilder, load_skill, skill_dirs
+from harness_nb.core import ConfigError, ToolResultMessage, UserMessage, json_line
+from harness_nb.engine import MemorySession, PromptBuilder, load_skill, load_transcript, skill_dirs
 from harness_nb.harness import Harness
+from harness_nb.providers import anthropic as anthropic_wire
+from harness_nb.providers import openai as openai_wire
 from harness_nb.providers.scripted import ScriptedProvider
+from harness_nb.providers.wire import encode_body
 from harness_nb.subagents import load_agent_dir
 from harness_nb.subagents.frontmatter import FRONTMATTER_MAX_BYTES, YAML_MAX_DEPTH
 
@@ -222,6 +226,35 @@ def test_prompt_builder_skips_a_bad_skill_with_a_warning(skill_tree: Path, caplo
         f"skill 'link': {skill_tree / 'skills' / 'link.md'} leads outside its folder {skill_tree / 'skills'} "
         f"(to {(skill_tree.parent / 'outside' / 'secret.md').resolve()})",
     ]
+
+
+# lone surrogates in messages
+
+
+def test_a_lone_surrogate_never_half_fills_the_wire_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    message = ToolResultMessage(tool_call_id="c1", name="ls", content="caf\udcff.txt and \ud800")
+    real = openai_wire.to_json
+    monkeypatch.setattr(openai_wire, "to_json", lambda value: (_ for _ in ()).throw(RuntimeError("cut")))
+    with pytest.raises(RuntimeError):
+        openai_wire.wire_messages("", [message], "empty_string")
+    assert message.wire == {}  # nothing stored: the next request builds it afresh
+    monkeypatch.setattr(openai_wire, "to_json", real)
+    for _ in range(2):  # built once, then from the cache
+        body = json.loads(encode_body({"messages": openai_wire.wire_messages("", [message], "empty_string")}))
+        assert body["messages"][0]["content"] == "caf\\xff.txt and \\ud800"
+    _system, blocks = anthropic_wire.wire_messages("", [message])
+    assert json.loads(encode_body({"messages": blocks}))["messages"][0]["content"][0]["content"] == (
+        "caf\\xff.txt and \\ud800"
+    )
+
+
+def test_a_lone_surrogate_never_breaks_the_transcript(tmp_path: Path) -> None:
+    session = MemorySession(transcript=tmp_path / "t.jsonl")
+    session.append(UserMessage(content="look at caf\udcff.txt"))
+    session.append(UserMessage(content="and go on"))
+    session.close()
+    assert [m.content for m in load_transcript(tmp_path / "t.jsonl")] == ["look at caf\\xff.txt", "and go on"]
+    assert json_line({"k": "\udcff"}) == '{"k": "\\\\xff"}'
 
 
 # the notebook

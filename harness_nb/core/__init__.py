@@ -1,5 +1,5 @@
 """Core models shared by every layer: messages, tool specs, events, usage, errors, ids,
-and the few helpers every layer needs to handle hostile input (files).
+and the few helpers every layer needs to handle hostile input (text, files).
 
 Depends on the standard library and pydantic only.
 """
@@ -39,6 +39,7 @@ from .message import (
     ToolSpec,
     UserMessage,
 )
+from .text import escape_surrogates, escape_surrogates_in_json, json_line, unescape_bytes
 from .usage import PRICES, Usage, price_for
 
 __all__ = [
@@ -72,9 +73,13 @@ __all__ = [
     "UnknownNameError",
     "Usage",
     "UserMessage",
+    "escape_surrogates",
+    "escape_surrogates_in_json",
     "file_kind",
+    "json_line",
     "new_id",
     "open_regular",
     "price_for",
     "read_regular",
+    "unescape_bytes",
 ]

@@ -19,7 +19,7 @@ from typing import IO, Any
 
 from pydantic import TypeAdapter
 
-from ..core import Message, Usage, new_id
+from ..core import Message, Usage, json_line, new_id
 from ..core.message import MessageT
 from ..core.secret import SECRETS, Secrets
 
@@ -77,7 +77,9 @@ class MemorySession:
         if self._fh is None:
             self.transcript.parent.mkdir(parents=True, exist_ok=True)
             self._fh = self.transcript.open("a", encoding="utf-8")
-        self._fh.write(json.dumps(line, ensure_ascii=False) + "\n")
+        # json_line: a lone surrogate (a non-UTF-8 file name) is written escaped, never
+        # an encoding error that would stop the run.
+        self._fh.write(json_line(line) + "\n")
         self._fh.flush()
 
     def close(self) -> None:

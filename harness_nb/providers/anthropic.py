@@ -55,19 +55,22 @@ def wire_messages(
             systems.append(message.content)
             continue
         cache = message.wire
-        form = cache.get("anthropic")
-        if form is None:
-            form = cache["anthropic"] = _blocks(message)
-            cache["anthropic:json"] = b",".join(to_json(b) for b in form[1])
+        form, data = cache.get("anthropic"), cache.get("anthropic:json")
+        if form is None or data is None:
+            # Both are made before either is stored: a failure in between must not leave
+            # a form without its encoding for every later request to trip over.
+            form = _blocks(message)
+            data = b",".join(to_json(b) for b in form[1])
+            cache["anthropic"], cache["anthropic:json"] = form, data
         role, blocks = form
         if not blocks:
             continue
         if out and out[-1]["role"] == role:
             out[-1]["content"].extend(blocks)  # our own list, the cached one stays intact
-            blocks_json[-1].append(cache["anthropic:json"])
+            blocks_json[-1].append(data)
         else:
             out.append({"role": role, "content": list(blocks)})
-            blocks_json.append([cache["anthropic:json"]])
+            blocks_json.append([data])
     out.parts = [
         b'{"role":' + to_json(m["role"]) + b',"content":[' + b",".join(parts) + b"]}"
         for m, parts in zip(out, blocks_json, strict=True)
@@ -105,14 +108,13 @@ def wire_tools(tools: Sequence[ToolSpec]) -> EncodedList:
     out = EncodedList()
     for spec in tools:
         cache = spec.wire
-        form = cache.get("anthropic")
-        if form is None:
-            form = cache["anthropic"] = {
-                "name": spec.name, "description": spec.description, "input_schema": spec.parameters
-            }
-            cache["anthropic:json"] = to_json(form)
+        form, data = cache.get("anthropic"), cache.get("anthropic:json")
+        if form is None or data is None:
+            form = {"name": spec.name, "description": spec.description, "input_schema": spec.parameters}
+            data = to_json(form)
+            cache["anthropic"], cache["anthropic:json"] = form, data
         out.append(form)
-        out.parts.append(cache["anthropic:json"])
+        out.parts.append(data)
     return out
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..core import ConfigError, ProviderError
+from ..core import ConfigError, ProviderError, json_line
 from ..core.environment import normalise_environment
 from ..core.secret import SECRETS, scrub
 from .base import ModelRequest, ModelResponse, Provider, StreamItem, TextChunk, under
@@ -70,7 +70,9 @@ def request_hash(record: dict[str, Any]) -> str:
     canonical = json.dumps(
         matchable(record), sort_keys=True, separators=(",", ":"), ensure_ascii=False
     )
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    # surrogatepass: a lone surrogate (a non-UTF-8 file name) still hashes, the same way
+    # when recording and when replaying.
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _map_strings(value: Any, fn: Callable[[str], str]) -> Any:
@@ -120,7 +122,7 @@ class RecordingProvider(Provider):
             "request": record,
             "response": SECRETS.scrub_data(response.model_dump(mode="json")),
         }
-        text = json.dumps(line, ensure_ascii=False) + "\n"
+        text = json_line(line) + "\n"
         async with self._lock:  # concurrent subagents must not interleave lines
             await asyncio.to_thread(self._write, text)
 

@@ -51,15 +51,18 @@ def wire_messages(
         head = {"role": "system", "content": system}
         out.append(head)
         out.parts.append(to_json(head))
-    key = f"openai:{empty_content}"
+    key, key_json = f"openai:{empty_content}", f"openai:{empty_content}:json"
     for message in messages:
         cache = message.wire
-        form = cache.get(key)
-        if form is None:
-            form = cache[key] = _wire_message(message, empty_content)
-            cache[key + ":json"] = to_json(form)
+        form, data = cache.get(key), cache.get(key_json)
+        if form is None or data is None:
+            # Both are made before either is stored: a failure in between must not leave
+            # a form without its encoding for every later request to trip over.
+            form = _wire_message(message, empty_content)
+            data = to_json(form)
+            cache[key], cache[key_json] = form, data
         out.append(form)
-        out.parts.append(cache[key + ":json"])
+        out.parts.append(data)
     return out
 
 
@@ -89,13 +92,14 @@ def wire_tools(tools: Sequence[ToolSpec]) -> EncodedList:
     out = EncodedList()
     for spec in tools:
         cache = spec.wire
-        form = cache.get("openai")
-        if form is None:
+        form, data = cache.get("openai"), cache.get("openai:json")
+        if form is None or data is None:
             function = {"name": spec.name, "description": spec.description, "parameters": spec.parameters}
-            form = cache["openai"] = {"type": "function", "function": function}
-            cache["openai:json"] = to_json(form)
+            form = {"type": "function", "function": function}
+            data = to_json(form)
+            cache["openai"], cache["openai:json"] = form, data
         out.append(form)
-        out.parts.append(cache["openai:json"])
+        out.parts.append(data)
     return out
 
 

@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping
 from functools import partial
 from typing import Any
 
+from ..core import escape_surrogates_in_json
+
 __all__ = ["EncodedList", "encode_body", "to_json"]
 
 # Compact, like httpx's own ``json=`` encoding.
@@ -21,8 +23,14 @@ _dumps = partial(json.dumps, ensure_ascii=False, separators=(",", ":"), allow_na
 
 
 def to_json(value: Any) -> bytes:
-    """``value`` as compact UTF-8 JSON."""
-    return _dumps(value).encode()
+    """``value`` as compact UTF-8 JSON. A lone surrogate in a string (a non-UTF-8 file
+    name, a broken escape from a server) is sent as visible text (``\\xff``), never as an
+    error that would stop the conversation."""
+    text = _dumps(value)
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return escape_surrogates_in_json(text).encode()
 
 
 class EncodedList(list[Any]):

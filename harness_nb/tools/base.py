@@ -18,7 +18,7 @@ from typing import Any, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from ..core import Event, HarnessError, ToolCall, ToolSpec
+from ..core import Event, HarnessError, ToolCall, ToolSpec, escape_surrogates
 
 
 @dataclass(frozen=True)
@@ -244,9 +244,12 @@ async def invoke(t: Tool, call: ToolCall, ctx: ToolContext) -> ToolOutcome:
     try:
         content = await t.run(params, ctx)
     except HarnessError as exc:  # ToolError and friends: messages written for the model
-        return ToolOutcome(f"error: {exc}", True, time.perf_counter() - start)
+        return ToolOutcome(escape_surrogates(f"error: {exc}"), True, time.perf_counter() - start)
     except Exception as exc:  # a crashing tool must not crash the loop
         return ToolOutcome(
-            f"error: {t.name} failed: {type(exc).__name__}: {exc}", True, time.perf_counter() - start
+            escape_surrogates(f"error: {t.name} failed: {type(exc).__name__}: {exc}"),
+            True,
+            time.perf_counter() - start,
         )
-    return ToolOutcome(content, False, time.perf_counter() - start)
+    # A non-UTF-8 name in any tool's output reaches the model as visible text (\xff).
+    return ToolOutcome(escape_surrogates(content), False, time.perf_counter() - start)
