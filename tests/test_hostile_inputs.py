@@ -10,18 +10,29 @@ regression fails the test instead of stalling the suite.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
 import threading
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 
-from harness_nb.core import ConfigError, ToolResultMessage, UserMessage, json_line
+from harness_nb.core import (
+    BLOCKING_WORKERS,
+    ConfigError,
+    ToolCall,
+    ToolError,
+    ToolResultMessage,
+    UserMessage,
+    json_line,
+    run_blocking,
+)
+from harness_nb.core import blocking as blocking_module
 from harness_nb.engine import MemorySession, PromptBuilder, load_skill, load_transcript, skill_dirs
 from harness_nb.harness import Harness
 from harness_nb.providers import anthropic as anthropic_wire
@@ -30,9 +41,18 @@ from harness_nb.providers.scripted import ScriptedProvider
 from harness_nb.providers.wire import encode_body
 from harness_nb.subagents import load_agent_dir
 from harness_nb.subagents.frontmatter import FRONTMATTER_MAX_BYTES, YAML_MAX_DEPTH
+from harness_nb.testing import FakeLLMServer
+from harness_nb.tools import Tool, ToolContext, ToolOutcome, edit_file, glob, grep, invoke, ls, read_file
+from harness_nb.tools import search as search_module
 
 GUARD = 60.0  # seconds: only a hang ever reaches it; nothing asserts on time
 _T = TypeVar("_T")
+
+
+async def run(tool: Tool, workdir: Path, **args: Any) -> ToolOutcome:
+    call = ToolCall(id="call-1", name=tool.name, arguments=json.dumps(args))
+    async with asyncio.timeout(GUARD):
+        return await invoke(tool, call, ToolContext(workdir=workdir, call=call))
 
 
 def guarded(fn: Callable[[], _T]) -> _T:
@@ -255,6 +275,302 @@ def test_a_lone_surrogate_never_breaks_the_transcript(tmp_path: Path) -> None:
     session.close()
     assert [m.content for m in load_transcript(tmp_path / "t.jsonl")] == ["look at caf\\xff.txt", "and go on"]
     assert json_line({"k": "\udcff"}) == '{"k": "\\\\xff"}'
+
+
+# the file tree: symlink loops, dangling links, named pipes
+
+
+@pytest.fixture
+def fifo_tree(tmp_path: Path) -> Iterator[Path]:
+    """A tree with a named pipe in it. Teardown opens each pipe for writing once, so that a
+    reader stuck on it (a regression) is released instead of holding a thread for ever."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.txt").write_text("needle in a\n")
+    (tmp_path / "sub" / "b.txt").write_text("needle in b\n")
+    pipes = [tmp_path / "pipe", tmp_path / "sub" / "pipe.txt"]
+    for pipe in pipes:
+        os.mkfifo(pipe)
+    yield tmp_path
+    for pipe in pipes:
+        try:
+            os.close(os.open(pipe, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass  # nobody was reading: as it should be
+
+
+async def test_a_named_pipe_never_blocks_a_file_tool(fifo_tree: Path) -> None:
+    listing = await run(ls, fifo_tree)
+    assert listing.content == "a.txt\npipe  [named pipe, not read]\nsub/"
+    found = await run(glob, fifo_tree, pattern="**/*")
+    assert found.content.splitlines() == [
+        "a.txt",
+        "sub/",
+        "sub/b.txt",
+        "[skipped 2 entries no file tool reads: pipe (named pipe, not read), "
+        "sub/pipe.txt (named pipe, not read)]",
+    ]
+    hits = await run(grep, fifo_tree, pattern="needle")
+    assert hits.content.splitlines()[:2] == ["a.txt:1: needle in a", "sub/b.txt:1: needle in b"]
+    assert hits.content.splitlines()[2].startswith("[skipped 2 entries no file tool reads: pipe")
+    for tool, args in ((read_file, {"path": "pipe"}), (grep, {"pattern": "x", "path": "pipe"})):
+        refused = await run(tool, fifo_tree, **args)
+        assert refused.is_error and "'pipe' is not a regular file" in refused.content
+
+
+async def test_many_stuck_looking_calls_do_not_exhaust_the_workers(fifo_tree: Path) -> None:
+    """Twenty reads of a pipe at once (the default pool died after six) and then a normal
+    read: every one returns."""
+    outcomes = await asyncio.gather(*(run(read_file, fifo_tree, path="pipe") for _ in range(20)))
+    assert all(o.is_error for o in outcomes)
+    assert (await run(read_file, fifo_tree, path="a.txt")).content == "     1\tneedle in a"
+
+
+async def test_when_every_worker_is_stuck_a_call_fails_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    release = threading.Event()
+    monkeypatch.setattr(blocking_module, "STUCK_AFTER", 0.0)
+    stuck = [asyncio.ensure_future(run_blocking(release.wait, GUARD)) for _ in range(BLOCKING_WORKERS)]
+    try:
+        async with asyncio.timeout(GUARD):
+            while len(blocking_module._running) < BLOCKING_WORKERS:
+                await asyncio.sleep(0.01)
+        with pytest.raises(ToolError, match=f"all {BLOCKING_WORKERS} file workers have been stuck"):
+            await run_blocking(len, "x")
+    finally:
+        release.set()
+        await asyncio.gather(*stuck)
+    assert await run_blocking(len, "xy") == 2
+
+
+@pytest.fixture
+def looped_tree(tmp_path: Path) -> Path:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.txt").write_text("needle in a\n")
+    (tmp_path / "sub" / "b.txt").write_text("needle in b\n")
+    (tmp_path / "self").symlink_to(tmp_path / "self")
+    (tmp_path / "sub" / "dangling.txt").symlink_to(tmp_path / "nowhere.txt")
+    return tmp_path
+
+
+async def test_a_symlink_loop_and_a_dangling_link_hide_nothing_else(looped_tree: Path) -> None:
+    assert (await run(ls, looped_tree)).content == "a.txt\nself  [symlink loop]\nsub/"
+    assert (await run(ls, looped_tree, path="sub")).content == "b.txt\ndangling.txt  [broken symlink]"
+    note = "[skipped 2 entries no file tool reads: self (symlink loop), sub/dangling.txt (broken symlink)]"
+    assert (await run(glob, looped_tree, pattern="**")).content.splitlines() == ["a.txt", "sub/", "sub/b.txt", note]
+    assert (await run(grep, looped_tree, pattern="needle")).content.splitlines() == [
+        "a.txt:1: needle in a",
+        "sub/b.txt:1: needle in b",
+        note,
+    ]
+    # A pattern that does not match the bad entries does not mention them.
+    assert (await run(glob, looped_tree, pattern="**/b.txt")).content == "sub/b.txt"
+    refused = await run(read_file, looped_tree, path="self")
+    assert refused.is_error and "cannot use path 'self'" in refused.content
+
+
+@pytest.fixture
+def deep_tree(tmp_path: Path) -> Iterator[Path]:
+    """1,200 nested folders, deeper than Python's recursion limit; removed bottom up at the
+    end (shutil.rmtree, and so pytest's own clean-up, would recurse too deep)."""
+    folders = []
+    deep = tmp_path
+    for _ in range(1200):
+        deep = deep / "d"
+        os.mkdir(deep)
+        folders.append(deep)
+    (deep / "bottom.txt").write_text("needle at the bottom\n")
+    yield tmp_path
+    (deep / "bottom.txt").unlink()
+    for folder in reversed(folders):
+        folder.rmdir()
+
+
+async def test_a_deep_tree_is_walked_without_recursion(deep_tree: Path) -> None:
+    found = await run(glob, deep_tree, pattern="**/bottom.txt")
+    assert found.content == "d/" * 1200 + "bottom.txt"
+    hit = await run(grep, deep_tree, pattern="needle")
+    assert hit.content == "d/" * 1200 + "bottom.txt:1: needle at the bottom"
+
+
+# non-UTF-8 names
+
+
+@pytest.fixture
+def latin_tree(tmp_path: Path) -> Path:
+    os.mkdir(os.path.join(os.fsencode(tmp_path), b"dir\xe9"))
+    for name in (b"caf\xff.txt", b"dir\xe9/inner.txt"):
+        with open(os.path.join(os.fsencode(tmp_path), name), "wb") as f:
+            f.write(b"needle here\n")
+    return tmp_path
+
+
+async def test_a_non_utf8_name_is_listed_globbed_grepped_and_read(latin_tree: Path) -> None:
+    assert (await run(ls, latin_tree)).content == "caf\\xff.txt\ndir\\xe9/"
+    assert (await run(glob, latin_tree, pattern="**/*.txt")).content == "caf\\xff.txt\ndir\\xe9/inner.txt"
+    assert (await run(grep, latin_tree, pattern="needle")).content == (
+        "caf\\xff.txt:1: needle here\ndir\\xe9/inner.txt:1: needle here"
+    )
+    # The model sends the name back as it saw it: it names the file.
+    assert (await run(read_file, latin_tree, path="caf\\xff.txt")).content == "     1\tneedle here"
+    assert (await run(ls, latin_tree, path="dir\\xe9")).content == "inner.txt"
+    edited = await run(edit_file, latin_tree, path="dir\\xe9/inner.txt", old_string="here", new_string="there")
+    assert edited.content == "replaced 1 occurrence in dir\\xe9/inner.txt"
+    assert (latin_tree / os.fsdecode(b"dir\xe9/inner.txt")).read_bytes() == b"needle there\n"
+    # An escape never spells a path: "\x2e\x2e" is not "..".
+    missing = await run(read_file, latin_tree, path="\\x2e\\x2e/x")
+    assert missing.is_error and "file not found" in missing.content
+
+
+@pytest.mark.parametrize("api", ["openai-compatible", "anthropic"])
+async def test_a_conversation_about_a_non_utf8_name_goes_on(latin_tree: Path, api: str) -> None:
+    """Over real HTTP and a real wire format, with a transcript: the model lists the folder,
+    reads the file by the escaped name it saw, and the conversation carries on for two
+    more runs — one of them started by a prompt holding a lone surrogate."""
+    steps = [
+        {"tool_calls": [{"name": "ls", "arguments": {"path": "."}, "id": "c1"}]},
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "caf\\xff.txt"}, "id": "c2"}]},
+        {"text": "It says needle here."},
+        {"text": "Still fine."},
+        {"text": "And again."},
+    ]
+    async with FakeLLMServer(steps) as srv:
+        base = srv.url + ("/v1" if api == "openai-compatible" else "")
+        async with Harness(
+            f"{api}/test-model", workdir=latin_tree, base_url=base, api_key="k", include_user_agents=False
+        ) as h:
+            first = await h.run("what is in the odd file?")
+            second = await h.run("thanks")
+            third = await h.run("and caf\udcff.txt?")
+            transcript = h.session.transcript
+    assert (first.final_text, second.final_text, third.final_text) == ("It says needle here.", "Still fine.", "And again.")
+    results = [m.content for m in first.messages if isinstance(m, ToolResultMessage)]
+    assert results == [".harness_nb/\ncaf\\xff.txt\ndir\\xe9/", "     1\tneedle here"]
+    last_request = json.dumps(srv.requests[-1].body)
+    assert "caf\\\\xff.txt" in last_request and "dir\\\\xe9/" in last_request
+    assert transcript is not None
+    saved = load_transcript(transcript)
+    assert [m.content for m in saved if isinstance(m, UserMessage)] == [
+        "what is in the odd file?",
+        "thanks",
+        "and caf\\xff.txt?",
+    ]
+
+
+# pathological patterns
+
+
+async def test_a_pathological_glob_is_collapsed_and_bounded(tmp_path: Path) -> None:
+    deep = tmp_path.joinpath(*["a"] * 30)
+    deep.mkdir(parents=True)
+    (deep / "x").write_text("")
+    many = "**/" * 60 + "x"
+    assert len(search_module.compile_glob(many).pattern) == len(search_module.compile_glob("**/x").pattern)
+    assert (await run(glob, tmp_path, pattern=many)).content == "a/" * 30 + "x"
+    # Stars that cannot collapse: a time budget stops the match, with a clear error.
+    (tmp_path / ("a" * 200)).write_text("")
+    stars = "*a" * 40 + "*b"
+    outcome = await run(glob, tmp_path, pattern=stars)
+    assert outcome.content.startswith("no files match") or "took longer than" in outcome.content
+    too_long = await run(glob, tmp_path, pattern="*" * 2000)
+    assert too_long.is_error and "at most 1000 are accepted" in too_long.content
+
+
+async def test_a_pathological_regex_is_linear_with_rg(tmp_path: Path) -> None:
+    assert search_module.find_rg() is not None, "the ripgrep wheel installs rg beside python"
+    (tmp_path / "long.txt").write_text("a" * 100_000 + "b\nfine aaa\n")
+    outcome = await run(grep, tmp_path, pattern="(a+)+$")
+    assert outcome.content == "long.txt:2: fine aaa"
+
+
+async def test_without_rg_a_pathological_regex_times_out_cleanly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(search_module, "find_rg", lambda: None)
+    monkeypatch.setattr(search_module, "MATCH_BUDGET_SECONDS", 0.2)
+    (tmp_path / "long.txt").write_text("fine aaa\n" + "a" * 100_000 + "b\n")
+    outcome = await run(grep, tmp_path, pattern="(a+)+$")
+    assert not outcome.is_error
+    assert outcome.content.splitlines() == [
+        "long.txt:1: fine aaa",
+        "[stopped: the regex took longer than 0.2 s (some patterns, such as nested repeats like "
+        "(a+)+, backtrack badly on long lines); simplify it]",
+    ]
+
+
+async def test_look_around_falls_back_to_python(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("foobar\nfoobaz\n")
+    assert (await run(grep, tmp_path, pattern="foo(?=bar)")).content == "a.txt:1: foobar"
+    assert (await run(grep, tmp_path, pattern=r"(o)\1")).content == "a.txt:1: foobar\na.txt:2: foobaz"
+
+
+# a 200 MB single line
+
+
+@pytest.fixture
+def one_long_line(tmp_path: Path) -> Iterator[Path]:
+    """200 MB of text with no newline (written a megabyte at a time; removed after)."""
+    path = tmp_path / "minified.js"
+    chunk = b"x" * (1024 * 1024)
+    with path.open("wb") as f:
+        for _ in range(200):
+            f.write(chunk)
+    yield path
+    path.unlink()
+
+
+def test_read_file_of_a_200_mb_line_holds_megabytes_not_hundreds(one_long_line: Path) -> None:
+    def read() -> ToolOutcome:
+        return asyncio.run(run(read_file, one_long_line.parent, path=one_long_line.name))
+
+    outcome, peak = peak_bytes(lambda: guarded(read))
+    assert outcome.content == f"     1\t{'x' * 2000}… [{200 * 1024 * 1024 - 2000} more chars on this line]"
+    assert peak < 16 * 1024 * 1024  # it was 565 MB
+
+
+@pytest.mark.parametrize("engine", ["rg", "python"])
+def test_grep_over_a_200_mb_line_stays_small(
+    one_long_line: Path, engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if engine == "python":
+        monkeypatch.setattr(search_module, "find_rg", lambda: None)
+
+    def search() -> ToolOutcome:
+        return asyncio.run(run(grep, one_long_line.parent, pattern="^x+"))
+
+    outcome, peak = peak_bytes(lambda: guarded(search))
+    (line,) = outcome.content.splitlines()
+    assert line.startswith("minified.js:1: xxxx") and line.endswith("…")
+    assert len(line) == len("minified.js:1: ") + 300 + 1
+    assert peak < 16 * 1024 * 1024
+
+
+def test_edit_file_refuses_a_huge_file_without_reading_it(tmp_path: Path) -> None:
+    with (tmp_path / "big.txt").open("wb") as f:
+        f.write(b"old text\n")
+        f.truncate(64 * 1024 * 1024)  # sparse: no disk
+
+    def edit() -> ToolOutcome:
+        return asyncio.run(run(edit_file, tmp_path, path="big.txt", old_string="old", new_string="new"))
+
+    outcome, peak = peak_bytes(lambda: guarded(edit))
+    assert outcome.is_error and "'big.txt' is over 32 MiB; edit_file rewrites files up to" in outcome.content
+    assert peak < 4 * 1024 * 1024
+
+
+# path escapes
+
+
+@pytest.mark.parametrize("path", ["../x", "/etc/passwd", "link", "door/secret.txt"])
+async def test_paths_out_of_the_workdir_are_refused(tmp_path: Path, path: str) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("TOP SECRET\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "link").symlink_to(outside / "secret.txt")
+    (work / "door").symlink_to(outside, target_is_directory=True)
+    outcome = await run(read_file, work, path=path)
+    assert outcome.is_error and "is outside the working directory" in outcome.content
+    assert "TOP SECRET" not in outcome.content
 
 
 # the notebook

@@ -29,6 +29,17 @@ def make_tree(root: Path, files: dict[str, str | bytes]) -> None:
             p.write_text(content)
 
 
+@pytest.fixture(autouse=True, params=["rg", "python"])
+def search_engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs with ripgrep and again with the pure-Python fallback (as where the
+    rg binary is missing): the output is the same."""
+    if request.param == "python":
+        monkeypatch.setattr(search_module, "find_rg", lambda: None)
+    else:
+        assert search_module.find_rg() is not None, "the ripgrep wheel should be installed"
+    return str(request.param)
+
+
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
     make_tree(
@@ -223,17 +234,18 @@ async def test_grep_bad_arguments(tmp_path: Path) -> None:
     )
 
 
-async def test_search_walks_off_the_event_loop_thread(
+async def test_search_walks_on_harness_nb_worker_threads(
     tree: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     threads: set[str] = set()
-    real_walk = search_module._walk
 
-    def recording_walk(*args: Any, **kwargs: Any) -> Any:
-        threads.add(threading.current_thread().name)
-        return real_walk(*args, **kwargs)
+    class RecordingWalker(search_module.Walker):
+        def __iter__(self) -> Any:
+            threads.add(threading.current_thread().name)
+            return super().__iter__()
 
-    monkeypatch.setattr(search_module, "_walk", recording_walk)
+    monkeypatch.setattr(search_module, "Walker", RecordingWalker)
     assert not (await run(grep, tree, pattern="TODO")).is_error
     assert not (await run(glob, tree, pattern="**")).is_error
-    assert threads and threading.current_thread().name not in threads
+    # Our own bounded pool, never the event loop's thread or its default executor.
+    assert threads and all(name.startswith("harness_nb-io") for name in threads)

@@ -1,9 +1,10 @@
 """Core models shared by every layer: messages, tool specs, events, usage, errors, ids,
-and the few helpers every layer needs to handle hostile input (text, files).
+and the few helpers every layer needs to handle hostile input (text, files, threads).
 
 Depends on the standard library and pydantic only.
 """
 
+from .blocking import BLOCKING_WORKERS, run_blocking
 from .error import (
     ConfigError,
     HarnessError,
@@ -43,6 +44,7 @@ from .text import escape_surrogates, escape_surrogates_in_json, json_line, unesc
 from .usage import PRICES, Usage, price_for
 
 __all__ = [
+    "BLOCKING_WORKERS",
     "PRICES",
     "ApprovalDecided",
     "ApprovalRequested",
@@ -81,5 +83,6 @@ __all__ = [
     "open_regular",
     "price_for",
     "read_regular",
+    "run_blocking",
     "unescape_bytes",
 ]

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..core import ConfigError, ProviderError, json_line
+from ..core import ConfigError, ProviderError, json_line, run_blocking
 from ..core.environment import normalise_environment
 from ..core.secret import SECRETS, scrub
 from .base import ModelRequest, ModelResponse, Provider, StreamItem, TextChunk, under
@@ -124,7 +124,7 @@ class RecordingProvider(Provider):
         }
         text = json_line(line) + "\n"
         async with self._lock:  # concurrent subagents must not interleave lines
-            await asyncio.to_thread(self._write, text)
+            await run_blocking(self._write, text)
 
     def _write(self, text: str) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -196,7 +196,7 @@ class ReplayProvider(Provider):
         """The recorded answer to ``request``."""
         async with self._lock:
             if self._entries is None:
-                self._entries = await asyncio.to_thread(self._load)
+                self._entries = await run_blocking(self._load)
         record = request_record(request, workdir=self.workdir)
         key = request_hash(record)
         matches = self._by_hash.get(key)

@@ -1,27 +1,33 @@
 """File tools: ``read_file``, ``write_file``, ``edit_file`` and ``ls``.
 
-Every path goes through ``resolve_in_workdir``; every disk access runs in a worker thread
-(``asyncio.to_thread``) because a file can be arbitrarily large and the event loop is the
-notebook kernel's. Each tool is a thin async wrapper around one synchronous worker, so
-the whole read-check-write of an edit happens in one place.
+Every path goes through ``resolve_in_workdir``; every disk access runs on harness_nb's
+worker threads (``run_blocking``) because the event loop is the notebook kernel's. Each
+tool is a thin async wrapper around one synchronous worker, so the whole
+read-check-write of an edit happens in one place.
+
+Nothing here can hang or blow up on a hostile file: only regular files are opened
+(``open_regular``: a named pipe or device is an error, never an open), and reads are
+bounded in bytes — ``read_file`` holds at most about a line's worth of a megabyte at a
+time, however long the line, and ``edit_file`` refuses files over ``EDIT_MAX_BYTES``.
 """
 
 from __future__ import annotations
 
-import asyncio
+import codecs
 import os
 import secrets
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Annotated
+from typing import IO, Annotated, BinaryIO
 
 from pydantic import Field
 
-from ..core import ToolError
+from ..core import NotRegularFileError, ToolError, escape_surrogates, open_regular, run_blocking
 from .base import ToolContext, tool
 from .path import display_path, resolve_in_workdir
+from .walker import WALK_MAX_ENTRIES, entry_problem
 
 READ_MAX_CHARS = 256 * 1024
 """Most characters ``read_file`` returns in one call."""
@@ -31,8 +37,13 @@ LINE_MAX_CHARS = 2000
 """Longer lines are cut, so one minified line cannot fill the whole answer."""
 LS_MAX_ENTRIES = 500
 """Most entries ``ls`` lists."""
+EDIT_MAX_BYTES = 32 * 1024 * 1024
+"""Largest file ``edit_file`` rewrites (it holds the whole file in memory)."""
 
 _SNIFF_BYTES = 8192
+_CHUNK = 1 << 20
+# Enough bytes for LINE_MAX_CHARS characters of up to 4 bytes each, and the newline.
+_LINE_KEEP_BYTES = 4 * LINE_MAX_CHARS + 1
 
 
 def looks_binary(head: bytes) -> bool:
@@ -77,7 +88,7 @@ def _count_lines_left(f: IO[bytes]) -> int:
     """Count the lines from the current position to the end, in large chunks (fast)."""
     count = 0
     last = b""
-    while chunk := f.read(1 << 20):
+    while chunk := f.read(_CHUNK):
         count += chunk.count(b"\n")
         last = chunk
     if last and not last.endswith(b"\n"):
@@ -85,42 +96,79 @@ def _count_lines_left(f: IO[bytes]) -> int:
     return count
 
 
-def _numbered(number: int, raw: bytes) -> str:
+def _skip_rest_of_line(f: IO[bytes], decoder: codecs.IncrementalDecoder | None = None) -> int:
+    """Read past the rest of the current line a chunk at a time; the characters it held
+    (counted when a ``decoder`` is given), its newline not counted."""
+    count = 0
+    while chunk := f.readline(_CHUNK):
+        ended = chunk.endswith(b"\n")
+        if decoder is not None:
+            count += len(decoder.decode(chunk.removesuffix(b"\n"), final=ended))
+        if ended:
+            break
+    return count
+
+
+def _next_line(f: IO[bytes], *, keep: bool) -> tuple[bytes, int] | None:
+    """The next line's first bytes (at most ``_LINE_KEEP_BYTES``) and how many characters
+    of it did not fit; ``None`` at the end. A 200 MB line costs a chunk of memory, not
+    200 MB. With ``keep=False`` the line is only skipped (nothing counted)."""
+    raw = f.readline(_LINE_KEEP_BYTES if keep else _CHUNK)
+    if not raw:
+        return None
+    if raw.endswith(b"\n") or len(raw) < (_LINE_KEEP_BYTES if keep else _CHUNK):
+        return raw, 0
+    if not keep:
+        _skip_rest_of_line(f)
+        return raw, 0
+    # The line goes on: count its characters without holding them.
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    head = decoder.decode(raw)
+    extra = _skip_rest_of_line(f, decoder)
+    return raw, len(head) + extra - LINE_MAX_CHARS
+
+
+def _numbered(number: int, raw: bytes, more: int = 0) -> str:
     line = raw.decode("utf-8", "replace").removesuffix("\n")
-    if len(line) > LINE_MAX_CHARS:
-        line = f"{line[:LINE_MAX_CHARS]}… [{len(line) - LINE_MAX_CHARS} more chars on this line]"
+    if len(line) > LINE_MAX_CHARS or more > 0:
+        more = more if more > 0 else len(line) - LINE_MAX_CHARS
+        line = f"{line[:LINE_MAX_CHARS]}… [{more} more chars on this line]"
     return f"{number:6d}\t{line}"
 
 
-def _require_file(p: Path, path: str, missing_hint: str) -> None:
-    if not p.exists():
-        raise ToolError(f"file not found: {path!r}; {missing_hint}")
-    if p.is_dir():
-        raise ToolError(f"{path!r} is a folder, not a file; use ls to list it")
-    if not p.is_file():
-        # Opening a named pipe would block its worker thread for ever.
-        raise ToolError(f"{path!r} is not a regular file (a device, pipe or socket)")
+def _open(p: Path, path: str, missing_hint: str) -> BinaryIO:
+    """``p`` opened for reading, or a ``ToolError`` that says what it is instead."""
+    try:
+        return open_regular(p)
+    except FileNotFoundError:
+        raise ToolError(f"file not found: {path!r}; {missing_hint}") from None
+    except IsADirectoryError:
+        raise ToolError(f"{path!r} is a folder, not a file; use ls to list it") from None
+    except NotRegularFileError:
+        # Never opened: reading a named pipe would block its worker thread for ever.
+        raise ToolError(f"{path!r} is not a regular file (a device, pipe or socket)") from None
+    except OSError as exc:
+        raise ToolError(f"cannot read {path!r}: {exc.strerror or exc}") from None
 
 
 def _read(p: Path, path: str, offset: int, limit: int | None) -> str:
-    _require_file(p, path, "check the name with ls or glob")
     max_lines = limit or READ_MAX_LINES
     shown: list[str] = []
     used = 0
     total = 0
-    with _os_errors("read", path), p.open("rb") as f:
+    with _open(p, path, "check the name with ls or glob") as f, _os_errors("read", path):
         if looks_binary(f.read(_SNIFF_BYTES)):
-            size = p.stat().st_size
+            size = os.fstat(f.fileno()).st_size
             raise ToolError(
                 f"{path!r} is a binary file ({size:,} bytes); read_file shows text only. "
                 f"Inspect it with bash instead, e.g. `file {path}` or `xxd {path} | head`"
             )
         f.seek(0)
-        while raw := f.readline():
+        while (line := _next_line(f, keep=total + 1 >= offset)) is not None:
             total += 1
             if total < offset:
                 continue
-            text = _numbered(total, raw)
+            text = _numbered(total, *line)
             # Always show at least one line, even past the character cap.
             if len(shown) >= max_lines or (shown and used + len(text) > READ_MAX_CHARS):
                 total += _count_lines_left(f)
@@ -163,7 +211,7 @@ async def read_file(
     without the line-number prefix.
     """
     p = resolve_in_workdir(ctx.workdir, path)
-    return await asyncio.to_thread(_read, p, path, offset, limit)
+    return await run_blocking(_read, p, path, offset, limit)
 
 
 def _write(p: Path, path: str, content: str) -> int:
@@ -190,14 +238,19 @@ async def write_file(
     change part of an existing file use edit_file instead of rewriting it.
     """
     p = resolve_in_workdir(ctx.workdir, path)
-    size = await asyncio.to_thread(_write, p, path, content)
+    size = await run_blocking(_write, p, path, content)
     return f"wrote {size} bytes to {display_path(ctx.workdir, p)}"
 
 
 def _edit(p: Path, path: str, old: str, new: str, replace_all: bool) -> int:
-    _require_file(p, path, "to create a new file use write_file")
-    with _os_errors("read", path):
-        data = p.read_bytes()
+    with _open(p, path, "to create a new file use write_file") as f, _os_errors("read", path):
+        too_big = os.fstat(f.fileno()).st_size > EDIT_MAX_BYTES
+        data = b"" if too_big else f.read(EDIT_MAX_BYTES + 1)
+    if too_big or len(data) > EDIT_MAX_BYTES:
+        raise ToolError(
+            f"{path!r} is over {EDIT_MAX_BYTES // (1024 * 1024)} MiB; edit_file rewrites files "
+            "up to that size — use bash (e.g. sed -i) for bigger ones"
+        )
     if looks_binary(data[:_SNIFF_BYTES]):
         raise ToolError(f"{path!r} is a binary file; edit_file only edits text files")
     try:
@@ -250,7 +303,7 @@ async def edit_file(
     if old_string == new_string:
         raise ToolError("old_string and new_string are the same; there is nothing to change")
     p = resolve_in_workdir(ctx.workdir, path)
-    count = await asyncio.to_thread(_edit, p, path, old_string, new_string, replace_all)
+    count = await run_blocking(_edit, p, path, old_string, new_string, replace_all)
     noun = "occurrence" if count == 1 else "occurrences"
     return f"replaced {count} {noun} in {display_path(ctx.workdir, p)}"
 
@@ -260,9 +313,22 @@ def _list(p: Path, path: str) -> list[str]:
         raise ToolError(f"folder not found: {path!r}; list its parent with ls to check the name")
     if not p.is_dir():
         raise ToolError(f"{path!r} is a file, not a folder; use read_file to read it")
+    named: list[tuple[str, str]] = []
+    cut = False
     with _os_errors("list", path), os.scandir(p) as entries:
-        named = sorted((e.name, e.is_dir()) for e in entries)
-    return [name + "/" if is_dir else name for name, is_dir in named]
+        for entry in entries:
+            if len(named) >= WALK_MAX_ENTRIES:
+                cut = True
+                break
+            kind, problem = entry_problem(entry)
+            name = escape_surrogates(entry.name)
+            # A pipe, device or bad symlink is listed with what it is: no tool reads it.
+            shown = name + "/" if kind == "dir" else f"{name}  [{problem}]" if problem else name
+            named.append((entry.name, shown))
+    lines = [line for _name, line in sorted(named)]
+    if cut:
+        lines.append(f"[stopped reading the folder after {WALK_MAX_ENTRIES:,} entries]")
+    return lines
 
 
 @tool(read_only=True)
@@ -274,11 +340,12 @@ async def ls(
 ) -> str:
     """List a folder: one entry per line, sorted by name, folders marked with a trailing `/`.
 
-    Hidden entries are included. Long listings are cut at 500 entries; use glob to find
-    specific files in a large tree.
+    Hidden entries are included; an entry no file tool reads (a named pipe, a device, a
+    broken or looping symlink) says so in brackets. Long listings are cut at 500 entries;
+    use glob to find specific files in a large tree.
     """
     p = resolve_in_workdir(ctx.workdir, path)
-    names = await asyncio.to_thread(_list, p, path)
+    names = await run_blocking(_list, p, path)
     if not names:
         return f"(empty folder: {display_path(ctx.workdir, p)})"
     if len(names) > LS_MAX_ENTRIES:

@@ -3,13 +3,28 @@
 A path from the model is resolved against the working directory with symlinks followed,
 and refused unless the real location is inside it. Checking the *resolved* path is what
 stops ``..`` tricks and symlinks (to files or folders) that lead out of the workdir.
+
+Names that are not UTF-8 are shown to the model escaped (``caf\\xff.txt``, see
+``core.text``); a path the model sends back in that form names the file, unless a file
+is literally called that.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from ..core import PathEscapeError, ToolError
+from ..core import PathEscapeError, ToolError, escape_surrogates, unescape_bytes
+
+
+def _resolve(root: Path, path: str) -> Path:
+    try:
+        # expanduser so "~/x" is judged as the home folder the model meant, not as a
+        # folder literally named "~" inside the workdir.
+        return (root / Path(path).expanduser()).resolve(strict=False)
+    except (OSError, RuntimeError, ValueError) as exc:
+        # ValueError: an embedded NUL byte; RuntimeError/OSError: a symlink loop.
+        raise ToolError(f"cannot use path {path!r}: {exc}") from None
 
 
 def resolve_in_workdir(workdir: Path, path: str) -> Path:
@@ -21,13 +36,13 @@ def resolve_in_workdir(workdir: Path, path: str) -> Path:
     cannot be resolved at all.
     """
     root = workdir.resolve()
-    try:
-        # expanduser so "~/x" is judged as the home folder the model meant, not as a
-        # folder literally named "~" inside the workdir.
-        resolved = (root / Path(path).expanduser()).resolve(strict=False)
-    except (OSError, RuntimeError, ValueError) as exc:
-        # ValueError: an embedded NUL byte; RuntimeError/OSError: a symlink loop.
-        raise ToolError(f"cannot use path {path!r}: {exc}") from None
+    resolved = _resolve(root, path)
+    raw = unescape_bytes(path)
+    if raw != path and not os.path.lexists(resolved):
+        # ``caf\xff.txt`` as ls showed it: the file whose name has the byte 0xff.
+        unescaped = _resolve(root, raw)
+        if os.path.lexists(unescaped):
+            resolved = unescaped
     if not resolved.is_relative_to(root):
         raise PathEscapeError(
             f"path {path!r} is outside the working directory {root}; use a path inside it"
@@ -37,5 +52,6 @@ def resolve_in_workdir(workdir: Path, path: str) -> Path:
 
 def display_path(workdir: Path, resolved: Path) -> str:
     """``resolved`` relative to ``workdir`` in ``/`` form (``.`` for the workdir itself),
-    so outputs read the same on every machine and match what the model can pass back."""
-    return resolved.relative_to(workdir.resolve()).as_posix()
+    so outputs read the same on every machine and match what the model can pass back.
+    Bytes that are not UTF-8 are shown as ``\\xNN``."""
+    return escape_surrogates(resolved.relative_to(workdir.resolve()).as_posix())

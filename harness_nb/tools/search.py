@@ -1,71 +1,81 @@
 """Search tools: ``glob`` (find files by name) and ``grep`` (find lines by regex).
 
-Both walk the tree in a worker thread, because a tree can be huge and the event loop is
-the notebook kernel's; a cancelled call sets a stop flag so the thread ends soon too.
-Both skip the folders in ``IGNORED_DIRS`` (below the starting folder) and list results
+Both walk the tree with ``Walker`` on harness_nb's worker threads (a tree can be huge
+and the event loop is the notebook kernel's); the walk is bounded, skips what no file
+tool opens (pipes, devices, symlink loops, broken links) with a note, and lists results
 in path order, so the same tree always gives the same text — a recorded session replays
-byte for byte.
+byte for byte. A cancelled call sets a stop flag so the thread ends soon too.
+
+Matching is bounded in time as well. Glob patterns are matched with the ``regex`` module
+under a time budget, after runs of ``**/`` are collapsed. ``grep`` hands the files to
+ripgrep (linear-time matching, see ``ripgrep.py``); where rg is missing, or refuses the
+pattern (look-around, back-references), the ``regex`` module searches under a time budget
+and says so when the budget runs out.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import threading
-from collections.abc import Callable, Iterator
+import time
+import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
+import regex
 from pydantic import Field
 
-from ..core import ToolError
+from ..core import ToolError, escape_surrogates, open_regular, run_blocking
 from .base import ToolContext, tool
 from .files import looks_binary
 from .path import display_path, resolve_in_workdir
+from .ripgrep import RgPatternError, find_rg, rg_search
+from .walker import IGNORED_DIRS, WALK_MAX_ENTRIES, Entry, Walker, skipped_note
 
-IGNORED_DIRS = frozenset({".git", "__pycache__", ".harness_nb", "node_modules", ".venv"})
-"""Folders never searched: version control, caches, dependencies, harness_nb's own files."""
+__all__ = ["IGNORED_DIRS", "compile_glob", "glob", "grep"]
+
 GLOB_MAX_RESULTS = 200
 """Most paths ``glob`` lists."""
 GREP_LINE_MAX_CHARS = 300
 """Longer matching lines are cut in ``grep`` output."""
+PATTERN_MAX_CHARS = 1000
+"""Longest glob pattern accepted."""
+MATCH_BUDGET_SECONDS = 10.0
+"""Most time one glob, or one grep without rg, spends matching before it stops and says so."""
+FALLBACK_LINE_MAX_BYTES = 1024 * 1024
+"""Without rg, a longer line is searched in its first this-many bytes only."""
 
 _SNIFF_BYTES = 8192
 _T = TypeVar("_T")
+# The pieces of a translated glob that repeat harmlessly in a pattern but not in a regex.
+_ANY_FOLDERS, _ANYTHING, _IN_NAME = "(?:.*/)?", ".*", "[^/]*"
 
 
 async def _in_thread(work: Callable[[threading.Event], _T]) -> _T:
-    """Run ``work(stop)`` in a thread; if the caller is cancelled, set ``stop`` so the
-    thread stops walking instead of finishing a search nobody will read."""
+    """Run ``work(stop)`` on a worker thread; if the caller is cancelled, set ``stop`` so
+    the thread stops walking instead of finishing a search nobody will read."""
     stop = threading.Event()
     try:
-        return await asyncio.to_thread(work, stop)
+        return await run_blocking(work, stop)
     except asyncio.CancelledError:
         stop.set()
         raise
 
 
-def _walk(
-    folder: Path, stop: threading.Event, max_depth: int | None = None, depth: int = 1
-) -> Iterator[tuple[Path, bool]]:
-    """Yield ``(path, is_dir)`` for everything below ``folder``, depth first in name order
-    (so the output is sorted by path), skipping ``IGNORED_DIRS``, listing symlinked
-    folders without entering them, and going at most ``max_depth`` levels down."""
-    try:
-        with os.scandir(folder) as it:
-            entries = sorted((e.name, e.is_dir(), e.is_symlink()) for e in it)
-    except OSError:
-        return  # an unreadable folder is skipped, as in any search over a tree
-    for name, is_dir, is_link in entries:
-        if stop.is_set():
-            return
-        if is_dir and name in IGNORED_DIRS:
-            continue
-        path = folder / name
-        yield path, is_dir
-        if is_dir and not is_link and (max_depth is None or depth < max_depth):
-            yield from _walk(path, stop, max_depth, depth + 1)
+class _Budget:
+    """Seconds left for matching, shared by every match of one call."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.deadline = time.monotonic() + seconds
+
+    def left(self) -> float:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        return left
 
 
 def _translate(pattern: str) -> str:
@@ -74,7 +84,9 @@ def _translate(pattern: str) -> str:
     ``*`` and ``?`` stay within one path segment; ``**/`` matches zero or more folders
     and a final ``**`` everything below; ``[abc]`` / ``[!abc]`` are sets; ``{a,b}`` are
     alternatives (translated to a regex group, so many braces cannot multiply into
-    millions of patterns). An unmatched brace is a literal character.
+    millions of patterns). An unmatched brace is a literal character. Repeats that mean
+    nothing more (``**/**/``, ``a**b``) are written once: each extra one would multiply
+    the work of a failing match.
     """
     pairs: dict[int, int] = {}
     opened: list[int] = []
@@ -94,15 +106,19 @@ def _translate(pattern: str) -> str:
             after = pattern[i + 2] if i + 2 < n else ""
             if before == "/" or (groups and before in "{,"):
                 if after == "/":
-                    out.append("(?:.*/)?")
+                    if not out or out[-1] not in (_ANY_FOLDERS, _ANYTHING):
+                        out.append(_ANY_FOLDERS)
                     i += 3
                     continue
                 if after == "" or (groups and after in ",}"):
-                    out.append(".*")
+                    if out and out[-1] == _ANY_FOLDERS:
+                        out.pop()  # "**/**" is "**"
+                    out.append(_ANYTHING)
                     i += 2
                     continue
         if ch == "*":
-            out.append("[^/]*")
+            if not out or out[-1] != _IN_NAME:
+                out.append(_IN_NAME)
         elif ch == "?":
             out.append("[^/]")
         elif ch == "[" and (end := pattern.find("]", i + 2)) != -1:
@@ -129,12 +145,25 @@ def _translate(pattern: str) -> str:
     return "".join(out)
 
 
-def compile_glob(pattern: str) -> re.Pattern[str]:
-    """A regex that fully matches the relative paths ``pattern`` selects."""
+def compile_glob(pattern: str) -> Any:
+    """A ``regex`` pattern that fully matches the relative paths ``pattern`` selects
+    (match it with a ``timeout``: see ``MATCH_BUDGET_SECONDS``)."""
+    if len(pattern) > PATTERN_MAX_CHARS:
+        raise ToolError(
+            f"glob pattern is {len(pattern):,} characters; at most {PATTERN_MAX_CHARS} are "
+            "accepted — use a shorter pattern and put the folder in `path`"
+        )
     try:
-        return re.compile(_translate(pattern))
-    except re.error as exc:  # e.g. a brace pair cut in half by a [set]
+        return regex.compile(_translate(pattern))
+    except regex.error as exc:  # e.g. a brace pair cut in half by a [set]
         raise ToolError(f"cannot understand glob pattern {pattern!r}: {exc}") from None
+
+
+def _too_slow(what: str, budget: _Budget) -> ToolError:
+    return ToolError(
+        f"{what} took longer than {budget.seconds:g} s to match and was stopped; use fewer "
+        "wildcards (one `**/` already matches any number of folders) or a narrower `path`"
+    )
 
 
 def _max_depth(pattern: str) -> int | None:
@@ -151,13 +180,34 @@ def _check_relative(pattern: str, what: str) -> None:
         )
 
 
-def _glob(base: Path, root: Path, pattern: str, stop: threading.Event) -> list[str]:
-    regex = compile_glob(pattern)
+def _shown(base: Path, root: Path) -> Callable[[str], str]:
+    """How an entry's path relative to ``base`` is shown: relative to ``root``, escaped.
+    (One ``display_path`` for the base, not one per entry: that resolves every time.)"""
+    prefix = display_path(root, base)
+    if prefix == ".":
+        return escape_surrogates
+    return lambda rel: f"{prefix}/{escape_surrogates(rel)}"
+
+
+def _glob(base: Path, root: Path, pattern: str, stop: threading.Event) -> tuple[list[str], str]:
+    """Matching paths in path order, and a note on what was skipped (or ``""``)."""
+    compiled = compile_glob(pattern)
+    shown = _shown(base, root)
+    budget = _Budget(MATCH_BUDGET_SECONDS)
+    walker = Walker(base, stop=stop, max_depth=_max_depth(pattern))
     found: list[str] = []
-    for p, is_dir in _walk(base, stop, _max_depth(pattern)):
-        if regex.fullmatch(p.relative_to(base).as_posix()):
-            found.append(display_path(root, p) + ("/" if is_dir else ""))
-    return found  # already in path order: _walk goes depth first by name
+    skipped: list[Entry] = []
+    try:
+        for entry in walker:
+            if compiled.fullmatch(entry.rel, timeout=budget.left()) is None:
+                continue
+            if entry.kind == "skip":
+                skipped.append(entry)
+            else:
+                found.append(shown(entry.rel) + ("/" if entry.kind == "dir" else ""))
+    except TimeoutError:
+        raise _too_slow(f"glob pattern {pattern!r}", budget) from None
+    return found, skipped_note(skipped, cut=walker.cut, limit=WALK_MAX_ENTRIES)
 
 
 @tool(read_only=True)
@@ -176,7 +226,8 @@ async def glob(
     `*` matches within one folder name, `**/` any number of folders (so `*.py` looks only
     in `path` itself while `**/*.py` looks everywhere below it), `?` one character,
     `[abc]` a set, `{a,b}` alternatives. Hidden files are included; the folders .git,
-    __pycache__, .harness_nb, node_modules and .venv are skipped. Results are paths
+    __pycache__, .harness_nb, node_modules and .venv are skipped, and so are named pipes,
+    devices and broken or looping symlinks (a note names them). Results are paths
     relative to the working directory, sorted by path, folders ending in `/`, at most
     200 of them.
     """
@@ -185,74 +236,143 @@ async def glob(
     if not base.is_dir():
         raise ToolError(f"folder not found: {path!r}; check the name with ls")
     root = ctx.workdir.resolve()
-    found = await _in_thread(lambda stop: _glob(base, root, pattern, stop))
-    if not found:
-        return f"no files match {pattern!r} in {display_path(root, base)}"
+    found, note = await _in_thread(lambda stop: _glob(base, root, pattern, stop))
+    lines = found
     if len(found) > GLOB_MAX_RESULTS:
-        return "\n".join(
-            [
-                *found[:GLOB_MAX_RESULTS],
-                f"[showing {GLOB_MAX_RESULTS} of {len(found)} matches (first by path); "
-                "narrow the pattern or the path to see the rest]",
-            ]
-        )
-    return "\n".join(found)
+        lines = [
+            *found[:GLOB_MAX_RESULTS],
+            f"[showing {GLOB_MAX_RESULTS} of {len(found)} matches (first by path); "
+            "narrow the pattern or the path to see the rest]",
+        ]
+    elif not found:
+        lines = [f"no files match {pattern!r} in {display_path(root, base)}"]
+    return "\n".join([*lines, note] if note else lines)
 
 
-def _grep_file(
-    p: Path, shown: str, regex: re.Pattern[str], out: list[str], limit: int
-) -> None:
-    """Append ``path:line: text`` for each matching line of ``p`` to ``out`` (up to
-    ``limit`` entries). Binary and unreadable files are skipped silently: a search
-    over a tree should report what it can read."""
+# grep
+
+
+def _compile_regex(pattern: str, ignore_case: bool) -> Any:
+    """``pattern`` compiled with the ``regex`` module; a pattern Python's ``re`` rejects is
+    refused with ``re``'s message (the one the model knows), unless ``regex`` takes it."""
+    flags = regex.IGNORECASE if ignore_case else 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # "possible nested set" and such
+        try:
+            re.compile(pattern, flags)
+            problem = None
+        except re.error as exc:
+            problem = exc
+        try:
+            return regex.compile(pattern, flags)
+        except regex.error as exc:
+            raise ToolError(
+                f"invalid regex {pattern!r}: {problem or exc}; it is a Python regex, so escape "
+                "special characters such as ( [ . * with a backslash"
+            ) from None
+
+
+def _grep_files(
+    base: Path, root: Path, file_filter: str | None, stop: threading.Event
+) -> tuple[list[str], str]:
+    """The files to search (relative to ``root``, in path order) and a note on the
+    entries skipped."""
+    if base.is_file():
+        return [base.relative_to(root).as_posix()], ""
+    name_only = file_filter is not None and "/" not in file_filter
+    filter_regex = compile_glob(file_filter) if file_filter else None
+    budget = _Budget(MATCH_BUDGET_SECONDS)
+    walker = Walker(base, stop=stop)
+    files: list[str] = []
+    skipped: list[Entry] = []
     try:
-        with p.open("rb") as f:
+        for entry in walker:
+            if entry.kind == "dir":
+                continue
+            if filter_regex is not None:
+                target = entry.path.name if name_only else entry.rel
+                if filter_regex.fullmatch(target, timeout=budget.left()) is None:
+                    continue
+            if entry.kind == "skip":
+                skipped.append(entry)
+            # A symlink inside the tree may lead out of it: never read through one.
+            elif not entry.link or entry.path.resolve().is_relative_to(root):
+                files.append(entry.path.relative_to(root).as_posix())
+    except TimeoutError:
+        raise _too_slow(f"glob {file_filter!r}", budget) from None
+    return files, skipped_note(skipped, cut=walker.cut, limit=WALK_MAX_ENTRIES)
+
+
+def _python_grep_file(
+    p: Path, shown: str, compiled: Any, out: list[str], limit: int, budget: _Budget
+) -> None:
+    """Append ``path:line: text`` for matching lines of ``p``. Binary and unreadable files
+    are skipped silently: a search over a tree should report what it can read."""
+    try:
+        with open_regular(p) as f:
             if looks_binary(f.read(_SNIFF_BYTES)):
                 return
             f.seek(0)
-            for number, raw in enumerate(f, 1):
+            number = 0
+            while raw := f.readline(FALLBACK_LINE_MAX_BYTES):
+                number += 1
+                if not raw.endswith(b"\n"):
+                    # The rest of an over-long line is read past, never held.
+                    while (rest := f.readline(FALLBACK_LINE_MAX_BYTES)) and not rest.endswith(
+                        b"\n"
+                    ):
+                        pass
                 line = raw.decode("utf-8", "replace").rstrip("\r\n")
-                if regex.search(line):
+                if compiled.search(line, timeout=budget.left()):
                     if len(line) > GREP_LINE_MAX_CHARS:
                         line = line[:GREP_LINE_MAX_CHARS] + "…"
                     out.append(f"{shown}:{number}: {line}")
                     if len(out) >= limit:
                         return
+    except TimeoutError:
+        raise  # the budget ran out (TimeoutError is an OSError: keep it from the next line)
     except OSError:
         return
 
 
-def _grep(
-    base: Path,
-    root: Path,
-    regex: re.Pattern[str],
-    file_filter: str | None,
-    limit: int,
-    stop: threading.Event,
-) -> list[str]:
-    """Matching lines, at most ``limit``; one more than asked means "there are more"."""
-    if base.is_file():
-        files: Iterator[Path] = iter([base])
-    else:
-        name_only = file_filter is not None and "/" not in file_filter
-        filter_regex = compile_glob(file_filter) if file_filter else None
-
-        def wanted(p: Path) -> bool:
-            if filter_regex is None:
-                return True
-            target = p.name if name_only else p.relative_to(base).as_posix()
-            return filter_regex.fullmatch(target) is not None
-
-        files = (p for p, is_dir in _walk(base, stop) if not is_dir and wanted(p))
+def _python_grep(
+    root: Path, files: list[str], compiled: Any, limit: int, stop: threading.Event
+) -> tuple[list[str], str]:
+    """Without rg: the ``regex`` module, line by line, under ``MATCH_BUDGET_SECONDS``."""
+    budget = _Budget(MATCH_BUDGET_SECONDS)
     out: list[str] = []
-    for p in files:
-        if stop.is_set() or len(out) >= limit:
-            break
-        # A symlink inside the tree may lead out of it: never read through one.
-        if p.is_symlink() and not p.resolve().is_relative_to(root):
-            continue
-        _grep_file(p, display_path(root, p), regex, out, limit)
-    return out
+    try:
+        for rel in files:
+            if stop.is_set() or len(out) >= limit:
+                break
+            _python_grep_file(root / rel, escape_surrogates(rel), compiled, out, limit, budget)
+    except TimeoutError:
+        return out, (
+            f"[stopped: the regex took longer than {budget.seconds:g} s (some patterns, such as "
+            "nested repeats like (a+)+, backtrack badly on long lines); simplify it]"
+        )
+    return out, ""
+
+
+async def _search(
+    root: Path, files: list[str], pattern: str, compiled: Any, ignore_case: bool, limit: int
+) -> tuple[list[str], str]:
+    rg = find_rg()
+    if rg is not None:
+        try:
+            found = await rg_search(
+                rg,
+                pattern,
+                files,
+                cwd=root,
+                ignore_case=ignore_case,
+                limit=limit,
+                text_max=GREP_LINE_MAX_CHARS,
+            )
+            return found, ""
+        except RgPatternError:
+            pass  # a Python-only construct (look-around, back-reference): the fallback has it
+    return await _in_thread(lambda stop: _python_grep(root, files, compiled, limit, stop))
 
 
 @tool(read_only=True)
@@ -280,33 +400,30 @@ async def grep(
 
     Prints one `path:line: text` per matching line, paths relative to the working
     directory, files in path order. Binary files and the folders .git, __pycache__,
-    .harness_nb, node_modules and .venv are skipped. Escape regex characters such as
+    .harness_nb, node_modules and .venv are skipped, and so are named pipes, devices and
+    broken or looping symlinks (a note names them). Escape regex characters such as
     `( [ . *` with a backslash to match them literally.
     """
-    try:
-        regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
-    except re.error as exc:
-        raise ToolError(
-            f"invalid regex {pattern!r}: {exc}; it is a Python regex, so escape special "
-            "characters such as ( [ . * with a backslash"
-        ) from None
+    compiled = _compile_regex(pattern, ignore_case)
     if glob is not None:
         _check_relative(glob, "glob")
     base = resolve_in_workdir(ctx.workdir, path)
     if not base.exists():
         raise ToolError(f"path not found: {path!r}; check the name with ls or glob")
+    if not base.is_dir() and not base.is_file():
+        raise ToolError(f"{path!r} is not a regular file (a device, pipe or socket); grep reads files")
     root = ctx.workdir.resolve()
+    files, note = await _in_thread(lambda stop: _grep_files(base, root, glob, stop))
     # Ask for one more than wanted: its presence is how we know the list was cut.
-    out = await _in_thread(lambda stop: _grep(base, root, regex, glob, max_results + 1, stop))
+    out, stopped = await _search(root, files, pattern, compiled, ignore_case, max_results + 1)
+    notes = [n for n in (stopped, note) if n]
     where = display_path(root, base)
     if not out:
-        return f"no matches for {pattern!r} in {where}"
+        return "\n".join([f"no matches for {pattern!r} in {where}", *notes])
     if len(out) > max_results:
-        return "\n".join(
-            [
-                *out[:max_results],
-                f"[stopped at {max_results} matches; narrow the pattern, path or glob, "
-                "or raise max_results]",
-            ]
-        )
-    return "\n".join(out)
+        out = [
+            *out[:max_results],
+            f"[stopped at {max_results} matches; narrow the pattern, path or glob, "
+            "or raise max_results]",
+        ]
+    return "\n".join([*out, *notes])
