@@ -409,8 +409,9 @@ async def test_a_non_utf8_name_is_listed_globbed_grepped_and_read(latin_tree: Pa
     assert (await run(grep, latin_tree, pattern="needle")).content == (
         "caf\\xff.txt:1: needle here\ndir\\xe9/inner.txt:1: needle here"
     )
-    # The model sends the name back as it saw it: it names the file.
+    # The model sends the name back as it saw it (or as a JSON \udcff escape): it names the file.
     assert (await run(read_file, latin_tree, path="caf\\xff.txt")).content == "     1\tneedle here"
+    assert (await run(read_file, latin_tree, path="caf\udcff.txt")).content == "     1\tneedle here"
     assert (await run(ls, latin_tree, path="dir\\xe9")).content == "inner.txt"
     edited = await run(edit_file, latin_tree, path="dir\\xe9/inner.txt", old_string="here", new_string="there")
     assert edited.content == "replaced 1 occurrence in dir\\xe9/inner.txt"

@@ -12,6 +12,10 @@ regular (and with ``O_NONBLOCK``), walks and reads have caps, searches a time bu
 What remains is the kernel itself stalling a read (a dead network mount): when every
 worker has been busy on one call for ``STUCK_AFTER`` seconds, a new call fails at once
 with a ``ToolError`` saying so, instead of waiting in a queue that will not move.
+
+The terminal view's approval prompt (``input()``, waiting for the person as long as they
+take) is the one blocking call left on the loop's default executor, on purpose: it must
+never hold one of these slots.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeAlias
 
-from ..core import ToolCall
+from ..core import ToolCall, run_blocking
 from ..core.secret import SECRETS, Secrets
 from ..tools import ToolContext, ToolOutcome
 
@@ -218,9 +218,7 @@ class OffloadHook(Hook):
         text = outcome.content
         if len(text) <= self.limit:
             return outcome
-        import asyncio
-
-        path = await asyncio.to_thread(self._write, call.id, text)
+        path = await run_blocking(self._write, call.id, text)
         return ToolOutcome(self._pointer(text, path, ctx.workdir), outcome.is_error, outcome.duration)
 
     def shorten(self, name: str, text: str, workdir: Path) -> str:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..core import Event, HarnessError, ToolError, UnknownNameError
+from ..core import Event, HarnessError, ToolError, UnknownNameError, run_blocking
 from ..core import Message as ChatMessage
 from ..engine import MemorySession, ParentContext, load_transcript
 from ..engine.resume import repair_history
@@ -142,7 +142,7 @@ class TeamManager:
         definition = agent if isinstance(agent, SubAgentDefinition) else self.agents.get(agent)
         team_name = check_name("team", team or self.registry.default)
         wanted = check_name("teammate", name or definition.name)
-        member_name = await asyncio.to_thread(self.store.claim, team_name, wanted, self.registry.names())
+        member_name = await run_blocking(self.store.claim, team_name, wanted, self.registry.names())
         record = RosterMember(
             name=member_name, team=team_name, agent=definition.name, task_id="", prompt=prompt, owner=self.owner
         )
@@ -176,7 +176,7 @@ class TeamManager:
                 definition = self.agents.get(member.record.agent)
             except UnknownNameError as exc:
                 raise ToolError(f"cannot revive {member.name}: {exc}") from None
-            elsewhere = await asyncio.to_thread(self.store.running_elsewhere, member.team, member.name, self.owner)
+            elsewhere = await run_blocking(self.store.running_elsewhere, member.team, member.name, self.owner)
             if elsewhere is not None:
                 raise ToolError(
                     f"{member.name} is running in another kernel (pid {elsewhere.partition(':')[0]}) on this "
@@ -184,7 +184,7 @@ class TeamManager:
                 )
             member.record.owner = self.owner
             path = self.store.transcript_path(member.team, member.name)
-            history = await asyncio.to_thread(_read_history, path)
+            history = await run_blocking(_read_history, path)
             session = MemorySession(f"team.{member.team}.{member.name}", transcript=path)
             session.messages = history
             self._start(member, definition, format_prompt(message), session, self.lead())

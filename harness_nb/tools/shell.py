@@ -26,7 +26,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from ..core import ToolError
+from ..core import ToolError, run_blocking
 from .base import FunctionTool, ToolContext
 from .sandbox import Plan, Sandbox, default_sandbox
 
@@ -137,7 +137,7 @@ _ESCAPED_NOTE = (
 async def run_command(workdir: Path, command: str, *, timeout: float, sandbox: Sandbox) -> str:
     """Run ``command`` in ``workdir`` under ``sandbox`` and return its output and status
     (``ToolError`` on timeout or when it cannot start)."""
-    plan = await asyncio.to_thread(sandbox.plan, command, workdir)
+    plan = await run_blocking(sandbox.plan, command, workdir)
     try:
         return await _execute(plan.launch(), plan, timeout=timeout)
     finally:
