@@ -40,26 +40,12 @@ from pydantic import (
 )
 
 from ..engine.skill import skill_name_problem
+from ..tools.names import CLAUDE_TOOL_NAMES
 
 logger = logging.getLogger("harness_nb.subagents")
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
 NAME_RULE = "lowercase letters, digits and hyphens, starting with a letter or digit"
-
-# Keyed by lowercase so "read", "READ" and "Read" all map the same way.
-CLAUDE_TOOL_NAMES: dict[str, str] = {
-    "read": "read_file",
-    "notebookread": "read_file",
-    "write": "write_file",
-    "edit": "edit_file",
-    "multiedit": "edit_file",
-    "bash": "bash",
-    "glob": "glob",
-    "grep": "grep",
-    "ls": "ls",
-    "task": "task",
-    "agent": "task",
-}
 
 # Claude Code's model aliases, and the Anthropic model each stands for. The one table: the
 # model resolver (``model.py``) applies it when the main model is an Anthropic one.
