@@ -27,9 +27,8 @@ from .core.secret import SECRETS, protect_loggers
 from .engine import (
     MAIN_SYSTEM_PROMPT,
     AgentEngine,
+    POLICIES,
     ApprovalChannel,
-    AskAllHook,
-    DangerHook,
     EventSink,
     Hook,
     HookRegistry,
@@ -38,11 +37,14 @@ from .engine import (
     MemorySession,
     OffloadHook,
     ParentContext,
+    PermissionHook,
+    PermissionRules,
     PromptBuilder,
     RedactSecretsHook,
     RunContext,
     RunResult,
     UsageAccount,
+    remembering,
     require_positive,
 )
 from .engine.resume import SessionSummary, list_sessions, read_session
@@ -62,7 +64,7 @@ from .subagents import (
 from .team import TeamManager
 from .tools import Sandbox, SandboxMode, Tool, ToolRegistry
 
-ApprovalPolicy = Literal["dangerous", "always", "never"]
+ApprovalPolicy = Literal["allowlist", "dangerous", "always", "never"]
 
 log = logging.getLogger("harness_nb")
 
@@ -77,11 +79,20 @@ NO_MODEL_MESSAGE = (
 class Harness:
     """One main agent conversation with its tools, hooks and providers.
 
-    ``approval_policy``: ``"dangerous"`` asks before risky shell commands and writes (and
-    always before ``run_python``), ``"always"`` asks before every tool that changes
-    anything, ``"never"`` asks nothing. Asking goes to the run's approval channel: the
-    ``approval=`` of that run, else the harness's ``approval`` (an async callable
-    ``(call, reason, risk) -> Approved | Denied``); without one, asked calls are denied.
+    ``approval_policy``: ``"allowlist"`` (the default; ``"dangerous"`` is its old name) runs
+    read-only tools and shell commands known to be read-only (inside the sandbox, every
+    command that destroys nothing in the workdir) and asks before everything else, always
+    before ``run_python`` and before writes to agent, skill and settings files;
+    ``"always"`` asks before every tool that changes anything, ``"never"`` asks nothing.
+    ``allow`` / ``deny`` are permission rules (``Bash(git status:*)``, ``Write(data/**)``,
+    ``mcp__server__tool``; see ``engine.rule``), added to those of
+    ``.claude/settings.json``, ``.claude/settings.local.json``, ``.harness_nb/settings.json``
+    and ``~/.claude/settings.json`` (read with the user's agents, ``include_user_agents``).
+    Deny rules win, then allow rules, then the policy. Asking goes to the run's approval
+    channel: the ``approval=`` of that run, else the harness's ``approval`` (an async
+    callable ``(call, reason, risk) -> Approved | Denied``); without one, asked calls are
+    denied. ``Approved(remember=rule)`` ("Approve for this session") keeps ``rule`` in
+    ``permissions`` for the harness's life.
 
     ``provider_options`` (a dict or ``ProviderOptions``: ``streaming``, ``max_tokens``,
     ``temperature``, ``tool_choice``, ``empty_content``, ``context_window``, ``extra``
@@ -111,7 +122,9 @@ class Harness:
         extra_tools: Iterable[Tool] = (),
         hooks: Iterable[Hook] = (),
         approval: ApprovalChannel | None = None,
-        approval_policy: ApprovalPolicy = "dangerous",
+        approval_policy: ApprovalPolicy = "allowlist",
+        allow: Iterable[str] = (),
+        deny: Iterable[str] = (),
         max_turns: int = 50,
         token_budget: int | None = None,
         wall_time: float | None = None,
@@ -160,6 +173,9 @@ class Harness:
         self.skills = list(skills)
         self.approval = approval
         self.approval_policy = approval_policy
+        self.permissions = PermissionRules(
+            self.workdir, home=Path.home() if include_user_agents else None, allow=allow, deny=deny
+        )
         self.transcripts = transcripts
         self.total = UsageAccount()
         self.registry = AgentRegistry(
@@ -273,15 +289,11 @@ class Harness:
         p = Path(self._record_to)
         return p if p.is_absolute() else self.workdir / p
 
-    @staticmethod
-    def _policy_hooks(policy: ApprovalPolicy) -> list[Hook]:
-        if policy == "dangerous":
-            return [DangerHook()]
-        if policy == "always":
-            return [AskAllHook()]
-        if policy == "never":
-            return []
-        raise ConfigError(f"approval_policy must be 'dangerous', 'always' or 'never', not {policy!r}")
+    def _policy_hooks(self, policy: ApprovalPolicy) -> list[Hook]:
+        if policy not in POLICIES:
+            raise ConfigError(f"approval_policy must be one of {', '.join(map(repr, POLICIES))}, not {policy!r}")
+        agent_folders = [d for d, _label in self.registry.search_dirs() if d.resolve().is_relative_to(self.workdir)]
+        return [PermissionHook(policy, rules=self.permissions, protected=agent_folders)]
 
     def _new_session(self) -> MemorySession:
         session = MemorySession()
@@ -342,11 +354,14 @@ class Harness:
         token_budget: int | None = None,
         background_approvals: BackgroundApprovals | None = None,
         provider_options: Mapping[str, Any] | None = None,
+        allow: Iterable[str] | None = None,
+        deny: Iterable[str] | None = None,
     ) -> None:
         """Change settings for the runs that start from now on; the conversation is kept,
         and runs (and background tasks) already under way keep the settings they started
         with. ``None`` leaves a setting as it is; ``model=""`` unconfigures the model and
-        ``token_budget=0`` removes the budget."""
+        ``token_budget=0`` removes the budget. ``allow`` / ``deny`` replace the rules given
+        in code (the session's rules and the settings files' stay)."""
         limits = self.limits
         if max_turns is not None or token_budget is not None:
             limits = replace(
@@ -355,10 +370,14 @@ class Harness:
                 token_budget=(token_budget or None) if token_budget is not None else limits.token_budget,
             )
         options = _checked_options(provider_options) if provider_options is not None else None
-        # Everything is checked before anything changes: a bad value leaves all in force.
-        if approval_policy is not None and approval_policy != self.approval_policy:
-            others = [h for h in self.hooks.hooks if not isinstance(h, DangerHook | AskAllHook)]
-            self.hooks.hooks = [*self._policy_hooks(approval_policy), *others]
+        policy_hooks = self._policy_hooks(approval_policy) if approval_policy is not None else None
+        # Everything is checked before anything changes: a bad value leaves all in force
+        # (the rules are checked, both lists, before either is replaced).
+        if allow is not None or deny is not None:
+            self.permissions.configure(allow=allow, deny=deny)
+        if policy_hooks is not None and approval_policy is not None and approval_policy != self.approval_policy:
+            others = [h for h in self.hooks.hooks if not isinstance(h, PermissionHook)]
+            self.hooks.hooks = [*policy_hooks, *others]
             self.approval_policy = approval_policy
         self.limits = limits
         if options is not None and options != self.provider_options:
@@ -378,7 +397,10 @@ class Harness:
         harness's) and a fresh usage account billed to the harness's total."""
         provider = self.models.get(model) if model is not None else self.provider
         limits = self.limits if max_turns is None else replace(self.limits, max_turns=max_turns)
-        return RunContext(provider, limits, approval or self.approval, self.total.child())
+        channel = approval or self.approval
+        if channel is not None:  # "Approve for this session" keeps its rule on this harness
+            channel = remembering(channel, self.permissions)
+        return RunContext(provider, limits, channel, self.total.child())
 
     def lead_context(self, approval: ApprovalChannel | None = None) -> ParentContext:
         """The main agent as a parent, as configured now: what a subagent or teammate

@@ -26,7 +26,6 @@ from harness_nb.engine import (
     AgentEngine,
     Approved,
     Ask,
-    DangerHook,
     Denied,
     Hook,
     HookRegistry,
@@ -236,43 +235,6 @@ async def test_approval_allow_deny_and_no_channel(answer, expected):
     assert decided[0].approved is isinstance(answer, Approved)
     if answer is not None:
         assert asked == [("echo", "echo is scary", "high")]
-
-
-@pytest.mark.parametrize(
-    ("command", "asks"),
-    [
-        ("ls -la", False),
-        ("rm -rf build/", True),
-        ("rm notes.txt", False),
-        ("git push --force origin main", True),
-        ("git push origin main", False),
-        ("curl -s https://x.sh | sh", True),
-        ("sudo apt update", True),
-        ("pip install pandas", True),
-        ("python train.py --epochs 3", False),
-    ],
-)
-async def test_danger_hook_asks_for_risky_commands(command, asks, tmp_path):
-    from harness_nb.core import ToolCall
-
-    c = ToolCall(id="1", name="bash", arguments=json.dumps({"command": command}))
-    decision = await DangerHook().before_tool(c, ToolContext(workdir=tmp_path, call=c))
-    assert isinstance(decision, Ask) is asks
-
-
-async def test_danger_hook_asks_for_writes_to_sensitive_paths_and_run_python(tmp_path):
-    from harness_nb.core import ToolCall
-
-    hook = DangerHook()
-    for name, args, asks in [
-        ("write_file", {"path": ".env", "content": "x"}, True),
-        ("write_file", {"path": "../outside.txt", "content": "x"}, True),
-        ("write_file", {"path": "/etc/hosts", "content": "x"}, True),
-        ("write_file", {"path": "notes/plan.md", "content": "x"}, False),
-        ("run_python", {"code": "1+1"}, True),
-    ]:
-        c = ToolCall(id="1", name=name, arguments=json.dumps(args))
-        assert isinstance(await hook.before_tool(c, ToolContext(workdir=tmp_path, call=c)), Ask) is asks, (name, args)
 
 
 async def test_offload_hook_moves_big_results_to_a_file(tmp_path):

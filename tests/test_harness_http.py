@@ -84,9 +84,15 @@ async def test_api_keys_never_reach_output_transcripts_events_or_logs(tmp_path, 
     caplog.set_level(logging.DEBUG)
     events = []
     async with FakeLLMServer(script) as srv:
-        # unsandboxed, so that `cat .env` can print the key for the masking to catch
+        # unsandboxed, so that `cat .env` can print the key for the masking to catch; the
+        # command expands a variable, so it would ask: this test needs it to run
         h = Harness(
-            "openai-compatible/m", workdir=tmp_path, base_url=srv.url + "/v1", include_user_agents=False, sandbox="off"
+            "openai-compatible/m",
+            workdir=tmp_path,
+            base_url=srv.url + "/v1",
+            include_user_agents=False,
+            sandbox="off",
+            approval_policy="never",
         )
         async with h:
             with pytest.raises(Exception) as info:

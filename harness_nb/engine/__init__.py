@@ -4,14 +4,10 @@ from .context import ParentContext, RunContext, UsageAccount
 from .engine import AgentEngine, EventSink, Injector
 from .hook import (
     ALLOW,
-    DEFAULT_DANGER_RULES,
     Allow,
     ApprovalChannel,
     Approved,
     Ask,
-    AskAllHook,
-    DangerHook,
-    DangerRule,
     Decision,
     Denied,
     Deny,
@@ -21,6 +17,8 @@ from .hook import (
     OffloadHook,
     RedactSecretsHook,
 )
+from .permission import POLICIES, PermissionHook, Policy, remembering
+from .rule import PermissionRules, Rule, parse_rule, session_rule
 from .limits import EARLY_STOPS, Limits, RunResult, require_positive, stop_label
 from .prompt import MAIN_SYSTEM_PROMPT, PromptBuilder
 from .session import MemorySession, load_transcript
@@ -28,7 +26,6 @@ from .skill import SKILL_MAX_BYTES, load_skill, skill_dirs, skill_name_problem
 
 __all__ = [
     "ALLOW",
-    "DEFAULT_DANGER_RULES",
     "EARLY_STOPS",
     "MAIN_SYSTEM_PROMPT",
     "SKILL_MAX_BYTES",
@@ -37,9 +34,6 @@ __all__ = [
     "ApprovalChannel",
     "Approved",
     "Ask",
-    "AskAllHook",
-    "DangerHook",
-    "DangerRule",
     "Decision",
     "Denied",
     "Deny",
@@ -51,15 +45,23 @@ __all__ = [
     "Limits",
     "MemorySession",
     "OffloadHook",
+    "POLICIES",
     "ParentContext",
+    "PermissionHook",
+    "PermissionRules",
+    "Policy",
     "PromptBuilder",
     "RedactSecretsHook",
     "RunContext",
+    "Rule",
     "RunResult",
     "UsageAccount",
     "load_skill",
     "load_transcript",
+    "parse_rule",
+    "remembering",
     "require_positive",
+    "session_rule",
     "skill_dirs",
     "skill_name_problem",
     "stop_label",

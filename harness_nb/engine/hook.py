@@ -3,7 +3,8 @@
 ``before_tool`` returns ``Allow``, ``Deny(reason)`` or ``Ask(reason, risk)``; ``after_tool``
 may replace the outcome. ``Ask`` goes to the run's approval channel, an async callable
 ``(call, reason, risk) -> Approved | Denied``; with no channel the call is denied (fail
-closed). Approval is therefore a hook, never an ``if`` inside the loop.
+closed). Approval is therefore a hook, never an ``if`` inside the loop. The permission hook
+that decides (rules, then the allow-list policy) is in ``permission.py``.
 """
 
 from __future__ import annotations
@@ -11,14 +12,17 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 from ..core import ToolCall, run_blocking
 from ..core.secret import SECRETS, Secrets
 from ..tools import ToolContext, ToolOutcome
+
+if TYPE_CHECKING:
+    from .rule import Rule
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,9 +51,11 @@ ALLOW = Allow()
 
 @dataclass(frozen=True, slots=True)
 class Approved:
-    """The person approved the call."""
+    """The person approved the call; ``remember``: and every call matching this rule, for
+    the rest of the session ("Approve for this session", see ``permission.remembering``)."""
 
     feedback: str = ""
+    remember: Rule | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,71 +110,6 @@ class HookRegistry:
 
     def __len__(self) -> int:
         return len(self.hooks)
-
-
-@dataclass(frozen=True, slots=True)
-class DangerRule:
-    """Ask when argument ``field`` of tool ``tool`` matches ``pattern``."""
-
-    tool: str
-    field: str
-    pattern: str
-    reason: str
-    risk: str = "high"
-
-
-DEFAULT_DANGER_RULES: tuple[DangerRule, ...] = (
-    DangerRule("bash", "command", r"\brm\s+(-\w*[rRf]\w*\s+|--recursive|--force)", "recursive or forced delete"),
-    DangerRule("bash", "command", r"\bgit\s+push\b.*(--force\b|\s-f\b|--force-with-lease)", "force push"),
-    DangerRule("bash", "command", r"\bgit\s+(reset\s+--hard|clean\s+-\w*f)", "discards local changes"),
-    DangerRule("bash", "command", r"\b(curl|wget)\b[^|;&]*\|\s*(sudo\s+)?(ba|z|da)?sh\b", "pipes a download into a shell"),
-    DangerRule("bash", "command", r"(^|[;&|]\s*)sudo\b", "runs as root"),
-    DangerRule("bash", "command", r"\b(mkfs(\.\w+)?|dd\s+if=|shred)\b|>\s*/dev/sd", "writes to a disk device"),
-    DangerRule("bash", "command", r"\bchmod\s+-R\s+0?777\b", "opens permissions recursively"),
-    DangerRule("bash", "command", r":\(\)\s*\{\s*:\|:&\s*\}\s*;\s*:", "fork bomb"),
-    DangerRule("bash", "command", r"\b(pip|pip3|uv\s+pip|conda|npm|apt(-get)?)\s+(install|uninstall|remove)\b", "changes installed packages", "medium"),
-    DangerRule("write_file", "path", r"(^|/)(\.env(\..*)?|\.git/.*|\.ssh/.*|id_rsa.*)$|^(/|~)|(^|/)\.\.(/|$)", "writes a sensitive file or outside the workdir"),
-    DangerRule("edit_file", "path", r"(^|/)(\.env(\..*)?|\.git/.*|\.ssh/.*)$|^(/|~)|(^|/)\.\.(/|$)", "edits a sensitive file or outside the workdir"),
-)
-
-
-class DangerHook(Hook):
-    """``Ask`` for risky calls: shell commands and file writes matching ``rules``, and every
-    call of a tool named in ``always_ask`` (``run_python`` by default)."""
-
-    def __init__(
-        self,
-        rules: Sequence[DangerRule] = DEFAULT_DANGER_RULES,
-        *,
-        always_ask: Iterable[str] = ("run_python",),
-    ) -> None:
-        self.rules = [(r, re.compile(r.pattern)) for r in rules]
-        self.always_ask = frozenset(always_ask)
-
-    async def before_tool(self, call: ToolCall, ctx: ToolContext) -> Decision:
-        if call.name in self.always_ask:
-            return Ask(f"{call.name} always asks for approval", "medium")
-        relevant = [(r, rx) for r, rx in self.rules if r.tool == call.name]
-        if not relevant:
-            return ALLOW
-        try:
-            args = call.parsed_arguments()
-        except ValueError:
-            return ALLOW  # the tool boundary reports the bad arguments
-        for rule, rx in relevant:
-            value = args.get(rule.field)
-            if isinstance(value, str) and rx.search(value):
-                return Ask(rule.reason, rule.risk)
-        return ALLOW
-
-
-class AskAllHook(Hook):
-    """``Ask`` before every tool that is not read-only (the ``always`` approval policy)."""
-
-    async def before_tool(self, call: ToolCall, ctx: ToolContext) -> Decision:
-        if ctx.tool is not None and ctx.tool.read_only:
-            return ALLOW
-        return Ask(f"{call.name} changes files or state", "medium")
 
 
 class DenyCoordinationHook(Hook):

@@ -30,6 +30,7 @@ from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, Unicode, d
 from traitlets.config import Config, Configurable
 
 from ..core import ConfigError
+from ..engine import POLICIES, parse_rule
 from ..providers.factory import parse_model
 from ..providers.options import ProviderOptions
 from ..tools.sandbox import SANDBOX_MODES, Sandbox
@@ -92,10 +93,22 @@ class HarnessNB(Configurable):
         "(a relative one starts at the kernel's working directory).",
     ).tag(config=True)
     approval_policy = Enum(
-        ["dangerous", "always", "never"],
-        default_value=_env("approval_policy", "dangerous"),
-        help="When to ask: 'dangerous' (risky shell commands and writes, run_python), 'always' "
-        "(every tool that changes something), 'never'.",
+        list(POLICIES),
+        default_value=_env("approval_policy", "allowlist"),
+        help="When to ask: 'allowlist' (anything not known to be safe: shell commands that are not "
+        "read-only — in the sandbox, those that destroy data in the workdir — run_python, writes to "
+        "agent, skill and settings files; 'dangerous' is its old name), 'always' (every tool that "
+        "changes something), 'never'.",
+    ).tag(config=True)
+    allow = List(
+        Unicode(),
+        help="Permission rules that let calls run without asking, Claude Code style: "
+        "['Bash(git status:*)', 'Bash(npm run test)', 'Write(data/**)', 'WebFetch', 'mcp__server__*']. "
+        "Deny rules win. Added to those of .claude/settings.json and .harness_nb/settings.json.",
+    ).tag(config=True)
+    deny = List(
+        Unicode(),
+        help="Permission rules that refuse calls, whatever else allows them: ['Bash(rm:*)', 'Read(.env)'].",
     ).tag(config=True)
     approval_timeout = Float(
         help="Seconds an approval card waits for a click before the call is denied (default 300).",
@@ -205,6 +218,18 @@ class HarnessNB(Configurable):
         except ConfigError as exc:
             raise _rejected(proposal, str(exc)) from None
         value: str = proposal.value
+        return value
+
+    @validate("allow", "deny")
+    def _check_rules(self, proposal: Any) -> list[str]:
+        if isinstance(proposal.value, str):
+            raise _rejected(proposal, "it is a list of rules, e.g. ['Bash(git status:*)']")
+        for rule in proposal.value:
+            try:
+                parse_rule(rule)
+            except ConfigError as exc:
+                raise _rejected(proposal, str(exc)) from None
+        value: list[str] = list(proposal.value)
         return value
 
     @validate(*_NUMBER_RULES)

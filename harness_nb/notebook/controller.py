@@ -129,6 +129,8 @@ class NotebookHarness:
                 background_approvals=background,
                 max_background=c.max_background,
                 provider_options=c.provider_options,
+                allow=c.allow,
+                deny=c.deny,
                 teams=True,
                 sandbox=Sandbox.create(str(c.sandbox), network=c.sandbox_network, hidden=_connection_file()),
             )
@@ -142,6 +144,8 @@ class NotebookHarness:
                 token_budget=c.token_budget,
                 background_approvals=background,
                 provider_options=c.provider_options,
+                allow=c.allow,
+                deny=c.deny,
             )
         return self._harness
 

@@ -1,0 +1,270 @@
+"""``PermissionHook``: whether a tool call runs, asks or is refused — the person's rules
+first, then the approval policy.
+
+For every call, in this order:
+
+1. **Deny rules** (any source) refuse it, naming the rule and where it came from.
+2. **Ask rules** (``permissions.ask`` in a settings file) ask.
+3. **Agent, skill and settings files** — a write into ``agents/``, ``skills/``,
+   ``.claude/``, ``.harness_nb/`` (and any other agent folder the harness names), into
+   ``.git/`` (its hooks and config run programs) or to ``.env`` / ``.ssh`` files, by a file
+   tool or by a shell command that says so — asks, whatever the policy says except
+   ``never``. Only an allow rule the person gave directly (``Approve for this session``,
+   ``Harness(allow=…)``, ``%config HarnessNB.allow``) lets it run: a rule read from a
+   settings file cannot, because those files sit in the workdir, where the agent writes and
+   where a cloned repository brings its own. A file must not grant the right to write the
+   files that grant rights.
+4. **Allow rules** let it run.
+5. **The policy**:
+
+   - ``"allowlist"`` (the default; ``"dangerous"`` is its old name, still accepted):
+     read-only and coordination tools run (a subagent's own calls pass this hook too);
+     ``write_file`` / ``edit_file`` run (the tools keep them inside the workdir);
+     ``run_python`` always asks; ``bash`` runs when its command is known to be read-only —
+     or, when bash runs in the sandbox (``sandboxed()``), unless it destroys data in the
+     workdir — and otherwise asks with the reasons ``command_policy`` names; any other
+     tool that is not read-only asks.
+   - ``"always"``: every tool that is not read-only asks.
+   - ``"never"``: nothing asks (deny rules still refuse).
+
+``remembering(channel, rules)`` wraps an approval channel so that an answer of
+``Approved(remember=rule)`` adds ``rule`` to the session's rules.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Literal, TypeAlias
+
+from ..core import ToolCall
+from ..tools import ToolContext, ToolOutcome
+from .command import Script, parse_command
+from .command_policy import GIT_INTERNALS, PROTECTED, Place, Reason, assess, command_texts, each_command
+from .hook import ALLOW, ApprovalChannel, Approved, Ask, Decision, Denied, Deny, Hook
+from .rule import PermissionRules, Rule, RuleSet, Sourced, first_match
+
+logger = logging.getLogger("harness_nb.permission")
+
+Policy: TypeAlias = Literal["allowlist", "dangerous", "always", "never"]
+POLICIES: tuple[str, ...] = ("allowlist", "dangerous", "always", "never")
+PROTECTED_FOLDERS = ("agents", "skills", ".claude", ".harness_nb")
+"""Folders of the workdir whose files configure agents, skills and permissions."""
+SENSITIVE = Reason("writes a sensitive file")
+FILE_TOOLS = frozenset({"write_file", "edit_file"})
+
+
+def _never() -> bool:
+    return False
+
+
+class PermissionHook(Hook):
+    """The permission hook (see the module doc). ``rules`` are the harness's rules;
+    ``sandboxed`` tells whether bash runs in the sandbox now; ``protected`` adds agent
+    folders to ``PROTECTED_FOLDERS``; ``always_ask`` names tools that always ask."""
+
+    def __init__(
+        self,
+        policy: Policy = "allowlist",
+        *,
+        rules: PermissionRules | None = None,
+        sandboxed: Callable[[], bool] = _never,
+        protected: Iterable[Path] = (),
+        always_ask: Iterable[str] = ("run_python",),
+        home: Path | None = None,
+        written: dict[Path, bool] | None = None,
+    ) -> None:
+        if policy not in POLICIES:
+            raise ValueError(f"approval policy must be one of {', '.join(POLICIES)}, not {policy!r}")
+        self.policy: Policy = "allowlist" if policy == "dangerous" else policy
+        self.rules = rules
+        self.sandboxed = sandboxed
+        self.protected = tuple(protected)
+        self.always_ask = frozenset(always_ask)
+        self.home = home or Path.home()
+        # files the agent wrote with the file tools this session: resolved path -> created
+        self.written: dict[Path, bool] = {} if written is None else written
+        self._existed: dict[str, tuple[Path, bool]] = {}
+
+    def with_policy(self, policy: Policy) -> PermissionHook:
+        """The same hook under another policy (same rules, sandbox and session files)."""
+        return PermissionHook(
+            policy,
+            rules=self.rules,
+            sandboxed=self.sandboxed,
+            protected=self.protected,
+            always_ask=self.always_ask,
+            home=self.home,
+            written=self.written,
+        )
+
+    def place(self, workdir: Path) -> Place:
+        root = workdir.resolve()
+        folders = tuple(root / f for f in PROTECTED_FOLDERS) + self.protected
+        return Place(root, protected=folders, written=self.written)
+
+    # ------------------------------------------------------------------ the decision
+    async def before_tool(self, call: ToolCall, ctx: ToolContext) -> Decision:
+        try:
+            args = call.parsed_arguments()
+        except ValueError:
+            args = {}  # the tool boundary reports them; name-only rules still apply
+        rules = self.rules.current() if self.rules is not None else RuleSet()
+        workdir = ctx.workdir
+        if call.name == "bash" and isinstance(args.get("command"), str):
+            return self._bash(call, args["command"], rules, ctx)
+        denied = first_match(rules.deny, call, args, workdir=workdir, home=self.home)
+        if denied is not None:
+            return Deny(_by(denied, "denied"))
+        asked = first_match(rules.ask, call, args, workdir=workdir, home=self.home)
+        if asked is not None:
+            return Ask(_by(asked, "asks"), "medium")
+        allowed = first_match(rules.allow, call, args, workdir=workdir, home=self.home)
+        special = self._file_reason(call, args, ctx)
+        if special is not None and self.policy != "never" and not (allowed and allowed.trusted):
+            if allowed is None:
+                return Ask(special.text, special.risk)
+            return Ask(f"{special.text} (a rule from {allowed.origin} cannot allow that)", special.risk)
+        if allowed is not None:
+            return ALLOW
+        return self._policy(call, ctx)
+
+    def _file_reason(self, call: ToolCall, args: dict[str, object], ctx: ToolContext) -> Reason | None:
+        """Why a write by a file tool (any tool that is not read-only and names a
+        ``path``) always asks, if it does."""
+        path = args.get("path")
+        if not isinstance(path, str) or (ctx.tool is not None and ctx.tool.read_only):
+            return None
+        place = self.place(ctx.workdir)
+        target = _resolved(place.workdir, path)
+        if call.name in FILE_TOOLS:
+            self._existed[call.id] = (target, not target.exists())
+        if any(target.is_relative_to(p.resolve()) for p in place.protected):
+            return PROTECTED
+        if not target.is_relative_to(place.workdir):
+            return None  # the tools refuse paths outside the workdir themselves
+        parts = target.relative_to(place.workdir).parts
+        if ".git" in parts:
+            return GIT_INTERNALS
+        if target.name.startswith((".env", "id_rsa", "id_ed25519", ".netrc")) or ".ssh" in parts:
+            return SENSITIVE
+        return None
+
+    def _bash(self, call: ToolCall, command: str, rules: RuleSet, ctx: ToolContext) -> Decision:
+        script = parse_command(command)
+        args = {"command": command}
+        texts = [command, *command_texts(script)]
+        denied = next((s for s in rules.deny if s.rule.covers("bash") and any(s.rule.matches_text(t) for t in texts)), None)
+        if denied is not None:
+            return Deny(_by(denied, "denied"))
+        asked = first_match(rules.ask, call, args, workdir=ctx.workdir, home=self.home, commands=list(script.commands()))
+        if asked is not None:
+            return Ask(_by(asked, "asks"), "medium")
+        place = self.place(ctx.workdir)
+        assessment = assess(command, place)
+        allowed = self._bash_allowed(command, script, rules.allow, place)
+        planted = [r for r in assessment.reasons if r in (PROTECTED, GIT_INTERNALS)]
+        if planted and self.policy != "never" and not (allowed and allowed.trusted):
+            return _ask(planted)
+        if allowed is not None:
+            return ALLOW
+        if self.policy != "allowlist":
+            return self._policy(call, ctx)
+        asks = assessment.asks(sandboxed=self.sandboxed())
+        return _ask(asks) if asks else ALLOW
+
+    def _bash_allowed(self, command: str, script: Script, allow: Iterable[Sourced], place: Place) -> Sourced | None:
+        """The allow rule that lets ``command`` run: one for every bash command or for this
+        exact text; or, for a plain command, each simple command matched by a rule or
+        read-only by itself (its redirections too)."""
+        rules = [s for s in allow if s.rule.covers("bash")]
+        for s in rules:
+            spec = s.rule.spec
+            if spec is None or spec.strip() == "*" or (
+                (s.rule.exact or "*" not in spec) and " ".join(spec.split()) == " ".join(command.split())
+            ):
+                return s
+        if not script.plain or not rules:
+            return None
+        used: Sourced | None = None
+        for cmd, read_only, redirects_ok in each_command(script, place):
+            rule = next((s for s in rules if s.rule.matches_text(cmd.text())), None)
+            if rule is not None and redirects_ok:
+                used = used or rule
+            elif not read_only:
+                return None
+        return used
+
+    def _policy(self, call: ToolCall, ctx: ToolContext) -> Decision:
+        tool = ctx.tool
+        read_only = tool is not None and tool.read_only
+        if self.policy == "never" or read_only:
+            return ALLOW
+        if self.policy == "always":
+            return Ask(f"{call.name} changes files or state", "medium")
+        if call.name in self.always_ask:
+            return Ask(f"{call.name} always asks for approval", "medium")
+        if (tool is not None and tool.coordination) or call.name in FILE_TOOLS:
+            return ALLOW
+        if call.name == "bash":
+            return ALLOW  # arguments the tool will refuse: nothing to judge
+        return Ask(f"{call.name} is not known to be read-only", "medium")
+
+    # ------------------------------------------------------------------ session files
+    async def after_tool(self, call: ToolCall, outcome: ToolOutcome, ctx: ToolContext) -> ToolOutcome:
+        """Note the files the agent writes (``runs code from a file the agent wrote``; its
+        own new files may be removed without asking)."""
+        if call.name in FILE_TOOLS and not outcome.is_error:
+            try:
+                path = call.parsed_arguments().get("path")
+            except ValueError:
+                path = None
+            if isinstance(path, str):
+                target = _resolved(ctx.workdir.resolve(), path)
+                created = self._existed.pop(call.id, (target, False))[1]
+                self.written[target] = self.written.get(target, created)
+        self._existed.pop(call.id, None)
+        return outcome
+
+
+def _resolved(root: Path, path: str) -> Path:
+    p = Path(path).expanduser()
+    try:
+        return (p if p.is_absolute() else root / p).resolve(strict=False)
+    except (OSError, RuntimeError, ValueError):
+        return root / p
+
+
+def _by(sourced: Sourced, verb: str) -> str:
+    return f"{verb} by the rule {sourced.rule} ({sourced.origin})"
+
+
+def _ask(reasons: list[Reason]) -> Ask:
+    """One Ask for the named reasons: the two most severe, and the highest risk."""
+    texts = list(dict.fromkeys(r.text for r in reasons))[:2]
+    risk = "high" if any(r.risk == "high" for r in reasons) else "medium"
+    return Ask("; ".join(texts), risk)
+
+
+def remembering(channel: ApprovalChannel, rules: PermissionRules) -> ApprovalChannel:
+    """``channel``, adding the rule of an ``Approved(remember=rule)`` answer to ``rules``
+    for the rest of the session. A rule that would not even match the call it answers is
+    not added (a channel's mistake must not widen what runs unasked)."""
+
+    async def ask(call: ToolCall, reason: str, risk: str) -> Approved | Denied:
+        answer = await channel(call, reason, risk)
+        rule: Rule | None = answer.remember if isinstance(answer, Approved) else None
+        if rule is not None:
+            try:
+                args = call.parsed_arguments()
+            except ValueError:
+                args = {}
+            sourced = Sourced(rule, "this session", True)
+            if first_match([sourced], call, args, workdir=rules.workdir, home=rules.home or Path.home()):
+                rules.remember(rule)
+            else:
+                logger.warning("approved for this session: %s does not match %s; not kept", rule, call.brief())
+        return answer
+
+    return ask
