@@ -380,6 +380,30 @@ async def test_an_approval_card_is_answered_by_its_buttons(wire, clock, button, 
     assert status in card.status.value
 
 
+async def test_approve_for_this_session_answers_with_the_rule_the_card_shows(wire, clock):
+    view = RunView("main", "m", scheduler=clock)
+    ask = view.approval_channel(timeout=None, unattended=None)
+    answer = asyncio.create_task(ask(bash_call("git push origin main"), "uses the network", "medium"), name="ask")
+    card = await wait_for_card(view)
+    assert card.session_button.description == "Approve for this session"
+    assert "<code" in card.session_rule_text.value and "Bash(git push origin main)" in card.session_rule_text.value
+    assert "Bash(git push origin main)" in card.session_button.tooltip
+
+    wire.click(card.session_button)
+    async with asyncio.timeout(5):
+        result = await answer
+    assert isinstance(result, Approved) and str(result.remember) == "Bash(git push origin main)"
+    assert card.approve_button.disabled and card.session_button.disabled and card.deny_button.disabled
+    assert "approved for this session: Bash(git push origin main)" in card.status.value
+    shown = wire.updates(card.status, "value")
+    assert shown and "approved for this session" in shown[-1]["value"], "the frontend was told"
+
+
+async def test_a_call_with_unreadable_arguments_offers_no_session_rule():
+    card = ApprovalCard(ToolCall(id="1", name="bash", arguments="{broken"), "bash needs approval", "high")
+    assert card.rule is None and card.session_button.disabled and card.session_rule_text.value == ""
+
+
 async def test_an_unanswered_approval_is_denied_after_the_timeout(clock):
     view = RunView("main", "m", scheduler=clock)
     ask = view.approval_channel(timeout=0.01, unattended=None)

@@ -1,8 +1,11 @@
-"""Approval cards: a tool call, the reason, Approve / Deny buttons.
+"""Approval cards: a tool call, the reason, Approve / Approve for this session / Deny.
 
 The buttons resolve an asyncio future and do nothing else (their callbacks run in the
 context of the click's comm message, not the cell). The awaiting task then records the
 decision on the card. A card that nobody answers denies the call after ``timeout``.
+"Approve for this session" answers ``Approved(remember=rule)`` with the rule shown beside
+it (``engine.session_rule``: this exact command or path, or the tool's name); the harness
+keeps it, so the same call runs without a card for the rest of its life.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import json
 import ipywidgets as widgets
 
 from ..core import ToolCall
-from ..engine import Approved, Denied
+from ..engine import Approved, Denied, session_rule
 from .live import PlainTextBox
 
 RISK_COLOURS = {"high": "#c62828", "medium": "#ef6c00", "low": "#2e7d32"}
@@ -43,33 +46,53 @@ class ApprovalCard(PlainTextBox):
         )
         self.approve_button = widgets.Button(description="Approve", button_style="success", icon="check")
         self.deny_button = widgets.Button(description="Deny", button_style="danger", icon="times")
+        self.rule = session_rule(call)
+        self.session_button = widgets.Button(
+            description="Approve for this session",
+            icon="check-double",
+            tooltip=f"Approve, and allow {self.rule} until the kernel stops" if self.rule else "",
+            layout=widgets.Layout(width="auto"),
+            disabled=self.rule is None,
+        )
+        self.session_rule_text = widgets.HTML(
+            f"<code style='white-space:pre-wrap'>{html.escape(str(self.rule)[:2000])}</code>" if self.rule else ""
+        )
         self.status = widgets.HTML("")
-        self._future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self.approve_button.on_click(lambda _b: self._resolve(True))
-        self.deny_button.on_click(lambda _b: self._resolve(False))
-        super().__init__([self.summary, widgets.HBox([self.approve_button, self.deny_button, self.status])])
+        self._future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self.approve_button.on_click(lambda _b: self._resolve("approve"))
+        self.session_button.on_click(lambda _b: self._resolve("session"))
+        self.deny_button.on_click(lambda _b: self._resolve("deny"))
+        buttons = [self.approve_button, self.session_button, self.session_rule_text, self.deny_button, self.status]
+        super().__init__([self.summary, widgets.HBox(buttons)])
 
-    def _resolve(self, approved: bool) -> None:
+    def _resolve(self, choice: str) -> None:
         if not self._future.done():
-            self._future.set_result(approved)
+            self._future.set_result(choice)
 
     async def decision(self, timeout: float | None) -> Approved | Denied:
         """Wait for a click (or ``timeout`` seconds, then Denied) and show the outcome."""
         try:
             async with asyncio.timeout(timeout):
-                approved = await self._future
-            answer: Approved | Denied = Approved() if approved else Denied("denied by the person")
+                choice = await self._future
+            answer: Approved | Denied = (
+                Approved(remember=self.rule)
+                if choice == "session"
+                else Approved() if choice == "approve" else Denied("denied by the person")
+            )
         except TimeoutError:
             answer = Denied(f"nobody answered within {timeout:g} s: denied")
         except asyncio.CancelledError:
             self.settle("interrupted")
             raise
-        self.settle("approved" if isinstance(answer, Approved) else answer.feedback)
+        if isinstance(answer, Approved):
+            self.settle(f"approved for this session: {answer.remember}" if answer.remember else "approved")
+        else:
+            self.settle(answer.feedback)
         return answer
 
     def settle(self, text: str) -> None:
         """Disable the buttons and show what was decided."""
-        self.approve_button.disabled = self.deny_button.disabled = True
+        self.approve_button.disabled = self.deny_button.disabled = self.session_button.disabled = True
         self.status.value = f"<i>{html.escape(text)}</i>"
 
     def plain_text(self) -> str:
