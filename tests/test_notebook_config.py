@@ -80,12 +80,16 @@ async def test_impossible_values_fail_their_cell_and_change_nothing(kernel):
         "updates_per_second = 0": ["HarnessNB.updates_per_second = 0", "more than 0"],
         "workdir = 'no-such-folder'": ["HarnessNB.workdir = 'no-such-folder'", "not a folder", "create it"],
         "approval_policy = 'sometimes'": ["approval_policy", "'dangerous', 'always', 'never'", "'sometimes'"],
+        "allow = ['Bash(git status:*)', 'Bash(']": ["HarnessNB.allow", "'Bash(' is not a permission rule", "stays []"],
+        "deny = ['run_python(x)']": ["HarnessNB.deny", "only Bash and the file tools", "stays []"],
         "max_turn = 5": ["no setting 'max_turn'", "did you mean HarnessNB.max_turns?"],
         "modle": ["no setting 'modle'", "did you mean HarnessNB.model?"],
         "model = ollama/llama3": ["name 'ollama' is not defined", "quote text"],
         "model = openai/gpt-4o-mini": ["invalid decimal literal", "quote text"],
     }
-    before = {name: await setting(k, name) for name in ("max_turns", "token_budget", "workdir", "approval_policy")}
+    before = {
+        name: await setting(k, name) for name in ("max_turns", "token_budget", "workdir", "approval_policy", "allow")
+    }
     for statement, fragments in cases.items():
         assert_refused(k, await k.run(f"%config HarnessNB.{statement}", check=False), *fragments)
     assert {name: await setting(k, name) for name in before} == before
@@ -124,6 +128,17 @@ async def test_provider_options_are_checked_when_set(kernel):
     await k.run("%config HarnessNB.provider_options.update({'max_tokens': 256})")
     assert await setting(k, "provider_options") == "{'temperature': 0.2, 'max_tokens': 256}"
     await k.run("%config HarnessNB.provider_options = {}")
+
+
+async def test_allow_rules_set_with_config_let_a_call_run_without_a_card(kernel):
+    k = kernel
+    mkdir = {"name": "bash", "arguments": {"command": "mkdir -p made/by/rule"}}
+    write_script(folder_of(k), {"agents": {"main": [{"tool_calls": [mkdir]}, {"text": "made"}]}}, "rule.yaml")
+    await k.run("%config HarnessNB.model = 'scripted/rule.yaml'")
+    await k.run("%config HarnessNB.allow = ['Bash(mkdir -p:*)']")
+    assert result_text(await k.run("%%agent\nmake it")) == "made"
+    assert (folder_of(k) / "made" / "by" / "rule").is_dir(), "ran without a card (unattended would deny)"
+    await k.run("%config HarnessNB.allow = []")
 
 
 async def test_agent_max_turns_must_be_one_or_more(kernel):

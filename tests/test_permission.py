@@ -237,6 +237,10 @@ NOT_READ_ONLY = [
     ("ls ~", "reads outside the workdir"),
     ("cd / && cat etc/passwd", "reads outside the workdir"),
     ("cat < /etc/shadow", "reads outside the workdir"),
+    ("grep -f /etc/shadow notes.md", "reads outside the workdir"),
+    ("git blame --contents=/etc/passwd notes.md", "reads outside the workdir"),
+    ("find . -files0-from list", None),
+    ("printf -v PATH . && ls", None),
     ("PATH=. ls", None),
     ("env", "shows the environment"),
     ("./ls", "runs a program from the workdir"),
@@ -283,6 +287,9 @@ async def test_a_program_first_on_path_from_the_workdir_is_not_trusted(workdir):
     shadowed = Place(place.workdir, place.protected, place.written, search_path=f"{folder}:/usr/bin:/bin")
     assessment = assess("ls -la", shadowed)
     assert [r.text for r in assessment.asks(sandboxed=False)] == ["runs a program from the workdir"]
+    dotted = Place(place.workdir, place.protected, place.written, search_path=".:/usr/bin:/bin")
+    assert [r.text for r in assess("cat notes.md", dotted).asks(sandboxed=False)] == ["runs a program from the workdir"]
+    assert assess("ls -la", Place(place.workdir, search_path="/usr/bin:/bin")).asks(sandboxed=False) == []
 
 
 def test_the_parser_finds_commands_wherever_bash_would_run_them():
@@ -335,6 +342,8 @@ SANDBOX_DESTROYS = [
     ("mv data/table.csv notes.md", "truncates or overwrites a file"),
     ("cp src/app.py notes.md", "truncates or overwrites a file"),
     ("ls | xargs rm", "deletes files"),
+    ("mv data /tmp/", "moves files out of the workdir"),
+    ("git rm -f notes.md", "discards local changes"),
     ("echo '[]' > .claude/settings.json", "writes an agent, skill or settings file"),
     ("cp evil.md .claude/agents/", "writes an agent, skill or settings file"),
     ("echo 'rm -rf ~' > .git/hooks/pre-commit", "writes git's own files"),

@@ -61,6 +61,7 @@ TRUNCATES = Reason("truncates or overwrites a file")
 SHREDS = Reason("destroys file contents")
 DISCARDS = Reason("discards local changes")
 MASS_CHANGE = Reason("changes many files at once")
+MOVES_OUT = Reason("moves files out of the workdir")
 PROTECTED = Reason("writes an agent, skill or settings file")
 GIT_INTERNALS = Reason("writes git's own files (its hooks and config run programs)")
 GIT_RUNS = Reason("sets a git option that runs programs")
@@ -193,7 +194,7 @@ def each_command(script: Script, place: Place) -> list[tuple[Command, bool, bool
 # taken whole (possessive), so a long run of text costs linear time, not quadratic.
 _FORK_BOMB = re.compile(r"(?:^|(?<=[;&|(){}]))([^\s;&|(){}]++)\(\)\{[^}]*\1\|\1")
 _SEVERITY = (
-    FORK_BOMB, RECURSIVE_DELETE, FIND_DELETE, DELETES, SHREDS, TRUNCATES, DISCARDS, FORCE_PUSH, MASS_CHANGE,
+    FORK_BOMB, RECURSIVE_DELETE, FIND_DELETE, DELETES, SHREDS, TRUNCATES, DISCARDS, FORCE_PUSH, MASS_CHANGE, MOVES_OUT,
     PROTECTED, GIT_INTERNALS, GIT_RUNS, DOWNLOADS_AND_RUNS, ROOT, DEVICE, WRITES_OUTSIDE, KILLS, SYSTEM,
     PERMISSIONS, AGENT_CODE, PACKAGES, HISTORY,
 )
@@ -482,8 +483,9 @@ class _Judge:
             self.refuse(READS_OUTSIDE)
 
     def cd(self, words: list[Word], cwd: Path) -> Path:
-        if len(words) > 2 or (words[1:] and words[1].text == "-"):
-            self.refuse(NOT_KNOWN)
+        relative = len(words) > 1 and not words[1].text.startswith(("/", "./", "../", "~"))
+        if len(words) > 2 or (words[1:] and words[1].text == "-") or (relative and os.environ.get("CDPATH")):
+            self.refuse(NOT_KNOWN)  # with $CDPATH set, `cd data` may go anywhere
             return cwd
         target = self.path(words[1].text if len(words) > 1 else "~", cwd)
         if not self.inside(target):
@@ -616,7 +618,12 @@ class _Judge:
         if "/" in name:
             p = self.path(name, cwd)
         else:
-            found = shutil.which(name, path=self.place.search_path)
+            search = self.place.search_path if self.place.search_path is not None else os.environ.get("PATH", "")
+            if any(not os.path.isabs(entry) for entry in search.split(os.pathsep)):
+                # "." or an empty entry: bash looks in the folder the command is run from
+                self.refuse(WORKDIR_PROGRAM)
+                return
+            found = shutil.which(name, path=search)
             if found is None or not Path(os.path.abspath(found)).is_relative_to(self.root):
                 return
             p = self.path(found, cwd)
@@ -731,6 +738,8 @@ class _Judge:
             for w in sources:
                 if w.literal and self.is_protected(self.path(w.text, cwd)):
                     self.add(PROTECTED)
+            if dest is not None and dest.literal and not self.inside(self.path(dest.text, cwd)):
+                self.add(MOVES_OUT)  # in the sandbox, out of the workdir is into a /tmp that vanishes
         if dest is None:
             return
         keeps = any(o in ("-n", "--no-clobber", "--update=none") for o, _ in options) or (
@@ -789,6 +798,8 @@ class _Judge:
         elif sub == "stash" and rest[:1] in (["drop"], ["clear"]):
             self.add(DISCARDS)
         elif sub == "branch" and ("-D" in options or (options & {"-d", "--delete"} and options & {"-f", "--force"})):
+            self.add(DISCARDS)
+        elif sub in ("rm", "switch") and options & {"-f", "--force", "--discard-changes"}:
             self.add(DISCARDS)
         elif sub in ("reflog", "gc", "prune", "update-ref") and (
             {"expire", "delete"} & set(rest) or any(r.startswith("--prune") for r in rest) or sub == "prune"

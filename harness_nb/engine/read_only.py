@@ -31,7 +31,8 @@ class Spec:
     the next word when written without ``=``; ``forbid`` / ``forbid_long``: options (long
     ones by prefix) that make the command write or run something; ``pattern``: the first
     operand is a pattern or script, not a file, unless one of ``pattern_options`` gave it;
-    ``paths``: operands name files; ``most``: the most operands allowed."""
+    ``paths``: operands name files; ``file_options``: options whose value names a file;
+    ``most``: the most operands allowed."""
 
     values: str = ""
     long_values: frozenset[str] = frozenset()
@@ -40,6 +41,7 @@ class Spec:
     pattern: bool = False
     pattern_options: frozenset[str] = frozenset()
     paths: bool = True
+    file_options: frozenset[str] = frozenset()
     most: int | None = None
     check: Callable[[list[tuple[str, str | None]], list[str]], bool] | None = None
 
@@ -89,6 +91,7 @@ def _grep_like(rg: bool) -> Spec:
             forbid_long=("--pre", "--search-zip", "--follow", "--hostname-bin"),
             pattern=True,
             pattern_options=frozenset({"-e", "-f", "--regexp", "--file", "--files", "--type-list"}),
+            file_options=frozenset({"-f", "--file", "--ignore-file"}),
         )
     return Spec(
         values="efmABCDd",
@@ -98,6 +101,7 @@ def _grep_like(rg: bool) -> Spec:
         forbid_long=("--dereference-recursive",),
         pattern=True,
         pattern_options=frozenset({"-e", "-f", "--regexp", "--file"}),
+        file_options=frozenset({"-f", "--file", "--exclude-from"}),
     )
 
 
@@ -131,7 +135,7 @@ SPECS: dict[str, Spec] = {
     "cat": Spec(),
     "head": Spec(values="nc", long_values=frozenset({"--lines", "--bytes"})),
     "tail": Spec(values="ncs", long_values=frozenset({"--lines", "--bytes", "--pid", "--sleep-interval"})),
-    "wc": Spec(),
+    "wc": Spec(file_options=frozenset({"--files0-from"})),
     "grep": _grep_like(rg=False),
     "egrep": _grep_like(rg=False),
     "fgrep": _grep_like(rg=False),
@@ -147,7 +151,8 @@ SPECS: dict[str, Spec] = {
     "join": Spec(values="jt12eo"),
     "comm": Spec(),
     "diff": Spec(values="CUFIXSLxD", long_values=frozenset({"--label", "--exclude", "--exclude-from",
-                                                              "--ignore-matching-lines"})),
+                                                              "--ignore-matching-lines"}),
+                 file_options=frozenset({"-X", "--exclude-from", "--from-file", "--to-file"})),
     "cmp": Spec(values="in"),
     "nl": Spec(values="bdfhilnsvw"),
     "tac": Spec(values="s"),
@@ -162,7 +167,8 @@ SPECS: dict[str, Spec] = {
     "hexdump": Spec(values="efns"),
     "xxd": Spec(values="cglosn", forbid="r", most=1),
     "zcat": Spec(), "bzcat": Spec(), "xzcat": Spec(),
-    "file": Spec(values="mfFeP", forbid="C", forbid_long=("--compile",)),
+    "file": Spec(values="mfFeP", forbid="C", forbid_long=("--compile",),
+                 file_options=frozenset({"-m", "-f", "--magic-file", "--files-from"})),
     "stat": Spec(values="c", long_values=frozenset({"--format", "--printf"})),
     "du": Spec(values="dBtX", long_values=frozenset({"--max-depth", "--block-size", "--threshold", "--exclude"}),
                forbid_long=("--files0-from",)),
@@ -175,7 +181,7 @@ SPECS: dict[str, Spec] = {
     # --dump-variables, --profile, …) write files
     "awk": Spec(values="Fv", forbid="fEilepdoD", forbid_long=("--",), pattern=True, check=_awk),
     "echo": _TEXT,
-    "printf": _TEXT,
+    "printf": Spec(paths=False, forbid="v"),  # -v sets a variable (PATH, say) for what follows
     "pwd": _FLAGS_ONLY,
     "true": _TEXT, "false": _TEXT, ":": _TEXT,
     "test": _TEXT, "[": _TEXT,
@@ -190,7 +196,8 @@ SPECS: dict[str, Spec] = {
     "free": _FLAGS_ONLY, "uptime": _FLAGS_ONLY,
     "hostname": Spec(paths=False, most=0, forbid="Fb", forbid_long=("--file", "--boot")),
     "ps": Spec(values="opuUgGtC", paths=False),
-    "date": Spec(values="dfr", forbid="s", forbid_long=("--set", "--file"), paths=False, check=_date),
+    "date": Spec(values="dfr", forbid="s", forbid_long=("--set",), check=_date,
+                 file_options=frozenset({"-f", "-r", "--file", "--reference"})),
 }
 SPECS["gawk"] = SPECS["mawk"] = SPECS["nawk"] = SPECS["awk"]
 
@@ -232,7 +239,8 @@ def git_problem(args: list[str], paths: PathCheck) -> str | None:
     options = [a for a in rest if a.startswith("-")]
     operands = [a for a in rest if not a.startswith("-")]
     if sub in _GIT_READ:
-        return paths([a for a in operands if a.startswith(("/", "~")) or "/../" in f"/{a}/"])
+        values = [o.partition("=")[2] for o in options if "=" in o]  # --contents=/etc/x
+        return paths([a for a in [*operands, *values] if a.startswith(("/", "~")) or "/../" in f"/{a}/"])
     if sub in _GIT_LISTING:
         allowed = _GIT_LISTING[sub]
         names = [o.partition("=")[0] for o in options]
@@ -276,7 +284,9 @@ def _find_problem(args: list[str], paths: PathCheck) -> str | None:
         starts.append(args[i])
         i += 1
     for arg in args:
-        if arg in ("-delete", "-exec", "-execdir", "-ok", "-okdir", "-fls", "-L", "-follow") or arg.startswith("-fprint"):
+        if arg in ("-delete", "-exec", "-execdir", "-ok", "-okdir", "-fls", "-L", "-follow", "-files0-from") or (
+            arg.startswith("-fprint")
+        ):
             return NOT_READ_ONLY
     return paths(starts)
 
@@ -313,6 +323,7 @@ def read_only_problem(words: list[str], paths: PathCheck) -> str | None:
     files = operands
     if spec.pattern and not spec.pattern_options.intersection(o for o, _ in options):
         files = operands[1:]
+    files = [*files, *(v for o, v in options if o in spec.file_options and v)]
     return paths(files)
 
 
