@@ -132,12 +132,13 @@ async def test_provider_options_are_checked_when_set(kernel):
 
 async def test_allow_rules_set_with_config_let_a_call_run_without_a_card(kernel):
     k = kernel
-    mkdir = {"name": "bash", "arguments": {"command": "mkdir -p made/by/rule"}}
-    write_script(folder_of(k), {"agents": {"main": [{"tool_calls": [mkdir]}, {"text": "made"}]}}, "rule.yaml")
+    (folder_of(k) / "made" / "by" / "rule").mkdir(parents=True)
+    clean = {"name": "bash", "arguments": {"command": "rm -rf made"}}  # asks, sandboxed or not
+    write_script(folder_of(k), {"agents": {"main": [{"tool_calls": [clean]}, {"text": "cleaned"}]}}, "rule.yaml")
     await k.run("%config HarnessNB.model = 'scripted/rule.yaml'")
-    await k.run("%config HarnessNB.allow = ['Bash(mkdir -p:*)']")
-    assert result_text(await k.run("%%agent\nmake it")) == "made"
-    assert (folder_of(k) / "made" / "by" / "rule").is_dir(), "ran without a card (unattended would deny)"
+    await k.run("%config HarnessNB.allow = ['Bash(rm -rf made)']")
+    assert result_text(await k.run("%%agent\nclean it")) == "cleaned"
+    assert not (folder_of(k) / "made").exists(), "ran without a card"
     await k.run("%config HarnessNB.allow = []")
 
 

@@ -93,44 +93,47 @@ async def test_foreground_approve_then_deny(tmp_path):
 
 async def test_approve_for_this_session_lets_the_same_call_run_without_a_card(tmp_path):
     """"Approve for this session" on a card shows and adds the exact rule; the same call then
-    runs without a card, later in the same run and in the next cell, and others still ask."""
-    mkdir = {"name": "bash", "arguments": {"command": "mkdir -p out/logs"}}
-    other = {"name": "bash", "arguments": {"command": "mkdir -p out/other"}}
+    runs without a card, later in the same run and in the next cell, and others still ask.
+    (A recursive delete asks in the sandbox too.)"""
+    (tmp_path / "out" / "logs").mkdir(parents=True)
+    (tmp_path / "out" / "other").mkdir()
+    clean = {"name": "bash", "arguments": {"command": "rm -rf out/logs"}}
+    other = {"name": "bash", "arguments": {"command": "rm -rf out/other"}}
     script = {
         "agents": {
             "main": [
-                {"match": "make the folder", "tool_calls": [mkdir]},
-                {"match": "make the folder", "tool_calls": [mkdir]},
-                {"match": "make the folder", "text": "Made it twice."},
-                {"match": "once more", "tool_calls": [mkdir]},
+                {"match": "clean the logs", "tool_calls": [clean]},
+                {"match": "clean the logs", "tool_calls": [clean]},
+                {"match": "clean the logs", "text": "Cleaned twice."},
+                {"match": "once more", "tool_calls": [clean]},
                 {"match": "once more", "tool_calls": [other]},
                 {"match": "once more", "text": "The other one was not approved."},
             ]
         }
     }
     async with notebook(tmp_path, script) as k:
-        first = k.execute("%%agent\nmake the folder")
+        first = k.execute("%%agent\nclean the logs")
         await wait_for_widget_text(k, "Approve bash?")
-        assert await wait_for_widget_text(k, "Bash(mkdir -p out/logs)")
+        assert await wait_for_widget_text(k, "Bash(rm -rf out/logs)")
         k.click(await k.wait_for_button("Approve for this session"))
         await k.finished(first)
         assert first.status == "ok", k.error(first)
-        assert result_text(first) == "Made it twice."
-        assert widget_text(k, "<i>approved for this session: Bash(mkdir -p out/logs)</i>")
-        assert (tmp_path / "out" / "logs").is_dir()
+        assert result_text(first) == "Cleaned twice."
+        assert widget_text(k, "<i>approved for this session: Bash(rm -rf out/logs)</i>")
+        assert not (tmp_path / "out" / "logs").exists()
 
         second = k.execute("%%agent\nonce more")
-        await wait_for_widget_text(k, "mkdir -p out/other")
+        await wait_for_widget_text(k, "rm -rf out/other")
         k.click(await k.wait_for_button("Deny"))
         await k.finished(second)
         assert result_text(second) == "The other one was not approved."
         cards = comm_ids_showing(k, "Approve bash?")
         assert len(cards) == 2, "one card for the first call, one for the other command; none for the repeats"
+        assert (tmp_path / "out" / "other").is_dir()
 
         requests = await model_requests(k, "main")
-        results = [r for request in requests for r in tool_results(request)[-1:]]
-        assert results[:2] == ["(no output)\nexit code: 0"] * 2
-        assert tool_results(requests[4])[-1] == "(no output)\nexit code: 0"
+        ran = "(no output)\nexit code: 0"
+        assert [tool_results(requests[i])[-1] for i in (1, 2, 4)] == [ran, ran, ran]
 
 
 async def test_background_approval_and_completion_while_another_cell_runs(tmp_path):

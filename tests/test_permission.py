@@ -29,9 +29,10 @@ from harness_nb.engine import (
 )
 from harness_nb.engine.command import MAX_COMMAND_CHARS, parse_command
 from harness_nb.engine.rule import MAX_SETTINGS_BYTES
-from harness_nb.tools import ToolContext, ToolOutcome, builtin_tools, tool
+from harness_nb.tools import Sandbox, ToolContext, ToolOutcome, builtin_tools, tool
+from harness_nb.tools.shell import BashTool
 
-TOOLS = {t.name: t for t in builtin_tools()}
+TOOLS = {t.name: t for t in builtin_tools(sandbox=Sandbox.create("off"))}
 
 
 @tool(name="run_python")
@@ -125,6 +126,14 @@ async def test_every_command_of_finding_4_asks_or_is_contained(workdir, command,
         assert isinstance(contained, Ask) and inside in contained.reason, (command, contained)
 
 
+async def test_whether_bash_is_sandboxed_is_the_tools_own_word(workdir):
+    hook = PermissionHook(rules=PermissionRules(workdir))
+    command = call("bash", command="echo x > /etc/passwd")
+    for sandbox, expected in ((Sandbox(mode="bwrap", active=True), Allow), (Sandbox.create("off"), Ask)):
+        ctx = ToolContext(workdir=workdir, call=command, tool=BashTool(sandbox))
+        assert isinstance(await hook.before_tool(command, ctx), expected)
+
+
 async def test_a_script_the_agent_wrote_is_named_when_bash_runs_it(workdir):
     """``write_file`` of a script, then ``bash x.sh``: the card says whose code it is."""
     hook = hook_for(workdir)
@@ -212,6 +221,8 @@ NOT_READ_ONLY = [
     ("cat notes.md > notes.md", "truncates or overwrites a file"),
     ("grep x notes.md >> notes.md", "changes an existing file"),
     ("ls > .claude/settings.json", "writes an agent, skill or settings file"),
+    ("echo 'rm -rf ~' > .git/hooks/pre-commit", "writes git's own files"),
+    ("cp evil.md .claude/agents/", "writes an agent, skill or settings file"),
     ("find . -name '*.py' -exec rm {} +", "deletes files"),
     ("find . -fprint out.txt", None),
     ("sed -i 's/a/b/' notes.md", None),
@@ -344,9 +355,6 @@ SANDBOX_DESTROYS = [
     ("ls | xargs rm", "deletes files"),
     ("mv data /tmp/", "moves files out of the workdir"),
     ("git rm -f notes.md", "discards local changes"),
-    ("echo '[]' > .claude/settings.json", "writes an agent, skill or settings file"),
-    ("cp evil.md .claude/agents/", "writes an agent, skill or settings file"),
-    ("echo 'rm -rf ~' > .git/hooks/pre-commit", "writes git's own files"),
     ("node -e \"require('fs').rmSync('data', {recursive: true})\"", "recursive or forced delete"),
 ]
 
@@ -370,6 +378,10 @@ async def test_in_the_sandbox_only_what_destroys_workdir_data_asks(workdir, comm
         "sed -i 's/a/b/' notes.md",
         "sudo apt-get install jq",
         "env",
+        # the sandbox mounts these read-only: the write fails there, asking would be noise
+        "echo '[]' > .claude/settings.json",
+        "cp evil.md .claude/agents/",
+        "echo 'rm -rf ~' > .git/hooks/pre-commit",
     ],
 )
 async def test_in_the_sandbox_contained_commands_run_without_asking(workdir, command):
@@ -399,6 +411,12 @@ async def test_a_settings_file_cannot_allow_writes_to_settings_files_but_the_per
     assert isinstance(await decide(hook_for(workdir), workdir, "write_file", path="notes.md", content="x"), Allow)
     given = hook_for(workdir, allow=["Write(.claude/**)"])
     assert isinstance(await decide(given, workdir, "write_file", path=".claude/settings.json", content="{}"), Allow)
+    # nor a file's Bash rule, a shell write (outside the sandbox, which keeps the folder read-only)
+    (workdir / ".harness_nb").mkdir()
+    (workdir / ".harness_nb" / "settings.json").write_text(json.dumps({"permissions": {"allow": ["Bash"]}}))
+    shell = await decide(hook_for(workdir), workdir, "bash", command="echo '{}' > .claude/settings.json")
+    assert isinstance(shell, Ask) and shell.reason == "writes an agent, skill or settings file"
+    assert isinstance(await decide(hook_for(workdir), workdir, "bash", command="make all"), Allow)
 
 
 async def test_other_tools_follow_the_policy(workdir):

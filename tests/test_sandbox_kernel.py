@@ -50,6 +50,8 @@ async def _children_die_with_the_kernel(tmp_path: Path, sandbox: str, started: s
     try:
         async with notebook(tmp_path, _script(f"{started.format(d=duration)} echo started; wait")) as k:
             await k.run(f"%config HarnessNB.sandbox = {sandbox!r}")
+            # about processes, not approvals: unsandboxed, this command would ask
+            await k.run("%config HarnessNB.approval_policy = 'never'")
             k.execute("%%agent\nstart the job")
             await wait_running("sleep", duration, count=2)
             await _end_kernel(k, how)

@@ -12,8 +12,8 @@ Two questions, answered from ``command.parse_command``:
   delete", ``WRITES_OUTSIDE``, ``DOWNLOADS_AND_RUNS``, ``ROOT``, …). Each reason says
   whether the sandbox contains it (``Reason.contained``): under bubblewrap nothing a
   command does can leave the workdir or the machine, so there only the reasons that
-  destroy data in the workdir — or plant files that run later outside the sandbox (agent
-  and settings files, git hooks and config) — still ask.
+  destroy data in the workdir still ask (agent and settings files and git's hooks and
+  config, which would run later outside it, the sandbox itself keeps read-only).
 
 The allow-list is exact; the reasons are a best effort. Outside the sandbox a command that
 is not known to be read-only asks whether or not a reason could be named ("not a known
@@ -53,7 +53,7 @@ class Reason:
     contained: bool = False
 
 
-# Destroy data in the workdir, or plant code that runs outside the sandbox later: always ask.
+# Destroy data in the workdir: ask, sandbox or not.
 RECURSIVE_DELETE = Reason("recursive or forced delete")
 FIND_DELETE = Reason("recursive delete")
 DELETES = Reason("deletes files")
@@ -62,12 +62,14 @@ SHREDS = Reason("destroys file contents")
 DISCARDS = Reason("discards local changes")
 MASS_CHANGE = Reason("changes many files at once")
 MOVES_OUT = Reason("moves files out of the workdir")
-PROTECTED = Reason("writes an agent, skill or settings file")
-GIT_INTERNALS = Reason("writes git's own files (its hooks and config run programs)")
 GIT_RUNS = Reason("sets a git option that runs programs")
 FORCE_PUSH = Reason("rewrites git history")
 FORK_BOMB = Reason("fork bomb")
-# Contained by the sandbox: ask only outside it.
+# Contained by the sandbox: ask only outside it. The sandbox mounts the agent, skill and
+# settings folders and git's hooks and config read-only (tools/sandbox.py), so a command
+# there cannot plant what runs later outside it.
+PROTECTED = Reason("writes an agent, skill or settings file", contained=True)
+GIT_INTERNALS = Reason("writes git's own files (its hooks and config run programs)", contained=True)
 WRITES_OUTSIDE = Reason("writes outside the workdir", contained=True)
 DEVICE = Reason("writes to a device", contained=True)
 DOWNLOADS_AND_RUNS = Reason("downloads and runs code", contained=True)
@@ -471,7 +473,7 @@ class _Judge:
         else:
             if self.is_protected(p):
                 self.refuse(PROTECTED)
-            elif ".git" in p.relative_to(self.root).parts:
+            elif _git_runs(p.relative_to(self.root).parts):
                 self.refuse(GIT_INTERNALS)
             if p.is_file():
                 self.refuse(TRUNCATES if truncates else APPENDS)
@@ -823,6 +825,13 @@ class _Judge:
             if operands and not reading and (len(operands) >= 2 or options & {"--add", "--replace-all"}):
                 if _GIT_RUNNING_KEYS.match(operands[0]):
                     self.add(GIT_RUNS)
+
+
+def _git_runs(parts: tuple[str, ...]) -> bool:
+    """A path in a repository's ``.git/hooks`` or its ``.git/config``: what git runs."""
+    return any(
+        part == ".git" and parts[i + 1 : i + 2] in (("hooks",), ("config",)) for i, part in enumerate(parts)
+    )
 
 
 def _runs_code(name: str) -> bool:

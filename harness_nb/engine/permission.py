@@ -8,8 +8,8 @@ For every call, in this order:
 3. **Agent, skill and settings files** — a write into ``agents/``, ``skills/``,
    ``.claude/``, ``.harness_nb/`` (and any other agent folder the harness names), into
    ``.git/`` (its hooks and config run programs) or to ``.env`` / ``.ssh`` files, by a file
-   tool or by a shell command that says so — asks, whatever the policy says except
-   ``never``. Only an allow rule the person gave directly (``Approve for this session``,
+   tool or by an unsandboxed shell command that says so — asks, whatever the policy says
+   except ``never`` (the sandbox keeps these folders read-only for bash itself). Only an allow rule the person gave directly (``Approve for this session``,
    ``Harness(allow=…)``, ``%config HarnessNB.allow``) lets it run: a rule read from a
    settings file cannot, because those files sit in the workdir, where the agent writes and
    where a cloned repository brings its own. A file must not grant the right to write the
@@ -23,7 +23,8 @@ For every call, in this order:
      ``run_python`` always asks; ``bash`` runs when its command is known to be read-only —
      or, when bash runs in the sandbox (``sandboxed()``), unless it destroys data in the
      workdir — and otherwise asks with the reasons ``command_policy`` names; any other
-     tool that is not read-only asks.
+     tool that is not read-only asks. Whether bash is sandboxed is the tool's own word
+     (``Tool.sandboxed``: ``bash`` bound to an active bubblewrap ``Sandbox``).
    - ``"always"``: every tool that is not read-only asks.
    - ``"never"``: nothing asks (deny rules still refuse).
 
@@ -40,6 +41,7 @@ from typing import Literal, TypeAlias
 
 from ..core import ToolCall
 from ..tools import ToolContext, ToolOutcome
+from ..tools.sandbox import PROTECTED_FOLDERS
 from .command import Script, parse_command
 from .command_policy import GIT_INTERNALS, PROTECTED, Place, Reason, assess, command_texts, each_command
 from .hook import ALLOW, ApprovalChannel, Approved, Ask, Decision, Denied, Deny, Hook
@@ -49,27 +51,23 @@ logger = logging.getLogger("harness_nb.permission")
 
 Policy: TypeAlias = Literal["allowlist", "dangerous", "always", "never"]
 POLICIES: tuple[str, ...] = ("allowlist", "dangerous", "always", "never")
-PROTECTED_FOLDERS = ("agents", "skills", ".claude", ".harness_nb")
-"""Folders of the workdir whose files configure agents, skills and permissions."""
 SENSITIVE = Reason("writes a sensitive file")
 FILE_TOOLS = frozenset({"write_file", "edit_file"})
 
 
-def _never() -> bool:
-    return False
-
-
 class PermissionHook(Hook):
     """The permission hook (see the module doc). ``rules`` are the harness's rules;
-    ``sandboxed`` tells whether bash runs in the sandbox now; ``protected`` adds agent
-    folders to ``PROTECTED_FOLDERS``; ``always_ask`` names tools that always ask."""
+    ``sandboxed`` tells whether bash runs in the sandbox (``None``: ask the tool, its
+    ``Tool.sandboxed``); ``protected`` adds agent folders to the sandbox's
+    ``PROTECTED_FOLDERS`` (the same folders it keeps read-only); ``always_ask`` names tools
+    that always ask."""
 
     def __init__(
         self,
         policy: Policy = "allowlist",
         *,
         rules: PermissionRules | None = None,
-        sandboxed: Callable[[], bool] = _never,
+        sandboxed: Callable[[], bool] | None = None,
         protected: Iterable[Path] = (),
         always_ask: Iterable[str] = ("run_python",),
         home: Path | None = None,
@@ -114,10 +112,10 @@ class PermissionHook(Hook):
         workdir = ctx.workdir
         if call.name == "bash" and isinstance(args.get("command"), str):
             return self._bash(call, args["command"], rules, ctx)
-        denied = first_match(rules.deny, call, args, workdir=workdir, home=self.home)
+        denied = first_match(rules.deny, call, args, workdir=workdir, home=self.home, unsure=True)
         if denied is not None:
             return Deny(_by(denied, "denied"))
-        asked = first_match(rules.ask, call, args, workdir=workdir, home=self.home)
+        asked = first_match(rules.ask, call, args, workdir=workdir, home=self.home, unsure=True)
         if asked is not None:
             return Ask(_by(asked, "asks"), "medium")
         allowed = first_match(rules.allow, call, args, workdir=workdir, home=self.home)
@@ -164,14 +162,16 @@ class PermissionHook(Hook):
         place = self.place(ctx.workdir)
         assessment = assess(command, place)
         allowed = self._bash_allowed(command, script, rules.allow, place)
-        planted = [r for r in assessment.reasons if r in (PROTECTED, GIT_INTERNALS)]
+        sandboxed = self.sandboxed() if self.sandboxed is not None else bool(ctx.tool and ctx.tool.sandboxed)
+        # in the sandbox these folders are read-only mounts: the write fails, nothing to ask
+        planted = [] if sandboxed else [r for r in assessment.reasons if r in (PROTECTED, GIT_INTERNALS)]
         if planted and self.policy != "never" and not (allowed and allowed.trusted):
             return _ask(planted)
         if allowed is not None:
             return ALLOW
         if self.policy != "allowlist":
             return self._policy(call, ctx)
-        asks = assessment.asks(sandboxed=self.sandboxed())
+        asks = assessment.asks(sandboxed=sandboxed)
         return _ask(asks) if asks else ALLOW
 
     def _bash_allowed(self, command: str, script: Script, allow: Iterable[Sourced], place: Place) -> Sourced | None:

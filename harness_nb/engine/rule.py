@@ -33,6 +33,7 @@ modification time, size or inode), checked with one ``stat`` each per decision.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
 import logging
 import os
@@ -52,6 +53,8 @@ logger = logging.getLogger("harness_nb.permission")
 
 MAX_SETTINGS_BYTES = 256 * 1024
 """Largest settings file read; a larger one is skipped with a warning."""
+MATCH_SECONDS = 0.05
+"""Longest a path pattern may take to match one path (a decision runs on the event loop)."""
 SETTINGS_FILES = (".claude/settings.json", ".claude/settings.local.json", ".harness_nb/settings.json")
 """Settings files read from the workdir (and ``~/.claude/settings.json`` when a home is given)."""
 
@@ -109,8 +112,10 @@ class Rule:
             return _wildcard([re.sub(r"\s+", " ", p) for p in spec.split("*")], text)
         return text == _decoded(spec)
 
-    def matches_path(self, workdir: Path, path: str, *, home: Path) -> bool:
-        """For a path rule: whether ``path`` (as a tool was given it) matches."""
+    def matches_path(self, workdir: Path, path: str, *, home: Path, unsure: bool = False) -> bool:
+        """For a path rule: whether ``path`` (as a tool was given it) matches; ``unsure``
+        is the answer when a pathological pattern takes too long (deny and ask rules fail
+        closed: they match)."""
         if self.spec is None:
             return True
         root = workdir.resolve()
@@ -131,7 +136,16 @@ class Rule:
                 pattern = "**/" + pattern
         if pattern.endswith("/"):
             pattern += "**"
-        return compile_glob(pattern).fullmatch(subject) is not None
+        try:
+            return _glob(pattern).fullmatch(subject, timeout=MATCH_SECONDS) is not None
+        except TimeoutError:
+            logger.warning("permission rule %s: its pattern took too long to match %r", self.text, path)
+            return unsure
+
+
+@functools.lru_cache(maxsize=512)
+def _glob(pattern: str) -> Any:
+    return compile_glob(pattern)
 
 
 def _wildcard(parts: list[str], text: str) -> bool:
@@ -395,9 +409,11 @@ def first_match(
     workdir: Path,
     home: Path,
     commands: list[Command] | None = None,
+    unsure: bool = False,
 ) -> Sourced | None:
     """The first rule that matches ``call`` as a whole (a Bash rule: the whole command, or
-    with ``commands`` given, any one of them — how deny rules look inside a command)."""
+    with ``commands`` given, any one of them — how deny rules look inside a command).
+    ``unsure``: whether a path pattern that takes too long counts as matching."""
     for sourced in rules:
         rule = sourced.rule
         if not rule.covers(call.name):
@@ -411,6 +427,6 @@ def first_match(
             ):
                 return sourced
         elif call.name in PATH_TOOLS and isinstance(args.get("path", "."), str):
-            if rule.matches_path(workdir, args.get("path", "."), home=home):
+            if rule.matches_path(workdir, args.get("path", "."), home=home, unsure=unsure):
                 return sourced
     return None
