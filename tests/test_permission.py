@@ -110,6 +110,7 @@ FINDING_4 = [
     (":(){ :|: & };:", "fork bomb", "fork bomb"),
     (":(){ :|:& };:", "fork bomb", "fork bomb"),
     (":() { : | : & } ; :", "fork bomb", "fork bomb"),
+    ("function b { b | b & }; b", "fork bomb", "fork bomb"),
     ("rm -rf data/", "recursive or forced delete", "recursive or forced delete"),
 ]
 
@@ -368,6 +369,7 @@ async def test_in_the_sandbox_only_what_destroys_workdir_data_asks(workdir, comm
 @pytest.mark.parametrize(
     "command",
     [
+        "log() { echo \"$@\"; }; log a | log b",  # a function piped into itself is not a fork bomb
         "python train.py --epochs 3",
         "pip install pandas",
         "make test",
@@ -494,10 +496,12 @@ async def test_bash_allow_rules_match_each_simple_command(workdir, rule, command
 
 async def test_deny_wins_and_sees_through_wrappers_and_nesting(workdir):
     for command in ("rm -rf data", " sudo rm -rf data", "echo $(rm x)", "env X=1 rm x", "timeout 5 rm x",
-                    "ls && rm x", "bash -c 'rm x'"):
+                    "ls && rm x", "bash -c 'rm x'", "/bin/rm x", "r''m x", "\\rm x"):
         decision = await bash(workdir, command, allow=["Bash"], deny=["Bash(rm:*)"])
         assert isinstance(decision, Deny) and "Bash(rm:*)" in decision.reason, command
     assert isinstance(await bash(workdir, "ls", allow=["Bash"], deny=["Bash(rm:*)"]), Allow)
+    hidden = await bash(workdir, "$(echo rm) -rf data", allow=["Bash"], deny=["Bash(rm:*)"])
+    assert isinstance(hidden, Ask) and "cannot be checked against the deny rules" in hidden.reason
     hook = hook_for(workdir, allow=["Read(**)"], deny=["Read(.env)", "Write(data/**)"])
     assert isinstance(await decide(hook, workdir, "read_file", path="src/app.py"), Allow)
     assert isinstance(await decide(hook, workdir, "read_file", path=".env"), Deny)

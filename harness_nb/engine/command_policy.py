@@ -130,7 +130,7 @@ def assess(command: str, place: Place) -> Assessment:
     if script.error and not script.pipelines:
         return Assessment(False, [uncheckable(script.error)])
     judge.script(script, judge.root, top=True)
-    if "(" in command and _FORK_BOMB.search(re.sub(r"\s+", "", command)):
+    if ("(" in command and _FORK_BOMB.search(re.sub(r"\s+", "", command))) or _FORK_BOMB_FUNCTION.search(command):
         judge.add(FORK_BOMB)
     order = {r: i for i, r in enumerate(_SEVERITY)}
     reasons = sorted(judge.reasons, key=lambda r: order.get(r, len(order)))
@@ -148,8 +148,8 @@ def command_texts(script: Script, *, depth: int = 0) -> list[str]:
     for cmd in script.commands():
         texts.append(cmd.text())
         core = judge.unwrap(cmd.words, judge.root, effects=False)
-        if core and len(core) < len(cmd.words):
-            texts.append(" ".join(w.text for w in core))
+        if core and (len(core) < len(cmd.words) or _base(core[0].text) != core[0].text):
+            texts.append(" ".join([_base(core[0].text), *(w.text for w in core[1:])]))  # /bin/rm is rm
         inner = _script_argument(core)
         if inner is not None and depth < _MAX_NESTING:
             texts.extend(command_texts(parse_command(inner), depth=depth + 1))
@@ -180,14 +180,10 @@ def each_command(script: Script, place: Place) -> list[tuple[Command, bool, bool
     for pipeline in script.pipelines:
         for cmd in pipeline.commands:
             judge.read_only, judge.reasons = True, []
-            cwd = judge.command(cmd, cwd, piped=len(pipeline.commands) > 1)
+            cwd = judge.command(cmd, cwd)
             read_only = judge.read_only
             judge.read_only, judge.reasons = True, []
-            for redirect in cmd.redirects:
-                if redirect.writes:
-                    judge.target(redirect.target, cwd, truncates=redirect.op in (">", ">|", "&>"))
-                elif redirect.op == "<":
-                    judge.reads(redirect.target, cwd)
+            judge.redirects(cmd, cwd)
             found.append((cmd, read_only, judge.read_only))
     return found
 
@@ -195,6 +191,7 @@ def each_command(script: Script, place: Place) -> list[tuple[Command, bool, bool
 # A function whose body pipes it into itself. The name starts after a separator and is
 # taken whole (possessive), so a long run of text costs linear time, not quadratic.
 _FORK_BOMB = re.compile(r"(?:^|(?<=[;&|(){}]))([^\s;&|(){}]++)\(\)\{[^}]*\1\|\1")
+_FORK_BOMB_FUNCTION = re.compile(r"\bfunction\s+([^\s;&|(){}]++)\s*(?:\(\s*\))?\s*\{[^}]*\1\s*\|\s*\1")
 _SEVERITY = (
     FORK_BOMB, RECURSIVE_DELETE, FIND_DELETE, DELETES, SHREDS, TRUNCATES, DISCARDS, FORCE_PUSH, MASS_CHANGE, MOVES_OUT,
     PROTECTED, GIT_INTERNALS, GIT_RUNS, DOWNLOADS_AND_RUNS, ROOT, DEVICE, WRITES_OUTSIDE, KILLS, SYSTEM,
@@ -278,6 +275,9 @@ class _Judge:
         self.read_only = True
         self.functions: set[str] = set()
         self.nesting = 0
+        # a long command repeats its programs and globs: look each up once
+        self._found: dict[str, str | None] = {}
+        self._globs: dict[tuple[str, Path], list[str] | None] = {}
 
     def add(self, reason: Reason) -> None:
         if reason not in self.reasons:
@@ -299,8 +299,6 @@ class _Judge:
             for sub in word.subs:
                 self.script(sub, cwd)
         for pipeline in script.pipelines:
-            if sum(c.name in self.functions for c in pipeline.commands if c.name) >= 2:
-                self.add(FORK_BOMB)
             cwd = self.pipeline(pipeline, cwd)
 
     def pipeline(self, pipeline: Pipeline, cwd: Path) -> Path:
@@ -311,7 +309,7 @@ class _Judge:
             if downloaded and _runs_code(name):
                 self.add(DOWNLOADS_AND_RUNS)
             downloaded = downloaded or name in DOWNLOADERS
-            cwd = self.command(command, cwd, piped=len(pipeline.commands) > 1)
+            cwd = self.command(command, cwd)
         return cwd
 
     def nested(self, text: str, cwd: Path) -> None:
@@ -326,14 +324,10 @@ class _Judge:
         finally:
             self.nesting -= 1
 
-    def command(self, cmd: Command, cwd: Path, *, piped: bool) -> Path:
+    def command(self, cmd: Command, cwd: Path) -> Path:
         for sub in cmd.subscripts():
             self.script(sub, cwd)
-        for redirect in cmd.redirects:
-            if redirect.writes:
-                self.target(redirect.target, cwd, truncates=redirect.op in (">", ">|", "&>"))
-            elif redirect.op == "<":
-                self.reads(redirect.target, cwd)
+        self.redirects(cmd, cwd)
         if any(not _SAFE_ASSIGNMENTS.match(a.raw) or not a.literal for a in cmd.assignments) or (
             cmd.assignments and not cmd.words
         ):
@@ -366,6 +360,13 @@ class _Judge:
             text = word.text.partition("=")[2] if word.text.startswith("--") else word.text
             if ("/" in text or text.startswith((".", "~"))) and self.is_protected(self.path(text, cwd)):
                 self.add(PROTECTED)
+
+    def redirects(self, cmd: Command, cwd: Path) -> None:
+        for redirect in cmd.redirects:
+            if redirect.writes:
+                self.target(redirect.target, cwd, truncates=redirect.op in (">", ">|", "&>"))
+            elif redirect.op == "<":
+                self.reads(redirect.target, cwd)
 
     def unwrap(self, words: list[Word], cwd: Path, *, effects: bool) -> list[Word]:
         """The command a wrapper (``sudo``, ``env``, ``timeout``, ``xargs``, …) runs; with
@@ -537,14 +538,16 @@ class _Judge:
         or a name that would read as an option)."""
         if "{" in pattern or "[^" in pattern:
             return None  # brace expansion and bash's own negation are not Python's glob
-        names = globbing.iglob(pattern, root_dir=cwd)
-        try:
-            found = list(itertools.islice(names, GLOB_LIMIT + 1))
-        finally:
-            names.close()  # type: ignore[attr-defined]  # a generator: closes its scandir
-        if len(found) > GLOB_LIMIT or any(f.startswith("-") for f in found):
-            return None
-        return sorted(found)
+        key = (pattern, cwd)
+        if key not in self._globs:
+            names = globbing.iglob(pattern, root_dir=cwd)
+            try:
+                found = list(itertools.islice(names, GLOB_LIMIT + 1))
+            finally:
+                names.close()  # type: ignore[attr-defined]  # a generator: closes its scandir
+            bad = len(found) > GLOB_LIMIT or any(f.startswith("-") for f in found)
+            self._globs[key] = None if bad else sorted(found)
+        return self._globs[key]
 
     # ------------------------------------------------------------------ named harms
     def danger(self, words: list[Word], cmd: Command, cwd: Path, *, unseen: bool = False) -> None:
@@ -625,7 +628,9 @@ class _Judge:
                 # "." or an empty entry: bash looks in the folder the command is run from
                 self.refuse(WORKDIR_PROGRAM)
                 return
-            found = shutil.which(name, path=search)
+            if name not in self._found:
+                self._found[name] = shutil.which(name, path=search)
+            found = self._found[name]
             if found is None or not Path(os.path.abspath(found)).is_relative_to(self.root):
                 return
             p = self.path(found, cwd)

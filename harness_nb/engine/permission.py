@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Literal, TypeAlias
 
-from ..core import ToolCall
+from ..core import ToolCall, ToolError, run_blocking
 from ..tools import ToolContext, ToolOutcome
 from ..tools.sandbox import PROTECTED_FOLDERS
 from .command import Script, parse_command
@@ -104,6 +104,15 @@ class PermissionHook(Hook):
 
     # ------------------------------------------------------------------ the decision
     async def before_tool(self, call: ToolCall, ctx: ToolContext) -> Decision:
+        """``decide`` on harness_nb's worker threads: it reads settings files and looks at
+        the file system (bounded, but not for the kernel's event loop)."""
+        try:
+            return await run_blocking(self.decide, call, ctx)
+        except ToolError as exc:  # every worker stuck: ask rather than guess
+            return Ask(f"cannot check the call now ({exc})", "high")
+
+    def decide(self, call: ToolCall, ctx: ToolContext) -> Decision:
+        """Allow, Deny or Ask for ``call`` (see the module doc for the order)."""
         try:
             args = call.parsed_arguments()
         except ValueError:
@@ -119,6 +128,10 @@ class PermissionHook(Hook):
         if asked is not None:
             return Ask(_by(asked, "asks"), "medium")
         allowed = first_match(rules.allow, call, args, workdir=workdir, home=self.home)
+        path = args.get("path")
+        if call.name in FILE_TOOLS and isinstance(path, str):  # for after_tool: a file it creates?
+            target = _resolved(workdir.resolve(), path)
+            self._existed[call.id] = (target, not target.exists())
         special = self._file_reason(call, args, ctx)
         if special is not None and self.policy != "never" and not (allowed and allowed.trusted):
             if allowed is None:
@@ -136,8 +149,6 @@ class PermissionHook(Hook):
             return None
         place = self.place(ctx.workdir)
         target = _resolved(place.workdir, path)
-        if call.name in FILE_TOOLS:
-            self._existed[call.id] = (target, not target.exists())
         if any(target.is_relative_to(p.resolve()) for p in place.protected):
             return PROTECTED
         if not target.is_relative_to(place.workdir):
@@ -151,14 +162,15 @@ class PermissionHook(Hook):
 
     def _bash(self, call: ToolCall, command: str, rules: RuleSet, ctx: ToolContext) -> Decision:
         script = parse_command(command)
-        args = {"command": command}
         texts = [command, *command_texts(script)]
-        denied = next((s for s in rules.deny if s.rule.covers("bash") and any(s.rule.matches_text(t) for t in texts)), None)
+        denied = _bash_match(rules.deny, texts)
         if denied is not None:
             return Deny(_by(denied, "denied"))
-        asked = first_match(rules.ask, call, args, workdir=ctx.workdir, home=self.home, commands=list(script.commands()))
+        asked = _bash_match(rules.ask, texts)
         if asked is not None:
             return Ask(_by(asked, "asks"), "medium")
+        if any(s.rule.covers("bash") for s in (*rules.deny, *rules.ask)) and _hides_commands(script):
+            return Ask("a command whose program is computed cannot be checked against the deny rules", "medium")
         place = self.place(ctx.workdir)
         assessment = assess(command, place)
         allowed = self._bash_allowed(command, script, rules.allow, place)
@@ -226,6 +238,17 @@ class PermissionHook(Hook):
                 self.written[target] = self.written.get(target, created)
         self._existed.pop(call.id, None)
         return outcome
+
+
+def _bash_match(rules: Iterable[Sourced], texts: list[str]) -> Sourced | None:
+    """The first Bash rule matching the whole command or any simple command in it."""
+    return next((s for s in rules if s.rule.covers("bash") and any(s.rule.matches_text(t) for t in texts)), None)
+
+
+def _hides_commands(script: Script) -> bool:
+    """Whether some program name is computed (``$(echo rm) -rf x``) or the text could not be
+    followed: no rule can be matched against what such a command runs."""
+    return bool(script.errors) or any(c.words and not c.words[0].literal for c in script.commands())
 
 
 def _resolved(root: Path, path: str) -> Path:

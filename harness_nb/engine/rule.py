@@ -39,6 +39,7 @@ import logging
 import os
 import re
 import stat
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,7 +48,7 @@ from typing import Any
 from ..core import ConfigError, ToolCall, ToolError
 from ..tools.names import CLAUDE_TOOL_NAMES
 from ..tools.search import compile_glob
-from .command import Command, parse_command
+from .command import parse_command
 
 logger = logging.getLogger("harness_nb.permission")
 
@@ -296,6 +297,7 @@ class PermissionRules:
         self._allow = parse_rules(allow, "allow")
         self._deny = parse_rules(deny, "deny")
         self._files: dict[Path, tuple[tuple[int, int, int], RuleSet, list[str]]] = {}
+        self._lock = threading.Lock()  # decisions run on worker threads, several at once
 
     def configure(self, *, allow: Iterable[str] | None = None, deny: Iterable[str] | None = None) -> None:
         """Replace the rules given in code or ``%config`` (both checked before either changes)."""
@@ -305,9 +307,11 @@ class PermissionRules:
 
     def remember(self, rule: Rule) -> None:
         """Allow ``rule`` for the rest of this harness's life ("Approve for this session")."""
-        if rule not in self.session:
+        with self._lock:
+            if rule in self.session:
+                return
             self.session.append(rule)
-            logger.info("approved for this session: %s", rule)
+        logger.info("approved for this session: %s", rule)
 
     def files(self) -> list[tuple[Path, str]]:
         """The settings files, each with the name messages use for it."""
@@ -318,18 +322,21 @@ class PermissionRules:
         return found
 
     def current(self) -> RuleSet:
-        """Every rule in force now (settings files re-read if they changed)."""
-        allow = [Sourced(r, "this session", True) for r in self.session]
-        allow += [Sourced(r, self.origin, True) for r in self._allow]
-        deny = [Sourced(r, self.origin, True) for r in self._deny]
-        ask: list[Sourced] = []
-        self.warnings = []
-        for path, shown in self.files():
-            rules, warnings = self._file(path, shown)
-            allow += rules.allow
-            ask += rules.ask
-            deny += rules.deny
-            self.warnings += warnings
+        """Every rule in force now (settings files re-read if they changed). Blocking: a
+        ``stat`` per file, and a bounded read of a file that changed."""
+        with self._lock:
+            allow = [Sourced(r, "this session", True) for r in self.session]
+            allow += [Sourced(r, self.origin, True) for r in self._allow]
+            deny = [Sourced(r, self.origin, True) for r in self._deny]
+            ask: list[Sourced] = []
+            warnings: list[str] = []
+            for path, shown in self.files():
+                rules, problems = self._file(path, shown)
+                allow += rules.allow
+                ask += rules.ask
+                deny += rules.deny
+                warnings += problems
+            self.warnings = warnings
         return RuleSet(tuple(allow), tuple(ask), tuple(deny))
 
     def _file(self, path: Path, shown: str) -> tuple[RuleSet, list[str]]:
@@ -408,12 +415,11 @@ def first_match(
     *,
     workdir: Path,
     home: Path,
-    commands: list[Command] | None = None,
     unsure: bool = False,
 ) -> Sourced | None:
-    """The first rule that matches ``call`` as a whole (a Bash rule: the whole command, or
-    with ``commands`` given, any one of them — how deny rules look inside a command).
-    ``unsure``: whether a path pattern that takes too long counts as matching."""
+    """The first rule that matches ``call`` (a Bash rule: the whole command; the permission
+    hook looks inside commands itself). ``unsure``: whether a path pattern that takes too
+    long counts as matching."""
     for sourced in rules:
         rule = sourced.rule
         if not rule.covers(call.name):
@@ -422,9 +428,7 @@ def first_match(
             return sourced
         if call.name == "bash":
             command = args.get("command")
-            if isinstance(command, str) and (
-                rule.matches_text(command) or any(rule.matches_text(c.text()) for c in commands or ())
-            ):
+            if isinstance(command, str) and rule.matches_text(command):
                 return sourced
         elif call.name in PATH_TOOLS and isinstance(args.get("path", "."), str):
             if rule.matches_path(workdir, args.get("path", "."), home=home, unsure=unsure):
