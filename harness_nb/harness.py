@@ -370,14 +370,17 @@ class Harness:
                 token_budget=(token_budget or None) if token_budget is not None else limits.token_budget,
             )
         options = _checked_options(provider_options) if provider_options is not None else None
-        policy_hooks = self._policy_hooks(approval_policy) if approval_policy is not None else None
+        if approval_policy is not None:
+            self._policy_hooks(approval_policy)  # checks it
         # Everything is checked before anything changes: a bad value leaves all in force
         # (the rules are checked, both lists, before either is replaced).
         if allow is not None or deny is not None:
             self.permissions.configure(allow=allow, deny=deny)
-        if policy_hooks is not None and approval_policy is not None and approval_policy != self.approval_policy:
-            others = [h for h in self.hooks.hooks if not isinstance(h, PermissionHook)]
-            self.hooks.hooks = [*policy_hooks, *others]
+        if approval_policy is not None and approval_policy != self.approval_policy:
+            # the same hook under the new policy: the files the agent wrote stay known
+            self.hooks.hooks = [
+                h.with_policy(approval_policy) if isinstance(h, PermissionHook) else h for h in self.hooks.hooks
+            ]
             self.approval_policy = approval_policy
         self.limits = limits
         if options is not None and options != self.provider_options:

@@ -606,6 +606,7 @@ def test_rules_given_in_code_are_checked_and_replaced_whole(workdir):
     with pytest.raises(ConfigError, match="a list of rules"):
         PermissionRules(workdir, deny="Bash(rm:*)")  # type: ignore[arg-type]
     h = Harness("scripted/x.yaml", workdir=workdir, include_user_agents=False, allow=["Bash(make)"])
+    (before,) = [x for x in h.hooks.hooks if isinstance(x, PermissionHook)]
     with pytest.raises(ConfigError):
         h.configure(allow=["Bash(ok)"], deny=["nope("])
     assert [str(r.rule) for r in h.permissions.current().allow] == ["Bash(make)"]
@@ -613,6 +614,7 @@ def test_rules_given_in_code_are_checked_and_replaced_whole(workdir):
     assert [str(r.rule) for r in h.permissions.current().allow] == ["Bash(ok)"]
     (hook,) = [x for x in h.hooks.hooks if isinstance(x, PermissionHook)]
     assert hook.policy == "always" and hook.rules is h.permissions
+    assert hook.written is before.written, "the files the agent wrote stay known"
 
 
 # ---------------------------------------------------------------------- approve for this session
