@@ -146,14 +146,22 @@ def _stop(step: Mapping[str, Any]) -> str:
     return str(step.get("stop_reason") or ("tool_use" if step.get("tool_calls") else "end_turn"))
 
 
+def count_tokens(body: Mapping[str, Any]) -> int:
+    """The tokens a request holds, as the fake server counts them: a quarter of the
+    characters of its system prompt, messages and tools as JSON. Deterministic, so a test
+    can say exactly when a request is too long."""
+    held = [body.get("system"), body.get("messages"), body.get("tools")]
+    return len(json.dumps(held, ensure_ascii=False)) // 4
+
+
 def _usage(step: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str, int] | None:
-    # Without a scripted usage, a deterministic estimate: about four characters a token.
+    # Without a scripted usage, the deterministic count of ``count_tokens``.
     if step.get("omit_usage"):
         return None
     given = step.get("usage") or {}
     out_chars = len(step.get("text", "")) + len(json.dumps(step.get("tool_calls") or []))
     return {
-        "input_tokens": int(given.get("input_tokens", len(json.dumps(body)) // 4)),
+        "input_tokens": int(given.get("input_tokens", count_tokens(body))),
         "output_tokens": int(given.get("output_tokens", out_chars // 4 + 1)),
         "cache_read_tokens": int(given.get("cache_read_tokens", 0)),
     }
@@ -177,6 +185,44 @@ def _object(arguments: str) -> Any:
         return json.loads(arguments)
     except ValueError:
         return {}
+
+
+def too_long_error(flavour: str, tokens: int, window: int) -> dict[str, Any]:
+    """The 400 body each API sends for a request of ``tokens`` over a ``window``."""
+    if flavour == "anthropic":
+        return error_body("anthropic", "invalid_request_error", f"prompt is too long: {tokens} tokens > {window} maximum")
+    if flavour == "llamacpp":
+        return {"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it",
+                          "type": "exceed_context_size_error", "n_prompt_tokens": tokens, "n_ctx": window}}
+    if flavour == "vllm":
+        return {"object": "error", "type": "BadRequestError", "param": None, "code": 400,
+                "message": f"This model's maximum context length is {window} tokens. However, you requested "
+                           f"{tokens} tokens in the messages. Please reduce the length of the messages."}
+    message = (f"This model's maximum context length is {window} tokens. However, your messages resulted in "
+               f"{tokens} tokens. Please reduce the length of the messages.")
+    return {"error": {"message": message, "type": "invalid_request_error", "param": "messages",
+                      "code": "context_length_exceeded"}}
+
+
+def window_info(path: str, server: str, window: int | None) -> Any:
+    """What ``GET path`` answers on a ``server`` of that kind (``None``: 404). ``window``
+    ``None`` means the server does not say it."""
+    if path.endswith("/models"):
+        entry: dict[str, Any] = {"id": "fake", "object": "model", "owned_by": "fake"}
+        if window is not None and server == "vllm":
+            entry["max_model_len"] = window
+        elif window is not None and server == "llamacpp":
+            entry["meta"] = {"n_ctx_train": window * 4, "n_params": 1_000_000}
+        elif server != "openai":
+            return None
+        return {"object": "list", "data": [entry]}
+    if server != "llamacpp" or window is None:
+        return None
+    if path.endswith("/props"):
+        return {"default_generation_settings": {"n_ctx": window}, "total_slots": 1}
+    if path.endswith("/slots"):
+        return [{"id": 0, "n_ctx": window, "is_processing": False}]
+    return None
 
 
 def error_body(api: str, kind: str, message: str) -> dict[str, Any]:

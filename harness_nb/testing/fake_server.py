@@ -21,9 +21,25 @@ It answers ``POST /v1/chat/completions`` and ``POST /v1/messages`` (also without
     {"fault": "unauthorized", "echo_key": True}   # 401, echoing the key the client sent
     {"raw": "<body>", "status": 200, "content_type": "text/event-stream"}   # sent verbatim
 
+A step may also be a callable ``(request body) -> step``, for scripts that compute their
+answer (a long session that answers every prompt with a tool call, say).
+
 Streams fragment text and tool-call arguments over several events like the real APIs and
-end with the usage chunk / ``message_stop``. Every request is kept in ``requests`` (unless
+end with the usage chunk / ``message_stop``. Every model request is kept in ``requests``,
+and every ``GET`` (``/v1/models``, ``/props``, ``/slots``) in ``info_requests`` (unless
 ``record=False``, as on the command line, where nobody could read them).
+
+With ``context_window=N`` the server enforces a context window of N tokens, counted the
+one deterministic way ``count_tokens`` does (a quarter of the characters of the request's
+system prompt, messages and tools, as JSON — the same count its usage reports), and
+answers a longer request as the real API does, without using a step: OpenAI's 400
+``context_length_exceeded``, Anthropic's 400 ``prompt is too long: N tokens > M maximum``,
+or, with ``server="llamacpp"``, llama.cpp's 400 ``exceed_context_size_error`` (with
+``n_ctx``) and with ``server="vllm"`` vLLM's 400 naming the maximum. ``server`` also says
+what ``GET /v1/models`` reports: vLLM's ``max_model_len``, llama.cpp's ``meta.n_ctx_train``
+plus ``/props`` and ``/slots`` with ``n_ctx``; OpenAI's lists the model without a window.
+``report_window=False`` makes those endpoints answer 404, so that a client only learns the
+window from the error.
 
 With ``strict=True`` the server is as particular as llama.cpp's: an assistant message with
 ``"content": null`` is answered with HTTP 500, and tools offered without ``tool_choice``
@@ -51,16 +67,16 @@ import contextlib
 import json
 import signal
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Literal, Self
 
-from .fake_answers import AnswerWriter, error_body
+from .fake_answers import AnswerWriter, count_tokens, error_body, too_long_error, window_info
 
-__all__ = ["FakeLLMServer", "ReceivedRequest"]
+__all__ = ["FakeLLMServer", "ReceivedRequest", "count_tokens"]
 
 _ROUTES = {"openai": "/chat/completions", "anthropic": "/messages"}
 # fault: (status on OpenAI paths, status on Anthropic paths, error type, message)
@@ -96,10 +112,11 @@ class FakeLLMServer:
 
     ``latency`` delays every answer (a step's ``delay`` overrides it); ``loop`` cycles the
     script forever; ``per_conversation`` picks steps by the conversation's own turn count;
-    ``strict`` rejects what llama.cpp rejects (see the module doc). When the script runs
-    out the server answers 400 saying so."""
+    ``strict`` rejects what llama.cpp rejects; ``context_window``, ``server`` and
+    ``report_window`` enforce and report a context window (see the module doc). When the
+    script runs out the server answers 400 saying so."""
 
-    steps: Sequence[Mapping[str, Any]] = ()
+    steps: Sequence[Mapping[str, Any] | Callable[[Any], Mapping[str, Any]]] = ()
     latency: float = 0.0
     loop: bool = False
     host: str = "127.0.0.1"
@@ -107,7 +124,11 @@ class FakeLLMServer:
     per_conversation: bool = False
     strict: bool = False
     record: bool = True
+    context_window: int | None = None
+    server: Literal["openai", "vllm", "llamacpp"] = "openai"
+    report_window: bool = True
     requests: list[ReceivedRequest] = field(default_factory=list)
+    info_requests: list[ReceivedRequest] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._script = list(self.steps)
@@ -122,7 +143,7 @@ class FakeLLMServer:
         """``http://127.0.0.1:<port>``."""
         return f"http://{self.host}:{self.port}"
 
-    def add(self, *steps: Mapping[str, Any]) -> None:
+    def add(self, *steps: Mapping[str, Any] | Callable[[Any], Mapping[str, Any]]) -> None:
         """Append steps to the script."""
         self._script.extend(steps)
 
@@ -186,7 +207,7 @@ class FakeLLMServer:
         try:
             while (request := await _read_request(reader)) is not None:
                 if self.record:
-                    self.requests.append(request)
+                    (self.requests if request.method == "POST" else self.info_requests).append(request)
                 if not await self._answer(request, writer):
                     break
         except (ConnectionError, asyncio.IncompleteReadError, ValueError):
@@ -195,9 +216,13 @@ class FakeLLMServer:
             writer.close()
 
     def _next_step(self, body: Any) -> Mapping[str, Any] | None:
+        step = self._scripted_step(body)
+        return step(body) if callable(step) else step
+
+    def _scripted_step(self, body: Any) -> Any:
         if self.per_conversation:
             return self._conversation_step(body)
-        if any("match" in step for step in self._script):
+        if any(isinstance(step, Mapping) and "match" in step for step in self._script):
             return self._matching_step(body)
         if self._cursor >= len(self._script):
             if not (self.loop and self._script):
@@ -207,7 +232,7 @@ class FakeLLMServer:
         self._cursor += 1
         return step
 
-    def _matching_step(self, body: Any) -> Mapping[str, Any] | None:
+    def _matching_step(self, body: Any) -> Any:
         """The first unused step whose ``match`` (if any) is in one of the request's user
         messages: several conversations at once (a run and its subagents) each take their
         own steps, however their requests interleave."""
@@ -217,13 +242,13 @@ class FakeLLMServer:
         for index, step in enumerate(self._script):
             if index in self._used:
                 continue
-            if "match" not in step or str(step["match"]) in text:
+            if not isinstance(step, Mapping) or "match" not in step or str(step["match"]) in text:
                 self._used.add(index)
                 self._cursor = len(self._used)
                 return step
         return None
 
-    def _conversation_step(self, body: Any) -> Mapping[str, Any] | None:
+    def _conversation_step(self, body: Any) -> Any:
         messages = body.get("messages") if isinstance(body, dict) else None
         turn = sum(
             1 for m in messages or () if isinstance(m, dict) and m.get("role") == "assistant"
@@ -239,9 +264,22 @@ class FakeLLMServer:
         """Answer one request; ``False`` when the connection must close."""
         path = request.path.split("?")[0].rstrip("/")
         api = next((a for a, suffix in _ROUTES.items() if path.endswith(suffix)), "")
+        if request.method == "GET":
+            info = window_info(path, self.server, self.context_window if self.report_window else None)
+            if info is None:
+                await _send_json(writer, 404, error_body("openai", "not_found_error", f"no route {path}"))
+            else:
+                await _send_json(writer, 200, info)
+            return True
         if not api or request.method != "POST":
             await _send_json(writer, 404, error_body(api, "not_found_error", f"no route {path}"))
             return True
+        if self.context_window is not None and isinstance(request.body, dict):
+            tokens = count_tokens(request.body)
+            if tokens > self.context_window:
+                flavour = api if api == "anthropic" else self.server
+                await _send_json(writer, 400, too_long_error(flavour, tokens, self.context_window))
+                return True
         step = self._next_step(request.body)
         if step is None:
             message = f"fake server: script exhausted after {len(self._script)} steps"
