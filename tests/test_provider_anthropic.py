@@ -258,9 +258,10 @@ async def test_invalid_request_error_event_is_not_retried() -> None:
     async with FakeLLMServer([{"raw": raw}]) as srv, create_provider(
         "anthropic/claude-x", api_key="k", base_url=srv.url
     ) as p:
-        with pytest.raises(ProviderError, match="rejected: prompt is too long") as info:
+        with pytest.raises(ProviderError, match="too long for the model's context window. Server said: prompt is") as info:
             await collect(p)
     assert not info.value.retryable and len(srv.requests) == 1
+    assert info.value.kind == "context_length"  # the engine compacts and retries, once
 
 
 async def test_drop_mid_stream_raises_stream_cut() -> None:

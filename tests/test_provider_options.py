@@ -121,7 +121,9 @@ async def test_context_window_is_kept_on_every_kind_of_provider(tmp_path: Path) 
         create_provider("replay/c.jsonl", workdir=tmp_path, options=options),
     ]
     assert [p.context_window for p in providers] == [32768] * 5
-    assert create_provider("openai/gpt-4o", api_key="k").context_window is None
+    # without the option: the known model's window, or none for a model nobody knows
+    assert create_provider("openai/gpt-4o", api_key="k").context_window == 128_000
+    assert create_provider("anthropic/claude-x", api_key="k").context_window is None
     for p in providers:
         await p.aclose()
 

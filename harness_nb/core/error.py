@@ -4,7 +4,7 @@
 
     HarnessError
      ├── ConfigError        bad configuration, unknown model string, missing key
-     ├── ProviderError      an LLM API failed (status, provider, retryable)
+     ├── ProviderError      an LLM API failed (status, provider, retryable, kind)
      │    └── StreamCutError   a stream ended mid-answer (e.g. inside a tool call)
      ├── ToolError          a tool refused or failed; becomes a tool result the model reads
      │    └── PathEscapeError  a path outside the working directory
@@ -32,7 +32,9 @@ class ProviderError(HarnessError):
 
     ``status`` is the HTTP status (``None`` for connection problems), ``provider`` the
     provider name (``openai``, ``anthropic``, ...), ``retryable`` whether retrying the same
-    request may succeed.
+    request may succeed. ``kind`` is ``"context_length"`` when the request was too long for
+    the model's context window (the engine then compacts the conversation and retries once);
+    ``context_window`` is the window the server stated in that error, when it did.
     """
 
     def __init__(
@@ -43,6 +45,8 @@ class ProviderError(HarnessError):
         status: int | None = None,
         retryable: bool = False,
         retry_after: float | None = None,
+        kind: str | None = None,
+        context_window: int | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -50,6 +54,8 @@ class ProviderError(HarnessError):
         self.status = status
         self.retryable = retryable
         self.retry_after = retry_after
+        self.kind = kind
+        self.context_window = context_window
 
     def __str__(self) -> str:
         where = f"{self.provider}" + (f" HTTP {self.status}" if self.status else "")

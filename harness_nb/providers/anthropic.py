@@ -31,6 +31,7 @@ from ..core import (
 from .base import ModelRequest, ModelResponse
 from .http import HTTPProvider, Payload, RetryPolicy, stream_cut
 from .options import ProviderOptions
+from .window import known_window
 from .wire import EncodedList, to_json
 
 API_VERSION = "2023-06-01"
@@ -219,7 +220,8 @@ class AnthropicProvider(HTTPProvider):
     ``ANTHROPIC_BASE_URL`` or ``https://api.anthropic.com``. ``options`` (see
     ``ProviderOptions``) shape every request: ``max_tokens`` (required by the API) is the
     request's, else the option's, else 8192; ``tool_choice`` is sent only when set (the
-    API's own default is auto); ``extra`` fields are added to the body."""
+    API's own default is auto); ``extra`` fields are added to the body. The context window
+    is the option's, else that of a known model (``window.CONTEXT_WINDOWS``)."""
 
     name: ClassVar[str] = "anthropic"
     endpoint: ClassVar[str] = "/v1/messages"
@@ -249,6 +251,8 @@ class AnthropicProvider(HTTPProvider):
             retry=retry,
             options=options,
         )
+        if self.context_window is None:
+            self.context_window = known_window(model)
 
     def headers(self) -> dict[str, str]:
         return {"x-api-key": self.api_key() or "", "anthropic-version": API_VERSION}
@@ -258,7 +262,9 @@ class AnthropicProvider(HTTPProvider):
         if payload.event != "error" and data.get("type") != "error":
             return None
         error = data.get("error") or {}
-        return self.api_error(None, str(error.get("type") or ""), str(error.get("message") or ""))
+        return self.api_error(
+            None, str(error.get("type") or ""), str(error.get("message") or ""), body=payload.data
+        )
 
     def body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
         """The request body for ``request``."""

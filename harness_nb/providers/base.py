@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from ..core import AssistantMessage, Message, ToolSpec, Usage
 from .options import ProviderOptions
+from .window import TokenRatio
 
 
 @dataclass(slots=True)
@@ -57,8 +58,11 @@ class Provider(ABC):
     """An LLM client. Subclasses implement at least one of ``complete`` / ``stream``.
 
     ``streaming`` says whether the engine should ``stream`` (else ``complete``);
-    ``context_window`` is the model's context size in tokens when known; ``offline``
-    marks a provider that answers without a server (never recorded to a cassette)."""
+    ``context_window`` is the model's context size in tokens when known (the option, else
+    what the provider knows of the model: see ``discover_window``); ``token_ratio`` is
+    this model's characters per token, calibrated by the engine from reported usage;
+    ``offline`` marks a provider that answers without a server (never recorded to a
+    cassette)."""
 
     name: ClassVar[str] = "provider"
     offline: ClassVar[bool] = False
@@ -67,10 +71,21 @@ class Provider(ABC):
 
     def __init__(self, model: str, *, options: ProviderOptions | None = None) -> None:
         self.model = model
+        self.token_ratio = TokenRatio()
         if options is not None:
             if options.streaming is not None:
                 self.streaming = options.streaming
             self.context_window = options.context_window
+
+    async def discover_window(self) -> int | None:
+        """The model's context window in tokens, or ``None`` when unknown. By default
+        ``context_window``; a provider that can ask its server (an OpenAI-compatible one)
+        does so the first time, and never again."""
+        return self.context_window
+
+    def learn_window(self, tokens: int) -> None:
+        """Take the window a server stated (in a too-long error): the server knows best."""
+        self.context_window = tokens
 
     @property
     def model_id(self) -> str:

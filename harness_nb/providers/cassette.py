@@ -98,7 +98,19 @@ class RecordingProvider(Provider):
         self.workdir = workdir
         self.streaming = inner.streaming
         self.context_window = inner.context_window
+        self.token_ratio = inner.token_ratio  # one calibration, whoever calls
         self._lock = asyncio.Lock()
+
+    async def discover_window(self) -> int | None:
+        """The wrapped provider's window (asking its server, if it does)."""
+        if self.context_window is None:
+            self.context_window = await self.inner.discover_window()
+        return self.context_window
+
+    def learn_window(self, tokens: int) -> None:
+        """Take a stated window, here and in the wrapped provider."""
+        self.context_window = tokens
+        self.inner.learn_window(tokens)
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Forward, then record."""

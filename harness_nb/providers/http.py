@@ -41,6 +41,7 @@ from ..core.secret import SECRETS
 from ..core import ProviderError, StreamCutError, ToolCall
 from .base import ModelRequest, ModelResponse, Provider, StreamItem, TextChunk
 from .options import ProviderOptions
+from .window import context_length_error
 from .wire import encode_body
 
 log = logging.getLogger("harness_nb.providers")
@@ -457,16 +458,38 @@ class HTTPProvider(Provider):
     def status_error(self, response: httpx.Response) -> ProviderError:
         """The error for an HTTP error answer (the body must have been read)."""
         kind, detail = _error_detail(response)
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
         return self.api_error(
-            response.status_code, kind, detail, retry_after=parse_retry_after(response.headers)
+            response.status_code, kind, detail, retry_after=parse_retry_after(response.headers), body=body
         )
 
     def api_error(
-        self, status: int | None, kind: str, detail: str, *, retry_after: float | None = None
+        self,
+        status: int | None,
+        kind: str,
+        detail: str,
+        *,
+        retry_after: float | None = None,
+        body: Any = None,
     ) -> ProviderError:
-        """The error for a failure the API reported (by status, or as an error event)."""
+        """The error for a failure the API reported (by status, or as an error event whose
+        JSON is ``body``). A request too long for the model's context is never retried
+        (llama.cpp says so with a 500): it has ``kind="context_length"`` and the window the
+        server stated, for the engine to compact and try again."""
         detail = self.scrub(detail)
         status_code = status or 0
+        too_long, stated = context_length_error(f"{kind} {detail}", body)
+        if too_long:
+            return ProviderError(
+                f"the request is too long for the model's context window.{' Server said: ' + detail if detail else ''}",
+                provider=self.name,
+                status=status,
+                kind="context_length",
+                context_window=stated,
+            )
         overloaded = status_code == 529 or kind == "overloaded_error"
         retryable = (
             status_code in (408, 409, 429) or status_code >= 500 or kind in _RETRYABLE_KINDS

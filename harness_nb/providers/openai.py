@@ -7,6 +7,7 @@ Ollama's OpenAI-compatible endpoint at ``$OLLAMA_HOST/v1`` (no key).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -29,6 +30,7 @@ from ..core import (
 from .base import ModelRequest, ModelResponse
 from .http import HTTPProvider, Payload, RetryPolicy, stream_cut
 from .options import EmptyContent, ProviderOptions
+from .window import known_window, probe_window
 from .wire import EncodedList, to_json
 
 STOP_REASONS = {
@@ -223,7 +225,8 @@ class OpenAIProvider(HTTPProvider):
     ``empty_content`` says otherwise, ``tool_choice`` (default ``"auto"``) goes with every
     offer of tools (llama-cpp-python ignores ``tools`` without it), ``extra`` fields are
     added to the body, and ``stream_usage=False`` leaves out ``stream_options`` for servers
-    that reject it (usage is then unreported)."""
+    that reject it (usage is then unreported). The context window is the option's, else
+    that of a known model (``window.CONTEXT_WINDOWS``)."""
 
     name: ClassVar[str] = "openai"
     endpoint: ClassVar[str] = "/chat/completions"
@@ -232,6 +235,8 @@ class OpenAIProvider(HTTPProvider):
     default_base_url: ClassVar[str | None] = "https://api.openai.com/v1"
     # Newer OpenAI models only accept max_completion_tokens; other servers know max_tokens.
     max_tokens_field: ClassVar[str] = "max_completion_tokens"
+    # Whether the server may say its context window (``GET /v1/models``, llama.cpp's /props).
+    asks_window: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -252,6 +257,24 @@ class OpenAIProvider(HTTPProvider):
             options=options,
         )
         self.empty_content: EmptyContent = self.options.empty_content or "empty_string"
+        self._window_asked = not self.asks_window or self.context_window is not None
+        self._window_lock = asyncio.Lock()
+        if self.context_window is None and not self.asks_window:
+            self.context_window = known_window(model)
+
+    async def discover_window(self) -> int | None:
+        """The context window: the option's, else (a server that may say it) what the
+        server reports, asked once, else that of a known model name (a proxy's
+        ``gpt-4o``), else ``None``."""
+        if self._window_asked:
+            return self.context_window
+        async with self._window_lock:  # parallel subagents ask once between them
+            if not self._window_asked:
+                reported = await probe_window(self._client, self.base_url, self.model)
+                if self.context_window is None:  # a too-long error may have said it meanwhile
+                    self.context_window = reported or known_window(self.model)
+                self._window_asked = True
+        return self.context_window
 
     # Resolved before Provider.__init__ runs, hence ``model`` as a parameter.
     def _key(self, api_key: str | None, model: str) -> str | None:
@@ -275,7 +298,7 @@ class OpenAIProvider(HTTPProvider):
             return None
         if isinstance(error, dict):
             kind = str(error.get("type") or error.get("code") or "")
-            return self.api_error(None, kind, str(error.get("message") or ""))
+            return self.api_error(None, kind, str(error.get("message") or ""), body=payload.data)
         return self.api_error(None, "", str(error))
 
     def body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
@@ -333,11 +356,13 @@ class OpenAIProvider(HTTPProvider):
 
 class OpenAICompatibleProvider(OpenAIProvider):
     """Any server speaking Chat Completions (``openai-compatible/<model>``): vLLM, SGLang,
-    LM Studio, a LiteLLM proxy. Needs a base URL; the key is optional."""
+    LM Studio, a LiteLLM proxy. Needs a base URL; the key is optional. The context window
+    is the option's, else what the server reports (see ``window.probe_window``)."""
 
     name: ClassVar[str] = "openai-compatible"
     default_base_url: ClassVar[str | None] = None
     max_tokens_field: ClassVar[str] = "max_tokens"
+    asks_window: ClassVar[bool] = True
 
     def _key(self, api_key: str | None, model: str) -> str | None:
         return api_key or os.environ.get("OPENAI_API_KEY") or None
@@ -356,12 +381,14 @@ class OllamaProvider(OpenAIProvider):
     """A model served by Ollama (``ollama/<model>``), via its OpenAI-compatible endpoint at
     ``$OLLAMA_HOST/v1`` (default ``http://localhost:11434``). No key is needed; an explicit
     ``api_key`` is sent (for a proxy), ``OPENAI_API_KEY`` is not, so a real OpenAI key never
-    goes to a local server."""
+    goes to a local server. Ollama does not report its context size (``num_ctx``) and cuts
+    a longer prompt silently instead of failing: set the ``context_window`` option to it."""
 
     name: ClassVar[str] = "ollama"
     key_hint: ClassVar[str] = "the api_key setting (Ollama needs none; a proxy in front may)"
     base_url_hint: ClassVar[str] = "that Ollama runs (`ollama serve`) and OLLAMA_HOST"
     max_tokens_field: ClassVar[str] = "max_tokens"
+    asks_window: ClassVar[bool] = True
 
     def _key(self, api_key: str | None, model: str) -> str | None:
         return api_key

@@ -9,7 +9,8 @@ the fallback list for agents not named). A step is a dict::
      "usage": {"input_tokens": 10, "output_tokens": 5},   # optional: estimated otherwise
      "delay": 0.2,             # optional: seconds before answering (demos)
      "stop_reason": "end_turn",
-     "error": "text"}          # optional: fail this call with a ProviderError
+     "error": "text"}          # optional: fail this call with a ProviderError (one that
+                               # says the prompt is too long is a context-length error)
 
 or a callable ``(ModelRequest) -> dict`` for tests that compute their answer. Steps are
 used once each, in order (a ``match`` step is taken only by a matching request, which
@@ -29,6 +30,7 @@ from typing import Any
 from ..core import AssistantMessage, ConfigError, ProviderError, ToolCall, Usage, UserMessage
 from .base import ModelRequest, ModelResponse, Provider, StreamItem, TextChunk, under
 from .options import ProviderOptions
+from .window import context_length_error
 
 Step = Mapping[str, Any] | Callable[[ModelRequest], Mapping[str, Any]]
 
@@ -136,7 +138,15 @@ class ScriptedProvider(Provider):
         if step.get("delay"):
             await asyncio.sleep(float(step["delay"]))
         if step.get("error"):
-            raise ProviderError(str(step["error"]), provider=self.name, status=step.get("status"))
+            message = str(step["error"])
+            too_long, stated = context_length_error(message)
+            raise ProviderError(
+                message,
+                provider=self.name,
+                status=step.get("status"),
+                kind="context_length" if too_long else None,
+                context_window=stated,
+            )
         return self._response(request, step)
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]:
