@@ -22,13 +22,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
-from .core import ConfigError, Event, Usage, new_id
+from .core import Compacted, ConfigError, Event, Usage, new_id
 from .core.secret import SECRETS, protect_loggers
 from .engine import (
     MAIN_SYSTEM_PROMPT,
     AgentEngine,
     POLICIES,
     ApprovalChannel,
+    CompactionPolicy,
     EventSink,
     Hook,
     HookRegistry,
@@ -98,6 +99,16 @@ class Harness:
     ``temperature``, ``tool_choice``, ``empty_content``, ``context_window``, ``extra``
     request fields) apply to every provider the harness makes. ``api_key`` and
     ``base_url`` apply to the harness's own model (else the environment's are used).
+    ``context_window`` is a shortcut for that option: the window compaction works against
+    (default: the model's, from the table of known models or what an OpenAI-compatible
+    server reports). ``compact_threshold``: the fraction of the window past which the
+    conversation is compacted before a call (``compact()`` does it on request).
+
+    ``tools``: the tools offered to the main agent (and, narrowed, to its subagents).
+    ``None``: the built-ins. Tool objects replace the built-ins. Tool names keep only those
+    tools — of the built-ins, ``extra_tools`` and the delegation, coordination and team
+    tools (``tool_pool``) — for a lean set: every tool's schema is sent with every call,
+    and a small local model's context may not hold them all.
 
     Each run gets its own ``RunContext`` (provider, limits, approval channel, usage
     account): ``run(..., model=X)`` runs on X without touching other runs, and background
@@ -118,7 +129,7 @@ class Harness:
         base_url: str | None = None,
         provider_options: Mapping[str, Any] | None = None,
         system_prompt: str = MAIN_SYSTEM_PROMPT,
-        tools: Iterable[Tool] | None = None,
+        tools: Iterable[Tool | str] | None = None,
         extra_tools: Iterable[Tool] = (),
         hooks: Iterable[Hook] = (),
         approval: ApprovalChannel | None = None,
@@ -142,6 +153,8 @@ class Harness:
         teams: bool = True,
         sandbox: SandboxMode | Sandbox = "auto",
         sandbox_network: bool = False,
+        context_window: int | None = None,
+        compact_threshold: float = 0.8,
     ) -> None:
         self.workdir = Path(workdir).expanduser().resolve()
         if not self.workdir.is_dir():
@@ -161,10 +174,15 @@ class Harness:
         self._api_key = api_key
         self._base_url = base_url
         self._record_to = record_to
-        self.provider_options = _checked_options(provider_options)
+        self._raw_options = provider_options
+        self._context_window = context_window or None
+        self.provider_options = _checked_options(provider_options, self._context_window)
+        self.compaction = CompactionPolicy(threshold=compact_threshold, offload_dir=self.state_dir / "offload")
         self.models = ModelResolver(self._make_provider)
         self._model: str | None
         if isinstance(model, Provider):
+            if self._context_window:
+                model.context_window = self._context_window
             self._model = model.model_id
             self.models.adopt(model.model_id, self._recorded(model))
         else:
@@ -200,19 +218,29 @@ class Harness:
             )
             self.router.routes.insert(0, self.teams.route)
             self.task_tool.team_spawner = self.teams.spawn_from_task
-        if tools is None:
+        given = None if tools is None else list(tools)
+        names = [t for t in given or () if isinstance(t, str)]
+        objects = [t for t in given or () if not isinstance(t, str)]
+        base: list[Tool] = []
+        if given is None or names:
             from .tools.builtin import builtin_tools
 
-            tools = builtin_tools(sandbox=self.sandbox)
-        self.tools = ToolRegistry(
+            base = builtin_tools(sandbox=self.sandbox)
+        self.tool_pool = ToolRegistry(
             [
-                *tools,
+                *base,
+                *objects,
                 *extra_tools,
                 self.task_tool,
                 *coordination_tools(self.tracker, self.router),
                 *(self.teams.tools() if self.teams else ()),
             ]
         )
+        """Every tool the main agent could be offered; ``tools`` is the part it is."""
+        self._own_tools = [t.name for t in objects]
+        self.tools = ToolRegistry()
+        self._tool_names = names
+        self._select_tools(names or None)
         self.offload = OffloadHook(self.state_dir / "offload", limit=offload_chars)
         sources: list[Injector] = [self.tracker.completion_texts]
         if self.teams is not None:
@@ -356,12 +384,16 @@ class Harness:
         provider_options: Mapping[str, Any] | None = None,
         allow: Iterable[str] | None = None,
         deny: Iterable[str] | None = None,
+        context_window: int | None = None,
+        compact_threshold: float | None = None,
+        tools: Iterable[str] | None = None,
     ) -> None:
         """Change settings for the runs that start from now on; the conversation is kept,
         and runs (and background tasks) already under way keep the settings they started
-        with. ``None`` leaves a setting as it is; ``model=""`` unconfigures the model and
-        ``token_budget=0`` removes the budget. ``allow`` / ``deny`` replace the rules given
-        in code (the session's rules and the settings files' stay)."""
+        with. ``None`` leaves a setting as it is; ``model=""`` unconfigures the model,
+        ``token_budget=0`` removes the budget, ``context_window=0`` goes back to the model's
+        own window and ``tools=[]`` offers every tool again. ``allow`` / ``deny`` replace the
+        rules given in code (the session's rules and the settings files' stay)."""
         limits = self.limits
         if max_turns is not None or token_budget is not None:
             limits = replace(
@@ -369,7 +401,18 @@ class Harness:
                 max_turns=max_turns if max_turns is not None else limits.max_turns,
                 token_budget=(token_budget or None) if token_budget is not None else limits.token_budget,
             )
-        options = _checked_options(provider_options) if provider_options is not None else None
+        options = None
+        raw, window = self._raw_options, self._context_window
+        if provider_options is not None or context_window is not None:
+            raw = provider_options if provider_options is not None else raw
+            window = (context_window or None) if context_window is not None else window
+            options = _checked_options(raw, window)
+        compaction = self.compaction
+        if compact_threshold is not None:
+            compaction = replace(compaction, threshold=compact_threshold)
+        names = list(tools) if tools is not None else None
+        if names:
+            self.tool_pool.pick(names)
         if approval_policy is not None:
             self._policy_hooks(approval_policy)  # checks it
         # Everything is checked before anything changes: a bad value leaves all in force
@@ -383,10 +426,15 @@ class Harness:
             ]
             self.approval_policy = approval_policy
         self.limits = limits
+        self._raw_options, self._context_window = raw, window
         if options is not None and options != self.provider_options:
             # providers made with the old options stay open for runs still using them
             self.provider_options = options
             self.models.retire_made()
+        self.compaction = compaction
+        if names is not None and names != self._tool_names:
+            self._select_tools(names or None)
+            self._tool_names = names
         if model is not None:
             self._model = model or None
         if background_approvals is not None:
@@ -403,7 +451,20 @@ class Harness:
         channel = approval or self.approval
         if channel is not None:  # "Approve for this session" keeps its rule on this harness
             channel = remembering(channel, self.permissions)
-        return RunContext(provider, limits, channel, self.total.child())
+        return RunContext(provider, limits, channel, self.total.child(), self.compaction)
+
+    def _select_tools(self, names: list[str] | None) -> None:
+        """Offer the tools named (and those given as objects), or the whole pool; a name not
+        in the pool is an ``UnknownNameError`` listing those there are."""
+        keep = self.tool_pool if names is None else self.tool_pool.pick([*names, *self._own_tools])
+        self.tools.hold(keep)
+
+    async def compact(self, *, on_event: EventSink | None = None, model: str | None = None) -> Compacted:
+        """Compact the conversation now: old tool results become stubs pointing at their
+        offload files, the turns before the latest prompt a summary (written by the model,
+        or by ``model``; marked as history). The transcript keeps every message. Returns
+        what was done; ``on_event`` sees ``CompactionStarted`` and ``Compacted``."""
+        return await self.engine.compact(context=self.run_context(model=model), on_event=on_event)
 
     def lead_context(self, approval: ApprovalChannel | None = None) -> ParentContext:
         """The main agent as a parent, as configured now: what a subagent or teammate
@@ -489,9 +550,10 @@ class Harness:
         return f"<Harness model={self.model!r} workdir={str(self.workdir)!r}>"
 
 
-def _checked_options(options: Mapping[str, Any] | None) -> Any:
-    """``provider_options`` as a validated ``ProviderOptions`` (``ConfigError`` naming a
-    bad key or value)."""
+def _checked_options(options: Mapping[str, Any] | None, context_window: int | None = None) -> Any:
+    """``provider_options`` (plus ``context_window``, the shortcut) as a validated
+    ``ProviderOptions`` (``ConfigError`` naming a bad key or value, or one given twice)."""
     from .providers.options import ProviderOptions
 
-    return ProviderOptions.of(options)
+    more = {"context_window": context_window} if context_window else {}
+    return ProviderOptions.of(options, **more)

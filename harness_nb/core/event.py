@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from .message import ToolCall
-from .usage import Usage
+from .usage import Usage, plural
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -67,6 +67,88 @@ class MessagesInjected(_Event):
     texts: tuple[str, ...]
 
 
+class ContextMeasured(_Event):
+    """How full the next request will be: ``tokens`` (the last answer's input usage plus an
+    estimate of what was added since) of a ``window`` (``None``: not known)."""
+
+    kind: Literal["context_measured"] = "context_measured"
+    tokens: int
+    window: int | None = None
+
+    @property
+    def fraction(self) -> float | None:
+        """``tokens`` as a fraction of the window (``None`` without one)."""
+        return self.tokens / self.window if self.window else None
+
+    def label(self) -> str:
+        """The gauge: ``context 61% of 128k``, or ``context ~12k tokens`` without a window."""
+        if self.window:
+            return f"context {round(100 * self.tokens / self.window)}% of {short_count(self.window)}"
+        return f"context ~{short_count(self.tokens)} tokens"
+
+
+def short_count(n: int) -> str:
+    """A token count for a glance: ``2,048``, ``12k``, ``128k``, ``1M``, ``1.5M``."""
+    if n < 10_000:
+        return f"{n:,}"
+    if n < 1_000_000:
+        return f"{round(n / 1000)}k"
+    return f"{n / 1_000_000:.1f}".removesuffix(".0") + "M"
+
+
+class CompactionStarted(_Event):
+    """The conversation is about to be compacted. ``reason``: ``threshold`` (the next request
+    would pass it), ``context_length`` (the provider said the request was too long) or
+    ``requested`` (``Harness.compact()``, ``%agent --compact``)."""
+
+    kind: Literal["compaction_started"] = "compaction_started"
+    reason: str
+    tokens: int
+    window: int | None = None
+
+    def describe(self) -> str:
+        """One line: ``compacting the conversation (near the context limit): context 84% of
+        12k``."""
+        gauge = ContextMeasured(tokens=self.tokens, window=self.window).label()
+        return f"compacting the conversation ({COMPACTION_REASONS.get(self.reason, self.reason)}): {gauge}"
+
+
+COMPACTION_REASONS = {
+    "threshold": "near the context limit",
+    "context_length": "the model said the request was too long",
+    "requested": "as asked",
+}
+
+
+class Compacted(_Event):
+    """What a compaction did: ``cleared`` old tool results became one-line stubs (their
+    content is in the offload folder), ``summarised`` messages were replaced by a summary
+    marked as history; ``tokens_before`` / ``tokens_after`` are estimates. The transcript
+    on disk keeps every original message. ``note`` says why less was done than asked (the
+    summary call failed, nothing was old enough to summarise)."""
+
+    kind: Literal["compacted"] = "compacted"
+    reason: str
+    cleared: int
+    summarised: int
+    tokens_before: int
+    tokens_after: int
+    window: int | None = None
+    note: str = ""
+
+    def describe(self) -> str:
+        """One line: ``compacted: 3 tool results cleared, 12 messages summarised · 9,800 →
+        3,100 tokens``."""
+        done = []
+        if self.cleared:
+            done.append(f"{plural(self.cleared, 'tool result')} cleared")
+        if self.summarised:
+            done.append(f"{plural(self.summarised, 'message')} summarised")
+        what = ", ".join(done) or "nothing to compact"
+        line = f"compacted: {what} · {self.tokens_before:,} → {self.tokens_after:,} tokens"
+        return f"{line} ({self.note})" if self.note else line
+
+
 class TurnFinished(_Event):
     kind: Literal["turn_finished"] = "turn_finished"
     turn: int
@@ -103,6 +185,9 @@ Event = (
     | ApprovalRequested
     | ApprovalDecided
     | MessagesInjected
+    | ContextMeasured
+    | CompactionStarted
+    | Compacted
     | TurnFinished
     | SubagentUpdate
     | RunFinished

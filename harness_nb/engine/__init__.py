@@ -1,5 +1,6 @@
 """The agent loop and what it needs: hooks, sessions, prompts, limits. No IPython here."""
 
+from .compaction import CompactionPolicy, ContextKeeper, is_summary, summary_message
 from .context import ParentContext, RunContext, UsageAccount
 from .engine import AgentEngine, EventSink, Injector
 from .hook import (
@@ -17,9 +18,10 @@ from .hook import (
     OffloadHook,
     RedactSecretsHook,
 )
+from .limits import EARLY_STOPS, Limits, RunResult, require_positive, stop_label
+from .meter import ContextMeter
 from .permission import POLICIES, PermissionHook, Policy, remembering
 from .rule import PermissionRules, Rule, parse_rule, session_rule
-from .limits import EARLY_STOPS, Limits, RunResult, require_positive, stop_label
 from .prompt import MAIN_SYSTEM_PROMPT, PromptBuilder
 from .session import MemorySession, load_transcript
 from .skill import SKILL_MAX_BYTES, load_skill, skill_dirs, skill_name_problem
@@ -34,6 +36,9 @@ __all__ = [
     "ApprovalChannel",
     "Approved",
     "Ask",
+    "CompactionPolicy",
+    "ContextKeeper",
+    "ContextMeter",
     "Decision",
     "Denied",
     "Deny",
@@ -56,6 +61,7 @@ __all__ = [
     "Rule",
     "RunResult",
     "UsageAccount",
+    "is_summary",
     "load_skill",
     "load_transcript",
     "parse_rule",
@@ -65,4 +71,5 @@ __all__ = [
     "skill_dirs",
     "skill_name_problem",
     "stop_label",
+    "summary_message",
 ]

@@ -24,6 +24,7 @@ from pathlib import Path
 from ..core import Usage
 from ..providers.base import Provider
 from ..tools import ToolRegistry
+from .compaction import CompactionPolicy
 from .hook import ApprovalChannel, HookRegistry
 from .limits import Limits
 
@@ -65,12 +66,14 @@ class UsageAccount:
 @dataclass(frozen=True, slots=True)
 class RunContext:
     """What one run of an engine uses: ``provider``, ``limits``, ``approval`` (``None``:
-    asked calls are denied, fail closed) and ``account``, the usage account it bills."""
+    asked calls are denied, fail closed), ``account``, the usage account it bills, and
+    ``compaction``, when and how its conversation is compacted to fit the context window."""
 
     provider: Provider
     limits: Limits = field(default_factory=Limits)
     approval: ApprovalChannel | None = None
     account: UsageAccount = field(default_factory=UsageAccount)
+    compaction: CompactionPolicy = field(default_factory=CompactionPolicy)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +83,7 @@ class ParentContext:
     ``session_id`` and ``transcript`` name the parent's conversation, so a child's transcript
     is written beside it (``<session>.<task id>.jsonl``). ``account`` is the launching run's
     usage account: a child bills it, also when the child finishes after the run has ended.
+    ``compaction`` is the parent run's policy: a child's conversation compacts the same way.
     """
 
     provider: Provider
@@ -93,3 +97,4 @@ class ParentContext:
     agent: str = "main"
     session_id: str = ""
     transcript: Path | None = None
+    compaction: CompactionPolicy = field(default_factory=CompactionPolicy)

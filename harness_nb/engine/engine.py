@@ -25,12 +25,14 @@ from typing import Any
 
 from ..core import (
     ApprovalDecided,
+    Compacted,
     ApprovalRequested,
     AssistantMessage,
     Event,
     HarnessError,
     LimitExceeded,
     MessagesInjected,
+    ProviderError,
     RunFailed,
     RunFinished,
     RunStarted,
@@ -46,6 +48,7 @@ from ..core import (
 )
 from ..providers.base import ModelRequest, ModelResponse, Provider, TextChunk
 from ..tools import ToolContext, ToolOutcome, ToolRegistry, invoke, own_timeout
+from .compaction import CompactionPolicy, ContextKeeper, FitContext
 from .context import ParentContext, RunContext, UsageAccount
 from .hook import NO_CHANNEL_FEEDBACK, ApprovalChannel, Approved, Ask, Deny, HookRegistry
 from .limits import Limits, RunResult
@@ -108,6 +111,7 @@ class AgentEngine:
         self.injectors = list(injectors)
         self._lock = asyncio.Lock()
         self._system: tuple[str, int, str] | None = None  # (built, secrets version, scrubbed)
+        self.keeper = ContextKeeper(self.session, workdir=self.workdir, agent=agent)
 
     @property
     def running(self) -> bool:
@@ -131,6 +135,7 @@ class AgentEngine:
             agent=self.agent,
             session_id=self.session.id,
             transcript=self.session.transcript,
+            compaction=context.compaction,
         )
 
     async def run(
@@ -170,19 +175,19 @@ class AgentEngine:
         parent = self.parent_context(context)
         turns = tool_calls = 0
         start = time.perf_counter()
-        first_message = len(self.session.messages)
+        first_message = len(self.session.history)  # compaction may rewrite ``messages``
         final, stop = "", "end_turn"
         prompt = self.session.secrets.scrub(prompt)  # a pasted key reaches no one, not even a view
         emit(RunStarted(run_id=run_id, model=provider.model_id, prompt=prompt, agent=self.agent))
         self.session.record("run_started", run_id=run_id, agent=self.agent, model=provider.model_id)
-        self.session.append(UserMessage(content=prompt))
+        self.keeper.pin(self.session.append(UserMessage(content=prompt)))
         try:
             async with asyncio.timeout(limits.wall_time):
                 while True:
                     if turns >= limits.max_turns:
                         raise LimitExceeded("max_turns", f"reached max_turns ({limits.max_turns})")
                     self._inject(emit)
-                    response = await self._answer(provider, emit, account)
+                    response = await self._answer(provider, emit, account, context.compaction)
                     turns += 1
                     account.credit(_priced(response, provider), turns=1, tool_calls=len(response.message.tool_calls))
                     message = self.session.append(response.message)  # as stored: scrubbed
@@ -225,7 +230,7 @@ class AgentEngine:
             session_id=self.session.id,
             model=provider.model_id,
             agent=self.agent,
-            messages=self.session.messages[first_message:],
+            messages=self.session.history[first_message:],
             account=account,
         )
 
@@ -235,12 +240,14 @@ class AgentEngine:
             self.session.append(UserMessage(content="\n\n".join(texts)))
             emit(MessagesInjected(texts=tuple(texts), agent=self.agent))
 
-    async def _answer(self, provider: Provider, emit: EventSink, account: UsageAccount) -> ModelResponse:
+    async def _answer(
+        self, provider: Provider, emit: EventSink, account: UsageAccount, policy: CompactionPolicy
+    ) -> ModelResponse:
         """The model's next answer, its tool-call ids made unique. An answer with neither text
         nor tool calls is asked for once more, then ends the run (``empty_answer``); its
         tokens are still billed."""
         for attempt in (1, 2):
-            response = await self._call_model(provider, emit)
+            response = await self._call_fitted(provider, emit, account, policy)
             if response.message.content or response.message.tool_calls:
                 return _with_unique_call_ids(response)
             account.credit(_priced(response, provider))
@@ -249,6 +256,52 @@ class AgentEngine:
             if attempt == 1:
                 log.warning("%s: empty answer from %s; asking once more", self.agent, provider.model_id)
         raise _Stop("empty_answer", EMPTY_ANSWER)
+
+    async def _call_fitted(
+        self, provider: Provider, emit: EventSink, account: UsageAccount, policy: CompactionPolicy
+    ) -> ModelResponse:
+        """The model's answer to the conversation, kept within the context window: past the
+        policy's threshold it is compacted first; a provider's context-length error compacts
+        it and the call is made once more (a second such error fails the run, clearly)."""
+        fit = self._fit_context(provider, policy, emit, account)
+        await self.keeper.fit(fit)
+        try:
+            response = await self._call_model(provider, emit)
+        except ProviderError as exc:
+            if exc.kind != "context_length":
+                raise
+            log.info("%s: %s; compacting and trying once more", self.agent, exc)
+            await self.keeper.after_too_long(exc, fit)
+            try:
+                response = await self._call_model(provider, emit)
+            except ProviderError as again:
+                if again.kind == "context_length":
+                    raise self.keeper.still_too_long(again) from again
+                raise
+        self.keeper.observe(response, provider)
+        return response
+
+    async def compact(self, *, context: RunContext | None = None, on_event: EventSink | None = None) -> Compacted:
+        """Compact the conversation now (``Harness.compact()``, ``%agent --compact``): old
+        tool results become stubs and the turns before the latest prompt a summary written
+        by ``context``'s model, which it bills. Refused while a run is under way."""
+        if self._lock.locked():
+            raise HarnessError(f"agent {self.agent!r} is running; compact the conversation when it is done")
+        context = context or self.default_context()
+        fit = self._fit_context(context.provider, context.compaction, _safe_sink(on_event), context.account)
+        async with self._lock:
+            return await self.keeper.compact("requested", fit)
+
+    def _fit_context(
+        self, provider: Provider, policy: CompactionPolicy, emit: EventSink, account: UsageAccount
+    ) -> FitContext:
+        """What keeping the next request within the window needs; a summary call bills
+        ``account`` like any other LLM call."""
+
+        def bill(response: ModelResponse) -> None:
+            account.credit(_priced(response, provider), turns=1)
+
+        return FitContext(provider, policy, self._system_prompt(), self.tools.specs(), emit, bill)
 
     async def _call_model(self, provider: Provider, emit: EventSink) -> ModelResponse:
         self.session.rescrub()

@@ -184,11 +184,23 @@ class OffloadHook(Hook):
         )
 
     def _write(self, call_id: str, text: str) -> Path:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        safe = re.sub(r"[^\w.-]", "_", call_id) or "call"
-        target = self.folder / f"{safe}.txt"
-        fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-        return target
+        return write_offload(self.folder, call_id, text)
+
+
+def offload_path(folder: Path, name: str) -> Path:
+    """Where the whole of output ``name`` (a tool call's id) is kept: ``folder/<name>.txt``,
+    the name made safe for a file system (a model chooses call ids)."""
+    safe = re.sub(r"[^\w.-]", "_", name)[:200] or "call"
+    return folder / f"{safe}.txt"
+
+
+def write_offload(folder: Path, name: str, text: str) -> Path:
+    """Write ``text`` to ``offload_path(folder, name)`` atomically (a reader never sees half
+    of it); returns the path. Blocking: call it in a thread from the event loop."""
+    folder.mkdir(parents=True, exist_ok=True)
+    target = offload_path(folder, name)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, target)
+    return target

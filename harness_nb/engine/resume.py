@@ -6,7 +6,7 @@ happens (subagents' transcripts sit beside it as ``<id>.<task>.jsonl``). ``list_
 summarises them (date, first prompt, turns, cost); ``read_session`` loads one back with
 ``repair_history`` applied: a tool call left without a result — the kernel died while the
 tool ran — gets an error result, because every API rejects a history with a call that has
-no result.
+no result. A compacted conversation comes back compacted (its ``compaction`` lines applied).
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def read_session(folder: Path, session_id: str | None = None) -> tuple[str, Path
         if "/" in session_id or not path.is_file():
             known = ", ".join(p.stem for p in files[:10]) or "(none)"
             raise ConfigError(f"no session {session_id!r} in {folder}; the newest are: {known}")
-    messages, added = repair_history(load_transcript(path))
+    messages, added = repair_history(load_transcript(path, compacted=True))
     return path.stem, path, messages, added
 
 

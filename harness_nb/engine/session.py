@@ -8,6 +8,11 @@ Every message is scrubbed of secrets once, as it joins the session (``Secrets``)
 history a model is sent and the transcript on disk are the same scrubbed text, and no call
 re-scrubs the whole history — unless the set of secrets changed (a key exported
 mid-conversation), which ``rescrub`` catches up with once.
+
+Compaction (``compaction.py``) replaces ``messages`` — what the next request sends — with a
+shorter history through ``rewrite``; ``history`` and the transcript keep every message as
+it joined, and the transcript gets a ``compaction`` line saying what was replaced, from
+which ``load_transcript(..., compacted=True)`` rebuilds the compacted history.
 """
 
 from __future__ import annotations
@@ -28,13 +33,17 @@ _MESSAGE = TypeAdapter(Message)
 
 class MemorySession:
     """The messages of one conversation, optionally mirrored to a JSONL transcript.
-    ``secrets`` scrubs every message as it joins (the process's ``SECRETS`` by default)."""
+    ``secrets`` scrubs every message as it joins (the process's ``SECRETS`` by default).
+
+    ``messages`` is the history the next request sends; ``history`` every message that
+    joined, also those compaction has since replaced."""
 
     def __init__(
         self, session_id: str | None = None, *, transcript: Path | None = None, secrets: Secrets | None = None
     ) -> None:
         self.id = session_id or new_id("session")
         self.messages: list[Message] = []
+        self.history: list[Message] = []
         self.transcript = transcript
         self.secrets = secrets if secrets is not None else SECRETS
         self._scrubbed_at = self.secrets.version
@@ -44,6 +53,7 @@ class MemorySession:
         """Add ``message``, scrubbed of secrets; returns the message as stored."""
         message = self.secrets.scrub_message(message)
         self.messages.append(message)
+        self.history.append(message)
         if self.transcript is not None:  # dumping is the costly part; skip it when unused
             self._write({"type": "message", "message": message.model_dump(mode="json")})
         return message
@@ -57,6 +67,15 @@ class MemorySession:
         if version != self._scrubbed_at:
             self.messages[:] = [self.secrets.scrub_message(m) for m in self.messages]
             self._scrubbed_at = version
+
+    def rewrite(self, messages: Iterable[Message], **record: Any) -> None:
+        """Replace the history the next request sends with ``messages`` (compacted: the
+        messages kept are the same objects, new ones are scrubbed) and write ``record`` to
+        the transcript as a ``compaction`` line; ``history`` and the message lines already
+        written stay as they are."""
+        present = {id(m) for m in self.messages}
+        self.messages[:] = [m if id(m) in present else self.secrets.scrub_message(m) for m in messages]
+        self.record("compaction", **record)
 
     def extend(self, messages: Iterable[Message]) -> None:
         for m in messages:
@@ -94,9 +113,10 @@ class MemorySession:
         return f"<MemorySession {self.id} messages={len(self.messages)}>"
 
 
-def load_transcript(path: Path) -> list[Message]:
+def load_transcript(path: Path, *, compacted: bool = False) -> list[Message]:
     """The messages recorded in a JSONL transcript, in order (other lines are skipped; a
-    torn last line from a crash is ignored)."""
+    torn last line from a crash is ignored). With ``compacted``, the history as the
+    conversation last sent it: each ``compaction`` line is applied where it was written."""
     messages: list[Message] = []
     with path.open(encoding="utf-8") as fh:
         for line in fh:
@@ -104,6 +124,34 @@ def load_transcript(path: Path) -> list[Message]:
                 row = json.loads(line)
             except json.JSONDecodeError:
                 continue
+            if not isinstance(row, dict):
+                continue
             if row.get("type") == "message":
                 messages.append(_MESSAGE.validate_python(row["message"]))
+            elif row.get("type") == "compaction" and compacted:
+                messages = apply_compaction(messages, row)
     return messages
+
+
+def apply_compaction(messages: list[Message], row: dict[str, Any]) -> list[Message]:
+    """``messages`` after the compaction a transcript's ``compaction`` line records: the
+    results it stubbed (``stubs``: call id → stub text), then its first ``summarised``
+    messages replaced by the ``summary`` message and the ``pinned`` one among them (an
+    index, or ``None``). A line that does not fit the history is ignored, not fatal."""
+    from ..core import ToolResultMessage, UserMessage
+
+    given = row.get("stubs")
+    stubs: dict[str, Any] = given if isinstance(given, dict) else {}
+    out = list(messages)
+    for i, m in enumerate(out):
+        if isinstance(m, ToolResultMessage) and isinstance(stubs.get(m.tool_call_id), str):
+            out[i] = ToolResultMessage(
+                tool_call_id=m.tool_call_id, name=m.name, content=stubs[m.tool_call_id], is_error=m.is_error
+            )
+    k, summary, pinned = row.get("summarised"), row.get("summary"), row.get("pinned")
+    if isinstance(k, int) and 0 < k <= len(out) and isinstance(summary, str) and summary:
+        head: list[Message] = [UserMessage(content=summary)]
+        if isinstance(pinned, int) and 0 <= pinned < k:
+            head.append(out[pinned])
+        out = head + out[k:]
+    return out

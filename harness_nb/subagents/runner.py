@@ -159,7 +159,7 @@ class SubagentRunner:
             injectors=injectors,
         )
         approval = self._approval_for(definition.name, parent.approval, background)
-        context = RunContext(provider, limits, approval, account or parent.account.child())
+        context = RunContext(provider, limits, approval, account or parent.account.child(), parent.compaction)
         return Child(engine, context)
 
     def _approval_for(

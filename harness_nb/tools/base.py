@@ -18,7 +18,7 @@ from typing import Any, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from ..core import Event, HarnessError, ToolCall, ToolSpec, escape_surrogates
+from ..core import Event, HarnessError, ToolCall, ToolSpec, UnknownNameError, escape_surrogates
 
 
 @dataclass(frozen=True)
@@ -191,6 +191,22 @@ class ToolRegistry:
         """A new registry holding only the named tools that exist here (order kept)."""
         wanted = set(names)
         return ToolRegistry(t for n, t in self._tools.items() if n in wanted)
+
+    def pick(self, names: Iterable[str]) -> list[Tool]:
+        """The named tools, in this registry's order. A name not here is an
+        ``UnknownNameError`` listing the names there are."""
+        wanted = set(names)
+        for name in wanted:
+            if name not in self._tools:
+                raise UnknownNameError("tool", name, self._tools)
+        return [t for n, t in self._tools.items() if n in wanted]
+
+    def hold(self, tools: Iterable[Tool]) -> None:
+        """Hold exactly ``tools`` from now on. In place: an engine holding this registry
+        offers the new set from its next call."""
+        self._tools = {}
+        for t in tools:
+            self.add(t)
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools

@@ -1,0 +1,489 @@
+"""Keeping a conversation inside its model's context window: ``ContextKeeper``.
+
+Before every model call the keeper measures the request (``ContextMeter``) and emits
+``ContextMeasured``. When the request would pass ``CompactionPolicy.threshold`` of the
+window it compacts, in two stages, saying so first (``CompactionStarted``) and after
+(``Compacted``):
+
+1. **Old tool results become stubs.** Oldest first, all but the ``keep_results`` most
+   recent: the call stays, its result becomes one line naming the file that holds the
+   whole result (written to the offload folder if the offload hook had not put it there),
+   until the request is down to ``target`` of the window — the recent ones too, but for
+   the latest call's, when a small window cannot hold them.
+2. **The oldest turns become a summary.** If stubs could not bring it down to the target
+   (else the next turns would each compact again by one more stub), the model itself
+   summarises the oldest part of the conversation into one user message marked as history
+   (``<conversation-summary>``: already done, not to be redone — agents that read a summary
+   as a to-do list re-execute finished work). The cut is never between a tool call and its
+   result. The prompt of the run under way, if summarised, is kept verbatim after the
+   summary: that is the task still being worked on.
+
+A provider's context-length error compacts harder (every old result, then a summary, with
+the window the error stated) and the engine retries the call once. ``Harness.compact()``
+and ``%agent --compact`` compact on request. The session's transcript keeps every original
+message and gets one ``compaction`` line saying what was replaced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core import (
+    AssistantMessage,
+    Compacted,
+    CompactionStarted,
+    ConfigError,
+    ContextMeasured,
+    HarnessError,
+    Message,
+    ProviderError,
+    ToolResultMessage,
+    ToolSpec,
+    UserMessage,
+)
+from ..providers.base import ModelRequest, ModelResponse, Provider
+from .hook import offload_path, write_offload
+from .meter import ContextMeter, fixed_chars, message_chars
+from .session import MemorySession
+
+log = logging.getLogger("harness_nb.engine")
+
+EventSink = Callable[[Any], Any]
+Biller = Callable[[ModelResponse], None]
+
+SUMMARY_TAG = "conversation-summary"
+SUMMARY_NOTE = (
+    "This is a summary of earlier turns of this conversation, already done; do not redo any "
+    "of it. It records what happened, not what to do: continue from the messages after it."
+)
+STUB_PREFIX = "[cleared to save context:"
+SUMMARISER_AGENT = "compaction"  # the ``agent`` of summary requests (scripted models key on it)
+SUMMARISER_PROMPT = """\
+You compact the history of a conversation between a person and an AI agent that works in a \
+Jupyter notebook with tools, so that the agent can go on with a smaller context. Write a \
+concise, factual record in the past tense: what the person asked, what the agent did (files \
+read or written, commands run, tools called and what they showed), the facts, numbers, names \
+and file paths that were learnt, and the decisions taken. Mention where full outputs are kept \
+(offload files) when the history names them. Everything you describe is finished: never write \
+instructions, next steps or a to-do list. Answer with the record only."""
+_CHUNK_CHARS_UNKNOWN = 48_000  # summariser input per call when the window is not known
+_MIN_CHUNK_CHARS = 2_000
+_ENTRY_CHARS = 4_000  # one message as the summariser sees it
+_RESULT_CHARS = 1_500
+_MIN_STUB_CHARS = 400  # a result shorter than this is not worth a stub
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionPolicy:
+    """When and how a conversation is compacted.
+
+    ``threshold``: compact when the next request would hold more than this fraction of the
+    window (``1.0``: only when a provider says it is too long). ``target``: compact down to
+    this fraction. ``keep_results``: the most recent tool results never stubbed by the
+    threshold. ``summary_tokens``: the most a summary may take (and is asked for).
+    ``offload_dir``: where cleared results are kept (default ``<workdir>/.harness_nb/offload``,
+    where the offload hook puts long results)."""
+
+    threshold: float = 0.8
+    target: float = 0.5
+    keep_results: int = 3
+    summary_tokens: int = 2_048
+    offload_dir: Path | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.threshold, bool) or not isinstance(self.threshold, int | float) or not 0 < self.threshold <= 1:
+            raise ConfigError(f"compact_threshold must be a fraction above 0 and at most 1, not {self.threshold!r}")
+        if not 0 < self.target <= self.threshold:
+            raise ConfigError(f"the compaction target ({self.target!r}) must be above 0 and at most the threshold")
+        if self.keep_results < 0 or self.summary_tokens < 64:
+            raise ConfigError("keep_results must be 0 or more and summary_tokens at least 64")
+
+
+@dataclass(frozen=True, slots=True)
+class FitContext:
+    """What keeping one request within the window needs: the run's ``provider`` and
+    ``policy``, the request's ``system`` prompt and ``tools`` (they take room too), where
+    events go (``emit``) and who pays for a summary call (``bill``)."""
+
+    provider: Provider
+    policy: CompactionPolicy
+    system: str
+    tools: Sequence[ToolSpec]
+    emit: EventSink
+    bill: Biller
+
+
+def summary_message(text: str) -> UserMessage:
+    """The compaction record: a user message that is unmistakably history."""
+    return UserMessage(content=f"<{SUMMARY_TAG}>\n{SUMMARY_NOTE}\n\n{text.strip()}\n</{SUMMARY_TAG}>")
+
+
+def is_summary(message: Message) -> bool:
+    """Whether ``message`` is a compaction record."""
+    return isinstance(message, UserMessage) and message.content.startswith(f"<{SUMMARY_TAG}>")
+
+
+def is_stub(message: Message) -> bool:
+    """Whether ``message`` is a tool result already cleared to a stub."""
+    return isinstance(message, ToolResultMessage) and message.content.startswith(STUB_PREFIX)
+
+
+def cut_points(messages: Sequence[Message]) -> list[int]:
+    """Where the history may be cut into "summarised" ``[:k]`` and "kept" ``[k:]``: never
+    in front of a tool result (a call and its results stay together, and the kept part never
+    starts with a result whose call is gone), never at 0 and never past the last message."""
+    return [k for k in range(1, len(messages)) if not isinstance(messages[k], ToolResultMessage)]
+
+
+class ContextKeeper:
+    """Measures and compacts the history of one conversation (``session``); owned by its
+    engine, so subagents and teammates — each an engine of its own — compact the same way.
+
+    ``pin(message)`` names the prompt of the run under way (kept verbatim when the part of
+    the history holding it is summarised)."""
+
+    def __init__(self, session: MemorySession, *, workdir: Path, agent: str = "main") -> None:
+        self.session = session
+        self.workdir = workdir
+        self.agent = agent
+        self.meter = ContextMeter()
+        self._pinned: Message | None = None
+
+    def pin(self, message: Message) -> None:
+        """``message`` is the prompt the conversation is working on now."""
+        self._pinned = message
+
+    # -- measuring -------------------------------------------------------------------------
+
+    def measure(self, provider: Provider, system: str, tools: Sequence[ToolSpec]) -> int:
+        """The tokens the next request will hold."""
+        return self.meter.estimate(self.session.messages, fixed_chars(system, tools), provider)
+
+    def observe(self, response: ModelResponse, provider: Provider) -> None:
+        """Learn from the usage of the answer to the request last measured."""
+        self.meter.observe(response.usage, provider)
+
+    async def fit(self, fit: FitContext) -> None:
+        """Before a call: measure the request, say so, and compact when it would pass the
+        threshold of a known window."""
+        window = await fit.provider.discover_window()
+        tokens = self.measure(fit.provider, fit.system, fit.tools)
+        fit.emit(ContextMeasured(tokens=tokens, window=window, agent=self.agent))
+        if window and tokens > fit.policy.threshold * window:
+            await self.compact("threshold", fit, tokens=tokens)
+
+    async def after_too_long(self, error: ProviderError, fit: FitContext) -> Compacted:
+        """The provider said the request was too long: take the window it stated, compact
+        hard. ``error`` is re-raised (clearly) when there was nothing left to compact."""
+        if error.context_window:
+            fit.provider.learn_window(error.context_window)
+        self.meter.forget()  # the last figure reported was for a request that fitted
+        done = await self.compact("context_length", fit)
+        if not (done.cleared or done.summarised):
+            raise self.still_too_long(error, "there was nothing left to compact")
+        return done
+
+    def still_too_long(self, error: ProviderError, why: str = "even after compacting") -> ProviderError:
+        """The error for a request that does not fit ``why``."""
+        window = error.context_window or None
+        size = f" ({window:,} tokens)" if window else ""
+        return ProviderError(
+            f"the conversation does not fit the model's context window{size} {why}: "
+            f"{error.message} Start a new conversation (%agent --new), use a model with a "
+            "larger context, or offer fewer tools (HarnessNB.tools).",
+            provider=error.provider,
+            status=error.status,
+            kind="context_length",
+            context_window=error.context_window,
+        )
+
+    # -- compacting ------------------------------------------------------------------------
+
+    async def compact(self, reason: str, fit: FitContext, *, tokens: int | None = None) -> Compacted:
+        """Compact the history for ``reason`` (``threshold``, ``context_length`` or
+        ``requested``; see the module doc) and return what was done."""
+        provider, policy, emit = fit.provider, fit.policy, fit.emit
+        window = provider.context_window
+        fixed = fixed_chars(fit.system, fit.tools)
+        ratio = provider.token_ratio
+        before = tokens if tokens is not None else self.measure(provider, fit.system, fit.tools)
+        emit(CompactionStarted(reason=reason, tokens=before, window=window, agent=self.agent))
+        messages = list(self.session.messages)
+        target = int(policy.target * window) if window else None
+
+        keep = policy.keep_results if reason != "context_length" else 0
+        goal = target if reason == "threshold" else None
+        messages, cleared, now = await self._clear_results(messages, keep, goal, before, provider, policy)
+        if goal is not None and now > goal and keep:
+            # the recent results alone keep it over the target: stub them too (all but the
+            # latest call's) rather than summarise, and rather than compact again next turn
+            messages, more, now = await self._clear_results(messages, 0, goal, now, provider, policy)
+            cleared.update(more)
+
+        summarised, note, record = 0, "", None
+        pinned_at: int | None = None
+        # "still over": over the target stubs could not reach, so that the next turns do
+        # not each compact again by one more stub
+        over = target is not None and now > target
+        if reason != "threshold" or over:
+            k = self._cut(messages, reason, window, target, fixed, policy, provider)
+            if k is None:
+                note = "nothing old enough to summarise"
+            else:
+                text, note = await self._summary(messages[:k], provider, policy, window, fit.bill, reason)
+                record = summary_message(text)
+                head: list[Message] = [record]
+                pinned_at = next((i for i, m in enumerate(messages[:k]) if m is self._pinned), None)
+                if pinned_at is not None:
+                    head.append(messages[pinned_at])
+                removed = sum(message_chars(m) for m in messages[:k])
+                added = sum(message_chars(m) for m in head)
+                now = max(0, now - ratio.tokens(removed) + ratio.tokens(added))
+                messages = head + messages[k:]
+                summarised = k
+
+        if cleared or summarised:
+            self.session.rewrite(
+                messages,
+                reason=reason,
+                stubs=cleared,
+                summarised=summarised,
+                summary=record.content if record is not None else None,
+                pinned=pinned_at,
+                tokens_before=before,
+                tokens_after=now,
+            )
+            self.meter.rewritten(self.session.messages, fixed, now, provider)
+        done = Compacted(
+            reason=reason,
+            cleared=len(cleared),
+            summarised=summarised,
+            tokens_before=before,
+            tokens_after=now,
+            window=window,
+            note=note,
+            agent=self.agent,
+        )
+        emit(done)
+        emit(ContextMeasured(tokens=now, window=window, agent=self.agent))
+        return done
+
+    async def _clear_results(
+        self,
+        messages: list[Message],
+        keep: int,
+        goal: int | None,
+        tokens: int,
+        provider: Provider,
+        policy: CompactionPolicy,
+    ) -> tuple[list[Message], dict[str, str], int]:
+        """Stage 1: stub tool results oldest first, all but the ``keep`` most recent (and
+        never the results of the latest call, which the model has not read yet), until the
+        estimate is down to ``goal`` (all of them without one). Returns the history, the
+        stubs made (call id → stub text) and the new estimate."""
+        ratio = provider.token_ratio
+        results = [i for i, m in enumerate(messages) if isinstance(m, ToolResultMessage)]
+        latest = _latest_results(messages)
+        candidates = results[: len(results) - keep] if keep else results
+        folder = policy.offload_dir or self.workdir / ".harness_nb" / "offload"
+        writes: list[tuple[str, str]] = []
+        cleared: dict[str, str] = {}
+        for i in candidates:
+            if goal is not None and tokens <= goal:
+                break
+            message = messages[i]
+            assert isinstance(message, ToolResultMessage)
+            if i in latest or is_stub(message) or len(message.content) < _MIN_STUB_CHARS:
+                continue
+            path = offload_path(folder, message.tool_call_id)
+            writes.append((message.tool_call_id, message.content))
+            stub = ToolResultMessage(
+                tool_call_id=message.tool_call_id,
+                name=message.name,
+                content=_stub_text(message, self._shown(path)),
+                is_error=message.is_error,
+            )
+            tokens -= ratio.tokens(message_chars(message)) - ratio.tokens(message_chars(stub))
+            messages[i] = stub
+            cleared[message.tool_call_id] = stub.content
+        if writes:
+            await asyncio.to_thread(_keep_whole, folder, writes)
+        return messages, cleared, max(0, tokens)
+
+    def _cut(
+        self,
+        messages: Sequence[Message],
+        reason: str,
+        window: int | None,
+        target: int | None,
+        fixed: int,
+        policy: CompactionPolicy,
+        provider: Provider,
+    ) -> int | None:
+        """Stage 2's cut: summarise ``messages[:k]``. By the threshold or a too-long error
+        with a known window, the smallest cut leaving a kept part within the target; else
+        (or when even the last exchange is over it) the last cut, keeping the last exchange.
+        On request: the turns before the latest prompt. ``None``: nothing to summarise."""
+        points = [k for k in cut_points(messages) if not all(is_summary(m) for m in messages[:k])]
+        if not points:
+            return None
+        if reason == "requested":
+            prompts = [i for i, m in enumerate(messages) if isinstance(m, UserMessage) and not is_summary(m)]
+            before_latest = [k for k in points if prompts and k <= prompts[-1]]
+            return before_latest[-1] if before_latest else points[-1]
+        if target is None or window is None:
+            return points[-1]
+        ratio = provider.token_ratio
+        budget = target - ratio.tokens(fixed) - min(policy.summary_tokens, window // 8)
+        tail = 0
+        suffix: dict[int, int] = {}
+        for k in range(len(messages) - 1, 0, -1):
+            tail += ratio.tokens(message_chars(messages[k]))
+            suffix[k] = tail
+        fitting = [k for k in points if suffix[k] <= budget]
+        return fitting[0] if fitting else points[-1]
+
+    async def _summary(
+        self,
+        messages: Sequence[Message],
+        provider: Provider,
+        policy: CompactionPolicy,
+        window: int | None,
+        bill: Biller,
+        reason: str,
+    ) -> tuple[str, str]:
+        """Stage 2's summary of ``messages`` by the model, and a note when it could not be
+        had (then a digest of the prompts and calls stands in). On request a failure is
+        raised; otherwise the conversation must go on, so the digest is kept instead."""
+        entries = [_entry(m) for m in messages]
+        limit = min(policy.summary_tokens, window // 8) if window else policy.summary_tokens
+        limit = max(limit, 64)
+        ratio = provider.token_ratio
+        if window:
+            chunk = int((window * 0.6 - limit - 400) * ratio.value)
+        else:
+            chunk = _CHUNK_CHARS_UNKNOWN
+        chunk = max(chunk, _MIN_CHUNK_CHARS)
+        try:
+            for _halving in range(5):
+                try:
+                    text = await self._summarise(entries, chunk, limit, provider, bill)
+                except ProviderError as exc:
+                    if exc.kind != "context_length" or chunk <= _MIN_CHUNK_CHARS:
+                        raise
+                    chunk = max(_MIN_CHUNK_CHARS, chunk // 2)
+                    continue
+                if text.strip():
+                    return _bounded(text, int(limit * ratio.value * 1.5)), ""
+                raise HarnessError("the model answered the summary request with no text")
+            raise HarnessError("the summary request stayed too long for the context window")
+        except HarnessError as exc:
+            if reason == "requested":
+                raise
+            log.warning("%s: compaction summary failed (%s); keeping a digest instead", self.agent, exc)
+            return _digest(messages, int(limit * ratio.value)), f"the summary call failed ({exc}); a digest was kept"
+
+    async def _summarise(
+        self, entries: Sequence[str], chunk: int, limit: int, provider: Provider, bill: Biller
+    ) -> str:
+        """One rolling summary over ``entries`` in pieces of at most ``chunk`` characters."""
+        summary = ""
+        for piece in _pieces(entries, chunk):
+            earlier = f"Record of still earlier turns:\n{summary}\n\n" if summary else ""
+            request = ModelRequest(
+                system=SUMMARISER_PROMPT,
+                messages=[UserMessage(content=f"{earlier}Turns to add to the record:\n\n{piece}")],
+                agent=SUMMARISER_AGENT,
+                max_tokens=limit,
+            )
+            response = await provider.complete(request)
+            bill(response)
+            summary = response.message.content
+        return summary
+
+    def _shown(self, path: Path) -> str:
+        try:
+            return str(path.relative_to(self.workdir))
+        except ValueError:
+            return str(path)
+
+
+def _latest_results(messages: Sequence[Message]) -> set[int]:
+    """Indices of the results of the latest assistant message, when the history ends with
+    them (the model has not read them yet)."""
+    out: set[int] = set()
+    for i in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[i], ToolResultMessage):
+            out.add(i)
+        else:
+            break
+    return out
+
+
+def _stub_text(message: ToolResultMessage, shown: str) -> str:
+    return (
+        f"{STUB_PREFIX} this {message.name} result ({len(message.content):,} characters) is in "
+        f"{shown}; read it with read_file if you need it again]"
+    )
+
+
+def _keep_whole(folder: Path, writes: Sequence[tuple[str, str]]) -> None:
+    """Write each cleared result to the offload folder unless the whole of it is there
+    already (the offload hook wrote it when it was long)."""
+    for name, text in writes:
+        if not offload_path(folder, name).is_file():
+            write_offload(folder, name, text)
+
+
+def _entry(message: Message) -> str:
+    """``message`` as one entry of the transcript the summariser reads (bounded)."""
+    if isinstance(message, ToolResultMessage):
+        flag = " (error)" if message.is_error else ""
+        text = f"Result of {message.name}{flag}: {_bounded(message.content, _RESULT_CHARS)}"
+    elif isinstance(message, AssistantMessage):
+        lines = [f"Agent: {message.content}"] if message.content else []
+        lines += [f"Agent called {c.name}({_bounded(c.arguments, 300)})" for c in message.tool_calls]
+        text = "\n".join(lines)
+    elif is_summary(message):
+        text = f"Record of earlier turns:\n{message.content}"
+    else:
+        text = f"{message.role.capitalize()}: {message.content}"
+    return _bounded(text, _ENTRY_CHARS)
+
+
+def _pieces(entries: Sequence[str], chunk: int) -> list[str]:
+    pieces: list[str] = []
+    current: list[str] = []
+    size = 0
+    for entry in entries:
+        if current and size + len(entry) > chunk:
+            pieces.append("\n\n".join(current))
+            current, size = [], 0
+        current.append(_bounded(entry, chunk))
+        size += len(entry) + 2
+    if current:
+        pieces.append("\n\n".join(current))
+    return pieces
+
+
+def _digest(messages: Sequence[Message], limit: int) -> str:
+    """A summary made without the model: the prompts and the calls, one line each."""
+    lines = []
+    for m in messages:
+        if is_summary(m):  # an earlier record: its lines come first, as they happened first
+            body = m.content.removeprefix(f"<{SUMMARY_TAG}>").removesuffix(f"</{SUMMARY_TAG}>")
+            lines.append(body.replace(SUMMARY_NOTE, "").strip())
+        elif isinstance(m, UserMessage):
+            lines.append(f"- The person asked: {_bounded(' '.join(m.content.split()), 200)}")
+        elif isinstance(m, AssistantMessage):
+            lines += [f"- The agent called {c.brief(120)}" for c in m.tool_calls]
+    return _bounded("\n".join(lines) or "(earlier turns)", max(limit, 200))
+
+
+def _bounded(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
