@@ -14,6 +14,8 @@ from typing import TextIO
 from .core import (
     ApprovalDecided,
     ApprovalRequested,
+    Compacted,
+    CompactionStarted,
     Event,
     MessagesInjected,
     RunFailed,
@@ -100,6 +102,8 @@ class TextView:
         elif isinstance(event, MessagesInjected):
             for text in event.texts:
                 self._line(f"{indent}⇢ {preview(text)}")
+        elif isinstance(event, CompactionStarted | Compacted):
+            self._line(f"{indent}⇣ {event.describe()}")
         elif isinstance(event, RunFinished):
             self._line(f"{indent}── {stop_label(event.stop_reason)} · {event.usage.summary()}")
         elif isinstance(event, RunFailed):

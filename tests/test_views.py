@@ -18,6 +18,9 @@ from traitlets.config import Config
 
 from harness_nb.core import (
     ApprovalRequested,
+    Compacted,
+    CompactionStarted,
+    ContextMeasured,
     RunFailed,
     RunFinished,
     SubagentUpdate,
@@ -308,11 +311,45 @@ def test_usage_a_server_did_not_report_is_not_shown_as_zero_tokens(clock):
     assert " · 15 tokens (1 call unreported) · 2 turns · " in view.header.value
 
 
+def test_the_header_shows_the_context_gauge_live(wire, clock):
+    view = RunView("main", "openai/gpt-4o", rate=4, scheduler=clock)
+    clock.advance(0)
+    assert "context" not in view.header.value, "no gauge before the first measure"
+    start = wire.count()
+    view(ContextMeasured(tokens=78_000, window=128_000))
+    clock.advance(0.25)
+    assert view.header.value.endswith(" · context 61% of 128k")
+    assert any("context 61% of 128k" in u["value"] for u in wire.updates(view.header, "value", since=start))
+    view(ContextMeasured(tokens=12_345))
+    clock.advance(0.25)
+    assert view.header.value.endswith(" · context ~12k tokens"), "an unknown window: the tokens alone"
+    view(sub("fg-1", ContextMeasured(tokens=9_000, window=10_000)))
+    clock.advance(0.25)
+    assert view.header.value.endswith(" · context ~12k tokens"), "a subagent's context is its own, not the run's"
+
+
+def test_compaction_is_announced_before_and_reported_after(clock):
+    view = RunView("main", "m", scheduler=clock)
+    view(TextDelta(text="Reading."))
+    view(CompactionStarted(reason="threshold", tokens=9_800, window=12_000))
+    view(Compacted(reason="threshold", cleared=4, summarised=12, tokens_before=9_800, tokens_after=4_100, window=12_000))
+    narration, before, after = view.activity.children
+    assert narration.outputs[0]["data"]["text/markdown"] == "Reading."
+    assert before.value == "<i>⇣ compacting the conversation (near the context limit): context 82% of 12k</i>"
+    assert after.value == (
+        "<i>⇣ compacted: 4 tool results cleared, 12 messages summarised · 9,800 → 4,100 tokens</i>"
+    )
+    view(sub("fg-1", Compacted(reason="context_length", cleared=1, summarised=0, tokens_before=50, tokens_after=20)))
+    view.flush()
+    assert "compacted: 1 tool result cleared · 50 → 20 tokens" in view.activity.children[-1].value
+
+
 def test_the_text_plain_form_is_stable(clock):
     view = RunView("main", "openai/gpt-4o-mini", scheduler=clock)
     first = view._repr_mimebundle_()["text/plain"]
     view(TextDelta(text="streaming"))
     view(TurnFinished(turn=1, usage=Usage(input_tokens=99)))
+    view(ContextMeasured(tokens=99, window=128_000))
     clock.advance(12.5)
     view.finish("done")
     assert view._repr_mimebundle_()["text/plain"] == first == repr(view) == "agent run: main · openai/gpt-4o-mini"

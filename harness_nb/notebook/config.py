@@ -63,6 +63,8 @@ _NUMBER_RULES: dict[str, tuple[Callable[[float], bool], str]] = {
     "approval_timeout": (lambda n: n > 0, "more than 0 seconds"),
     "updates_per_second": (lambda n: n > 0, "more than 0"),
     "max_background": (lambda n: n >= 1, "1 or more"),
+    "context_window": (lambda n: n >= 0, "0 (the model's own window) or more tokens"),
+    "compact_threshold": (lambda n: 0 < n <= 1, "a fraction of the window above 0 and at most 1 (e.g. 0.8)"),
 }
 
 
@@ -143,6 +145,22 @@ class HarnessNB(Configurable):
     kernel_tools = Bool(True, help="Give the main agent list_variables, inspect_variable and run_python.").tag(
         config=True
     )
+    context_window = Int(
+        0,
+        help="The model's context window in tokens, for compaction (0: the model's own, from the table of "
+        "known models or what an OpenAI-compatible server reports). Set it for Ollama, which does not say.",
+    ).tag(config=True)
+    compact_threshold = Float(
+        0.8,
+        help="Compact the conversation when the next request would fill more than this fraction of the "
+        "context window: old tool results become stubs, then the oldest turns a summary.",
+    ).tag(config=True)
+    tools = List(
+        Unicode(),
+        help="Offer the main agent only these tools (names, e.g. ['read_file', 'grep', 'bash']): every "
+        "tool's schema is sent with every call, which a small local model's context may not hold. "
+        "Empty: every tool.",
+    ).tag(config=True)
     provider_options = Dict(
         help="Options for every model the harness makes, e.g. {'temperature': 0.2, 'max_tokens': 2048}: "
         "the fields of harness_nb.providers.options.ProviderOptions (streaming, max_tokens, temperature, "
@@ -156,6 +174,10 @@ class HarnessNB(Configurable):
         "notice), 'bwrap' (always; refused where bubblewrap cannot work), 'off' ($HARNESS_NB_SANDBOX).",
     ).tag(config=True)
     sandbox_network = Bool(False, help="Let sandboxed bash commands use the network.").tag(config=True)
+
+    tool_names: Callable[[], list[str]] | None = None
+    """The names ``tools`` may hold (set by the extension, which knows the harness's tools);
+    without it, names are checked when the harness is built."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -208,6 +230,20 @@ class HarnessNB(Configurable):
             raise _rejected(proposal, str(exc)) from None
         value: dict[str, Any] = proposal.value
         return value
+
+    @validate("tools")
+    def _check_tools(self, proposal: Any) -> list[str]:
+        names: list[str] = list(proposal.value)
+        if self.tool_names is not None and names:
+            known = self.tool_names()
+            unknown = [n for n in names if n not in known]
+            if unknown:
+                close = difflib.get_close_matches(unknown[0], known, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise _rejected(
+                    proposal, f"no tool named {unknown[0]!r}{hint}; the tools are: {', '.join(known)}"
+                )
+        return names
 
     @validate("sandbox")
     def _check_sandbox(self, proposal: Any) -> str:

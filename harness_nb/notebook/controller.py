@@ -22,7 +22,7 @@ from ..textview import TextView, terminal_approval
 from ..tools import Sandbox
 from .config import HarnessNB
 from .kernel_tools import kernel_tools
-from .reply import AgentReply
+from .reply import AgentReply, MarkdownText
 from .view import RunView
 
 TICK = 0.1  # seconds; keeps the loop waking so an interrupt is seen during an approval wait
@@ -81,6 +81,7 @@ class NotebookHarness:
     def __init__(self, shell: Any) -> None:
         self.shell = shell
         self.config = HarnessNB(parent=shell)
+        self.config.tool_names = self.tool_names
         self._harness: Harness | None = None
         self._harness_key: tuple[Any, ...] | None = None
         self._views: weakref.WeakValueDictionary[str, RunView] = weakref.WeakValueDictionary()
@@ -97,6 +98,16 @@ class NotebookHarness:
         """The harness for the current settings (rebuilt when the working directory, the
         agent folders or the sandbox settings change: ``bash`` is bound to its sandbox; other
         settings apply to the existing one)."""
+        return self._harness_with(list(self.config.tools))
+
+    def tool_names(self) -> list[str]:
+        """Every tool the main agent could be offered here: what ``HarnessNB.tools`` may
+        name. (Asked while a new value of that setting is being checked, so the harness is
+        got without applying it.)"""
+        return self._harness_with(None).tool_pool.names()
+
+    def _harness_with(self, tools: list[str] | None) -> Harness:
+        """``harness()``, offering ``tools`` (``None``: as it is; ``[]``: every tool)."""
         c = self.config
         workdir = str(c.workdir or ".")
         policy = cast(ApprovalPolicy, c.approval_policy)
@@ -131,6 +142,9 @@ class NotebookHarness:
                 provider_options=c.provider_options,
                 allow=c.allow,
                 deny=c.deny,
+                context_window=c.context_window or None,
+                compact_threshold=c.compact_threshold,
+                tools=tools or None,
                 teams=True,
                 sandbox=Sandbox.create(str(c.sandbox), network=c.sandbox_network, hidden=_connection_file()),
             )
@@ -146,6 +160,9 @@ class NotebookHarness:
                 provider_options=c.provider_options,
                 allow=c.allow,
                 deny=c.deny,
+                context_window=c.context_window,
+                compact_threshold=c.compact_threshold,
+                tools=tools,
             )
         return self._harness
 
@@ -240,6 +257,22 @@ class NotebookHarness:
         view = self.new_view(agent, self.model_of(definition.model))
         run = h.run_subagent(agent, prompt, on_event=self._track(view), approval=self.approval_for(view))
         return await self._foreground(view, run)
+
+    async def compact(self, *, model: str | None = None) -> MarkdownText:
+        """``%agent --compact``: compact the conversation now, shown in a view of its own;
+        returns what was done, as one line."""
+        h = self.harness()
+        view = self.new_view("main", model or h.model or "(no model)", title="compact")
+        try:
+            done = await with_ticker(h.compact(on_event=self._track(view), model=model))
+        except asyncio.CancelledError:
+            _finish(view, "interrupted")
+            raise
+        except HarnessError as exc:
+            _finish(view, "failed")
+            raise UsageError(str(exc)) from None
+        _finish(view, "done")
+        return MarkdownText(done.describe())
 
     def model_of(self, requested: str | None) -> str:
         """The model a subagent asking for ``requested`` runs on, for its view's header."""

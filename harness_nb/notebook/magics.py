@@ -87,6 +87,11 @@ class HarnessMagics(Magics):
         help="continue a conversation from its transcript (this workdir's newest without SESSION)",
     )
     @argument("--sessions", action="store_true", help="list this workdir's conversations")
+    @argument(
+        "--compact", action="store_true",
+        help="compact the conversation now (old tool results become stubs, older turns a summary), "
+        "then run the prompt if there is one",
+    )
     @no_var_expand
     @line_cell_magic
     def agent(self, line: str, cell: str | None = None) -> Pending:
@@ -97,6 +102,7 @@ class HarnessMagics(Magics):
         %agent --new                                       forget the conversation
         %agent --sessions                                  this workdir's conversations on disk
         %agent --resume [SESSION]                          continue one (the newest by default)
+        %agent --compact                                   compact the conversation now
         """
         options, rest = split_options(line)
         args = parse_argstring(self.agent, options)
@@ -119,10 +125,19 @@ class HarnessMagics(Magics):
             print(f"resumed {c.harness().session.id}: {count} messages")
             if not prompt.strip():
                 return done(None)
+        if args.compact:
+            return Pending(self._compact_then(prompt, model=args.model, max_turns=args.max_turns), "agent compact")
         if args.bg:
             task_id = c.start_background(args.agent, prompt)
             return done(None, f"background {task_id}")
         return Pending(c.run_main(prompt, model=args.model, max_turns=args.max_turns), "agent run")
+
+    async def _compact_then(self, prompt: str, *, model: str | None, max_turns: int | None) -> Any:
+        """Compact the conversation; then run ``prompt`` in it, when there is one."""
+        compacted = await self.controller.compact(model=model)
+        if not prompt.strip():
+            return compacted
+        return await self.controller.run_main(prompt, model=model, max_turns=max_turns)
 
     @magic_arguments()
     @argument("--reload", action="store_true", help="re-read the agent folders first")

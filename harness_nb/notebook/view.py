@@ -1,6 +1,6 @@
 """``RunView``: the live widget of one agent run in one cell.
 
-    header        agent · model · state · tokens · elapsed
+    header        agent · model · state · tokens · turns · elapsed · context gauge
     stream        the current answer, rendered as Markdown while it streams
     activity      narration, tool calls (arguments, result preview), one line per subagent
     approvals     Approve / Deny cards
@@ -23,6 +23,9 @@ import ipywidgets as widgets
 from ..core import (
     ApprovalDecided,
     ApprovalRequested,
+    Compacted,
+    CompactionStarted,
+    ContextMeasured,
     Event,
     MessagesInjected,
     RunFailed,
@@ -124,6 +127,7 @@ class RunView(LiveBox):
         self._tool_lines: dict[str, tuple[widgets.HTML, ToolCall]] = {}
         self._subs: dict[str, _SubLine] = {}
         self._limit_stop: str | None = None
+        self.context: ContextMeasured | None = None  # the gauge: how full the next request is
         children = [self.header, self.stream, self.activity, self.approvals, self.completions]
         super().__init__(children, rate=rate, scheduler=scheduler)
         self.started = self.now()
@@ -162,6 +166,12 @@ class RunView(LiveBox):
         elif isinstance(event, TurnFinished):
             self.usage = event.usage
             self.mark("header")
+        elif isinstance(event, ContextMeasured):
+            self.context = event
+            self.mark("header")
+        elif isinstance(event, CompactionStarted | Compacted):
+            self._freeze_narration()
+            self._add_note(f"⇣ {event.describe()}")
         elif isinstance(event, MessagesInjected):
             for text in event.texts:
                 self._add_note(f"⇢ {preview(text, 140)}")
@@ -192,6 +202,8 @@ class RunView(LiveBox):
             sub.last = f"{inner.call.name} {'approved' if inner.approved else 'denied'}"
         elif isinstance(inner, TurnFinished):
             sub.usage = inner.usage
+        elif isinstance(inner, Compacted):
+            sub.last = inner.describe()
         elif isinstance(inner, RunFinished):
             stopped = limit_state(inner.stop_reason)
             sub.state, sub.last, sub.usage = stopped or "done", stopped or "finished", inner.usage
@@ -220,10 +232,11 @@ class RunView(LiveBox):
         icon = state_icon(self.state)
         elapsed = self.now() - self.started
         title = f" — {html.escape(self.title)}" if self.title else ""
+        gauge = f" · {html.escape(self.context.label())}" if self.context is not None else ""
         self.header.value = (
             f"<b>{icon} {html.escape(self.agent)}</b>{title} · <code>{html.escape(self.model)}</code> · "
             f"{html.escape(self.state)} · {self.usage.tokens_label()} · {plural(self.usage.turns, 'turn')} · "
-            f"{elapsed:.1f} s"
+            f"{elapsed:.1f} s{gauge}"
         )
 
     def _add_note(self, text: str) -> None:
