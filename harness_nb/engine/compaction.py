@@ -153,6 +153,7 @@ class ContextKeeper:
         self.agent = agent
         self.meter = ContextMeter()
         self._pinned: Message | None = None
+        self._fixed: tuple[str, tuple[int, ...], int] = ("", (), 0)  # (system, tool spec ids, chars)
 
     def pin(self, message: Message) -> None:
         """``message`` is the prompt the conversation is working on now."""
@@ -162,7 +163,16 @@ class ContextKeeper:
 
     def measure(self, provider: Provider, system: str, tools: Sequence[ToolSpec]) -> int:
         """The tokens the next request will hold."""
-        return self.meter.estimate(self.session.messages, fixed_chars(system, tools), provider)
+        return self.meter.estimate(self.session.messages, self._fixed_chars(system, tools), provider)
+
+    def _fixed_chars(self, system: str, tools: Sequence[ToolSpec]) -> int:
+        # the same prompt and specs on almost every call: counted again only when they change
+        ids = tuple(map(id, tools))
+        known_system, known_ids, chars = self._fixed
+        if system is not known_system or ids != known_ids:
+            chars = fixed_chars(system, tools)
+            self._fixed = (system, ids, chars)
+        return chars
 
     def observe(self, response: ModelResponse, provider: Provider) -> None:
         """Learn from the usage of the answer to the request last measured."""
@@ -209,7 +219,7 @@ class ContextKeeper:
         ``requested``; see the module doc) and return what was done."""
         provider, policy, emit = fit.provider, fit.policy, fit.emit
         window = provider.context_window
-        fixed = fixed_chars(fit.system, fit.tools)
+        fixed = self._fixed_chars(fit.system, fit.tools)
         ratio = provider.token_ratio
         before = tokens if tokens is not None else self.measure(provider, fit.system, fit.tools)
         emit(CompactionStarted(reason=reason, tokens=before, window=window, agent=self.agent))
