@@ -73,6 +73,15 @@ def close_sessions() -> Any:
         _SESSIONS.pop().close()
 
 
+def cells(count: int, size: int, *, summary: Any = summary_step, done: str = "done {cell}") -> ScriptedProvider:
+    """A scripted model for ``count`` cells that each read ``size`` characters, then answer
+    ``done`` (``{cell}`` is the cell's number); summaries from ``summary``."""
+    steps: list[Any] = []
+    for cell in range(count):
+        steps += [read_step(size, tag=str(cell % 10)), {"text": done.format(cell=cell)}]
+    return ScriptedProvider({"main": steps, SUMMARISER_AGENT: [summary] * 10})
+
+
 def engine_for(provider: ScriptedProvider, tmp_path: Path, *, transcript: bool = True) -> AgentEngine:
     session = MemorySession("s1", transcript=tmp_path / "s1.jsonl" if transcript else None)
     _SESSIONS.append(session)
@@ -203,15 +212,12 @@ def test_a_call_without_usage_keeps_the_estimate_going() -> None:
 
 
 async def test_old_results_become_stubs_first_then_the_oldest_turns_a_summary(tmp_path: Path) -> None:
-    cells = 60
-    script: dict[str, list[Any]] = {"main": [], SUMMARISER_AGENT: [summary_step] * 10}
-    for cell in range(cells):
-        script["main"] += [read_step(2_000, tag=str(cell % 10)), {"text": f"cell {cell} done"}]
-    provider = ScriptedProvider(script)
+    count = 60
+    provider = cells(count, 2_000, done="cell {cell} done")
     provider.context_window = 3_000
     engine = engine_for(provider, tmp_path)
     events: list[Event] = []
-    for cell in range(cells):
+    for cell in range(count):
         run = context(provider, tmp_path / "offload")
         result = await engine.run(f"cell {cell}: read it", on_event=events.append, context=run)
         assert result.final_text == f"cell {cell} done"
@@ -240,8 +246,8 @@ async def test_old_results_become_stubs_first_then_the_oldest_turns_a_summary(tm
 
     # the transcript keeps every message of every run, and says what was compacted
     on_disk = load_transcript(tmp_path / "s1.jsonl")
-    assert len(on_disk) == cells * 4 == len(engine.session.history)
-    assert [m.content for m in on_disk if isinstance(m, UserMessage)] == [f"cell {c}: read it" for c in range(cells)]
+    assert len(on_disk) == count * 4 == len(engine.session.history)
+    assert [m.content for m in on_disk if isinstance(m, UserMessage)] == [f"cell {c}: read it" for c in range(count)]
     rows = [json.loads(line) for line in (tmp_path / "s1.jsonl").read_text().splitlines()]
     assert sum(r["type"] == "compaction" for r in rows) == len(done)
     # and rebuilds the compacted history from those lines
@@ -355,10 +361,7 @@ async def test_a_too_long_error_with_nothing_to_compact_says_so(tmp_path: Path) 
 
 
 async def test_a_failed_summary_keeps_a_digest_and_the_run_goes_on(tmp_path: Path) -> None:
-    script: dict[str, list[Any]] = {"main": [], SUMMARISER_AGENT: [{"error": "server down", "status": 500}] * 10}
-    for cell in range(20):
-        script["main"] += [read_step(1_000), {"text": f"done {cell}"}]
-    provider = ScriptedProvider(script)
+    provider = cells(20, 1_000, summary={"error": "server down", "status": 500})
     provider.context_window = 1_000
     engine = engine_for(provider, tmp_path)
     events: list[Event] = []
@@ -449,3 +452,17 @@ def test_a_lean_tool_set_by_name(tmp_path: Path) -> None:
         Harness(workdir=tmp_path, tools=["nope"], sandbox="off")
     mine = Harness(workdir=tmp_path, tools=[big, "grep"], sandbox="off")
     assert mine.tools.names() == ["grep", "big"]
+
+
+async def test_a_result_is_never_stubbed_without_its_whole_kept_on_disk(tmp_path: Path) -> None:
+    (tmp_path / "not-a-folder").write_text("a file where the offload folder should be")
+    provider = cells(6, 2_000)
+    provider.context_window = 2_000
+    engine = engine_for(provider, tmp_path)
+    events: list[Event] = []
+    for cell in range(6):
+        run = context(provider, tmp_path / "not-a-folder")
+        assert (await engine.run(f"cell {cell}", on_event=events.append, context=run)).final_text == f"done {cell}"
+    assert not any(isinstance(e, Compacted) and e.cleared for e in events)
+    assert any(isinstance(e, Compacted) and e.summarised for e in events)  # the summary still keeps it in
+    assert not any(m.content.startswith(STUB_PREFIX) for m in engine.session.messages if isinstance(m, ToolResultMessage))

@@ -26,7 +26,6 @@ message and gets one ``compaction`` line saying what was replaced.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -42,9 +41,11 @@ from ..core import (
     HarnessError,
     Message,
     ProviderError,
+    ToolError,
     ToolResultMessage,
     ToolSpec,
     UserMessage,
+    run_blocking,
 )
 from ..providers.base import ModelRequest, ModelResponse, Provider
 from .hook import offload_path, write_offload
@@ -301,8 +302,9 @@ class ContextKeeper:
         latest = _latest_results(messages)
         candidates = results[: len(results) - keep] if keep else results
         folder = policy.offload_dir or self.workdir / ".harness_nb" / "offload"
-        writes: list[tuple[str, str]] = []
-        cleared: dict[str, str] = {}
+        stubs: dict[int, ToolResultMessage] = {}
+        whole: list[tuple[str, str]] = []
+        before = tokens
         for i in candidates:
             if goal is not None and tokens <= goal:
                 break
@@ -311,19 +313,25 @@ class ContextKeeper:
             if i in latest or is_stub(message) or len(message.content) < _MIN_STUB_CHARS:
                 continue
             path = offload_path(folder, message.tool_call_id)
-            writes.append((message.tool_call_id, message.content))
-            stub = ToolResultMessage(
+            whole.append((message.tool_call_id, message.content))
+            stubs[i] = stub = ToolResultMessage(
                 tool_call_id=message.tool_call_id,
                 name=message.name,
                 content=_stub_text(message, self._shown(path)),
                 is_error=message.is_error,
             )
             tokens -= ratio.tokens(message_chars(message)) - ratio.tokens(message_chars(stub))
+        if not stubs:
+            return messages, {}, max(0, tokens)
+        try:
+            await run_blocking(_keep_whole, folder, whole)
+        except (OSError, ToolError) as exc:
+            # a stub must point at a file that holds the whole result, or the result is lost
+            log.warning("%s: cannot keep cleared tool results in %s (%s); none cleared", self.agent, folder, exc)
+            return messages, {}, before
+        for i, stub in stubs.items():
             messages[i] = stub
-            cleared[message.tool_call_id] = stub.content
-        if writes:
-            await asyncio.to_thread(_keep_whole, folder, writes)
-        return messages, cleared, max(0, tokens)
+        return messages, {s.tool_call_id: s.content for s in stubs.values()}, max(0, tokens)
 
     def _cut(
         self,
