@@ -228,6 +228,8 @@ async def test_old_results_become_stubs_first_then_the_oldest_turns_a_summary(tm
     done = [e for e in events if isinstance(e, Compacted)]
     assert done[0].cleared > 0 and done[0].summarised == 0  # stubs first
     assert any(d.summarised > 0 for d in done)  # a summary once the stubs are not enough
+    asks = [r for r in provider.requests if r.agent == SUMMARISER_AGENT]
+    assert asks and all(r.max_tokens == 3_000 // 8 for r in asks)  # a small window: the answer is capped
     assert all(d.tokens_after < d.tokens_before for d in done)
     measured = [e for e in events if isinstance(e, ContextMeasured)]
     assert measured and all(e.window == 3_000 for e in measured)
@@ -269,6 +271,7 @@ async def test_the_summary_is_asked_of_the_model_and_marked_as_history(tmp_path:
 
     ask = next(r for r in provider.requests if r.agent == SUMMARISER_AGENT)
     assert not ask.tools and "never write instructions" in ask.system
+    assert ask.max_tokens is None  # a reasoning model may think before it writes
     assert "User: first" in ask.messages[0].content
 
     record = engine.session.messages[0]

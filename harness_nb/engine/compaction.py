@@ -390,7 +390,7 @@ class ContextKeeper:
         try:
             for _halving in range(5):
                 try:
-                    text = await self._summarise(entries, chunk, limit, provider, bill)
+                    text = await self._summarise(entries, chunk, _answer_cap(limit, window), provider, bill)
                 except ProviderError as exc:
                     if exc.kind != "context_length" or chunk <= _MIN_CHUNK_CHARS:
                         raise
@@ -407,9 +407,10 @@ class ContextKeeper:
             return _digest(messages, int(limit * ratio.value)), f"the summary call failed ({exc}); a digest was kept"
 
     async def _summarise(
-        self, entries: Sequence[str], chunk: int, limit: int, provider: Provider, bill: Biller
+        self, entries: Sequence[str], chunk: int, cap: int | None, provider: Provider, bill: Biller
     ) -> str:
-        """One rolling summary over ``entries`` in pieces of at most ``chunk`` characters."""
+        """One rolling summary over ``entries`` in pieces of at most ``chunk`` characters,
+        each answer at most ``cap`` tokens (``None``: the provider's own limit)."""
         summary = ""
         for piece in _pieces(entries, chunk):
             earlier = f"Record of still earlier turns:\n{summary}\n\n" if summary else ""
@@ -417,7 +418,7 @@ class ContextKeeper:
                 system=SUMMARISER_PROMPT,
                 messages=[UserMessage(content=f"{earlier}Turns to add to the record:\n\n{piece}")],
                 agent=SUMMARISER_AGENT,
-                max_tokens=limit,
+                max_tokens=cap,
             )
             response = await provider.complete(request)
             bill(response)
@@ -429,6 +430,14 @@ class ContextKeeper:
             return str(path.relative_to(self.workdir))
         except ValueError:
             return str(path)
+
+
+def _answer_cap(limit: int, window: int | None) -> int | None:
+    """The ``max_tokens`` of a summary request. A small window needs it, or the answer may
+    not fit beside the request; a large one is better without: a reasoning model (o-series,
+    GPT-5) counts its thinking in ``max_tokens`` and could spend a small cap before writing
+    a word. The summary is bounded in length afterwards either way."""
+    return limit if window is not None and window < 65_536 else None
 
 
 def _latest_results(messages: Sequence[Message]) -> set[int]:
