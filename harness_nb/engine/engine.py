@@ -4,7 +4,8 @@ One turn: put waiting injections (finished background tasks, mailbox messages) i
 conversation, call the model (streaming text out as events), run the tool calls of its
 answer concurrently, append the results, repeat until the model answers without tool
 calls or a limit stops the run. Events go to a sink callback; ``run_stream`` turns that
-into an async iterator.
+into an async iterator. Before each call the conversation's ``ContextKeeper`` keeps the
+request within the model's context window (``compaction.py``).
 
 The engine holds what a conversation keeps between runs (its session, tools, hooks and
 prompt); what belongs to one run — provider, limits, approval channel, usage account — is
@@ -25,9 +26,9 @@ from typing import Any
 
 from ..core import (
     ApprovalDecided,
-    Compacted,
     ApprovalRequested,
     AssistantMessage,
+    Compacted,
     Event,
     HarnessError,
     LimitExceeded,
