@@ -1,6 +1,6 @@
 """The agent loop and what it needs: hooks, sessions, prompts, limits. No IPython here."""
 
-from .compaction import CompactionPolicy, ContextKeeper, is_summary, summary_message
+from .compaction import CompactionPolicy, ContextKeeper
 from .context import ParentContext, RunContext, UsageAccount
 from .engine import AgentEngine, EventSink, Injector
 from .hook import (
@@ -25,6 +25,7 @@ from .rule import PermissionRules, Rule, parse_rule, session_rule
 from .prompt import MAIN_SYSTEM_PROMPT, PromptBuilder
 from .session import MemorySession, load_transcript
 from .skill import SKILL_MAX_BYTES, load_skill, skill_dirs, skill_name_problem
+from .summary import is_summary, summary_message
 
 __all__ = [
     "ALLOW",

@@ -13,9 +13,7 @@ window it compacts, in two stages, saying so first (``CompactionStarted``) and a
 2. **The oldest turns become a summary.** If stubs could not bring it down to the target
    (else the next turns would each compact again by one more stub), the model itself
    summarises the oldest part of the conversation into one user message marked as history
-   (``<conversation-summary>``: already done, not to be redone — agents that read a summary
-   as a to-do list re-execute finished work). The cut is never between a tool call and its
-   result. The prompt of the run under way, if summarised, is kept verbatim after the
+   (``summary.py``). The cut is never between a tool call and its result. The prompt of the run under way, if summarised, is kept verbatim after the
    summary: that is the task still being worked on.
 
 A provider's context-length error compacts harder (every old result, then a summary, with
@@ -33,12 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from ..core import (
-    AssistantMessage,
     Compacted,
     CompactionStarted,
     ConfigError,
     ContextMeasured,
-    HarnessError,
     Message,
     ProviderError,
     ToolError,
@@ -47,35 +43,17 @@ from ..core import (
     UserMessage,
     run_blocking,
 )
-from ..providers.base import ModelRequest, ModelResponse, Provider
+from ..providers.base import ModelResponse, Provider
 from .hook import offload_path, write_offload
 from .meter import ContextMeter, fixed_chars, message_chars
 from .session import MemorySession
+from .summary import Biller, is_summary, summarise, summary_message
 
 log = logging.getLogger("harness_nb.engine")
 
 EventSink = Callable[[Any], Any]
-Biller = Callable[[ModelResponse], None]
 
-SUMMARY_TAG = "conversation-summary"
-SUMMARY_NOTE = (
-    "This is a summary of earlier turns of this conversation, already done; do not redo any "
-    "of it. It records what happened, not what to do: continue from the messages after it."
-)
 STUB_PREFIX = "[cleared to save context:"
-SUMMARISER_AGENT = "compaction"  # the ``agent`` of summary requests (scripted models key on it)
-SUMMARISER_PROMPT = """\
-You compact the history of a conversation between a person and an AI agent that works in a \
-Jupyter notebook with tools, so that the agent can go on with a smaller context. Write a \
-concise, factual record in the past tense: what the person asked, what the agent did (files \
-read or written, commands run, tools called and what they showed), the facts, numbers, names \
-and file paths that were learnt, and the decisions taken. Mention where full outputs are kept \
-(offload files) when the history names them. Everything you describe is finished: never write \
-instructions, next steps or a to-do list. Answer with the record only."""
-_CHUNK_CHARS_UNKNOWN = 48_000  # summariser input per call when the window is not known
-_MIN_CHUNK_CHARS = 2_000
-_ENTRY_CHARS = 4_000  # one message as the summariser sees it
-_RESULT_CHARS = 1_500
 _MIN_STUB_CHARS = 400  # a result shorter than this is not worth a stub
 
 
@@ -117,16 +95,6 @@ class FitContext:
     tools: Sequence[ToolSpec]
     emit: EventSink
     bill: Biller
-
-
-def summary_message(text: str) -> UserMessage:
-    """The compaction record: a user message that is unmistakably history."""
-    return UserMessage(content=f"<{SUMMARY_TAG}>\n{SUMMARY_NOTE}\n\n{text.strip()}\n</{SUMMARY_TAG}>")
-
-
-def is_summary(message: Message) -> bool:
-    """Whether ``message`` is a compaction record."""
-    return isinstance(message, UserMessage) and message.content.startswith(f"<{SUMMARY_TAG}>")
 
 
 def is_stub(message: Message) -> bool:
@@ -246,7 +214,15 @@ class ContextKeeper:
             if k is None:
                 note = "nothing old enough to summarise"
             else:
-                text, note = await self._summary(messages[:k], provider, policy, window, fit.bill, reason)
+                text, note = await summarise(
+                    messages[:k],
+                    provider,
+                    summary_tokens=policy.summary_tokens,
+                    window=window,
+                    bill=fit.bill,
+                    strict=reason == "requested",
+                    agent=self.agent,
+                )
                 record = summary_message(text)
                 head: list[Message] = [record]
                 pinned_at = next((i for i, m in enumerate(messages[:k]) if m is self._pinned), None)
@@ -366,78 +342,11 @@ class ContextKeeper:
         fitting = [k for k in points if suffix[k] <= budget]
         return fitting[0] if fitting else points[-1]
 
-    async def _summary(
-        self,
-        messages: Sequence[Message],
-        provider: Provider,
-        policy: CompactionPolicy,
-        window: int | None,
-        bill: Biller,
-        reason: str,
-    ) -> tuple[str, str]:
-        """Stage 2's summary of ``messages`` by the model, and a note when it could not be
-        had (then a digest of the prompts and calls stands in). On request a failure is
-        raised; otherwise the conversation must go on, so the digest is kept instead."""
-        entries = [_entry(m) for m in messages]
-        limit = min(policy.summary_tokens, window // 8) if window else policy.summary_tokens
-        limit = max(limit, 64)
-        ratio = provider.token_ratio
-        if window:
-            chunk = int((window * 0.6 - limit - 400) * ratio.value)
-        else:
-            chunk = _CHUNK_CHARS_UNKNOWN
-        chunk = max(chunk, _MIN_CHUNK_CHARS)
-        try:
-            for _halving in range(5):
-                try:
-                    text = await self._summarise(entries, chunk, _answer_cap(limit, window), provider, bill)
-                except ProviderError as exc:
-                    if exc.kind != "context_length" or chunk <= _MIN_CHUNK_CHARS:
-                        raise
-                    chunk = max(_MIN_CHUNK_CHARS, chunk // 2)
-                    continue
-                if text.strip():
-                    return _bounded(text, int(limit * ratio.value * 1.5)), ""
-                raise HarnessError("the model answered the summary request with no text")
-            raise HarnessError("the summary request stayed too long for the context window")
-        except HarnessError as exc:
-            if reason == "requested":
-                raise
-            log.warning("%s: compaction summary failed (%s); keeping a digest instead", self.agent, exc)
-            return _digest(messages, int(limit * ratio.value)), f"the summary call failed ({exc}); a digest was kept"
-
-    async def _summarise(
-        self, entries: Sequence[str], chunk: int, cap: int | None, provider: Provider, bill: Biller
-    ) -> str:
-        """One rolling summary over ``entries`` in pieces of at most ``chunk`` characters,
-        each answer at most ``cap`` tokens (``None``: the provider's own limit)."""
-        summary = ""
-        for piece in _pieces(entries, chunk):
-            earlier = f"Record of still earlier turns:\n{summary}\n\n" if summary else ""
-            request = ModelRequest(
-                system=SUMMARISER_PROMPT,
-                messages=[UserMessage(content=f"{earlier}Turns to add to the record:\n\n{piece}")],
-                agent=SUMMARISER_AGENT,
-                max_tokens=cap,
-            )
-            response = await provider.complete(request)
-            bill(response)
-            summary = response.message.content
-        return summary
-
     def _shown(self, path: Path) -> str:
         try:
             return str(path.relative_to(self.workdir))
         except ValueError:
             return str(path)
-
-
-def _answer_cap(limit: int, window: int | None) -> int | None:
-    """The ``max_tokens`` of a summary request. A small window needs it, or the answer may
-    not fit beside the request; a large one is better without: a reasoning model (o-series,
-    GPT-5) counts its thinking in ``max_tokens`` and could spend a small cap before writing
-    a word. The summary is bounded in length afterwards either way."""
-    return limit if window is not None and window < 65_536 else None
 
 
 def _latest_results(messages: Sequence[Message]) -> set[int]:
@@ -467,50 +376,3 @@ def _keep_whole(folder: Path, writes: Sequence[tuple[str, str]]) -> None:
             write_offload(folder, name, text)
 
 
-def _entry(message: Message) -> str:
-    """``message`` as one entry of the transcript the summariser reads (bounded)."""
-    if isinstance(message, ToolResultMessage):
-        flag = " (error)" if message.is_error else ""
-        text = f"Result of {message.name}{flag}: {_bounded(message.content, _RESULT_CHARS)}"
-    elif isinstance(message, AssistantMessage):
-        lines = [f"Agent: {message.content}"] if message.content else []
-        lines += [f"Agent called {c.name}({_bounded(c.arguments, 300)})" for c in message.tool_calls]
-        text = "\n".join(lines)
-    elif is_summary(message):
-        text = f"Record of earlier turns:\n{message.content}"
-    else:
-        text = f"{message.role.capitalize()}: {message.content}"
-    return _bounded(text, _ENTRY_CHARS)
-
-
-def _pieces(entries: Sequence[str], chunk: int) -> list[str]:
-    pieces: list[str] = []
-    current: list[str] = []
-    size = 0
-    for entry in entries:
-        if current and size + len(entry) > chunk:
-            pieces.append("\n\n".join(current))
-            current, size = [], 0
-        current.append(_bounded(entry, chunk))
-        size += len(entry) + 2
-    if current:
-        pieces.append("\n\n".join(current))
-    return pieces
-
-
-def _digest(messages: Sequence[Message], limit: int) -> str:
-    """A summary made without the model: the prompts and the calls, one line each."""
-    lines = []
-    for m in messages:
-        if is_summary(m):  # an earlier record: its lines come first, as they happened first
-            body = m.content.removeprefix(f"<{SUMMARY_TAG}>").removesuffix(f"</{SUMMARY_TAG}>")
-            lines.append(body.replace(SUMMARY_NOTE, "").strip())
-        elif isinstance(m, UserMessage):
-            lines.append(f"- The person asked: {_bounded(' '.join(m.content.split()), 200)}")
-        elif isinstance(m, AssistantMessage):
-            lines += [f"- The agent called {c.brief(120)}" for c in m.tool_calls]
-    return _bounded("\n".join(lines) or "(earlier turns)", max(limit, 200))
-
-
-def _bounded(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
