@@ -262,7 +262,7 @@ def _drive(page: Any, server: Lab, notebook: Path) -> None:
         start(i)
         if i == approval:
             # The card shows while the run waits; the cell is still busy.
-            approve = cell(i).locator(".jp-OutputArea button.jupyter-button", has_text="Approve")
+            approve = cell(i).locator(".jp-OutputArea button.jupyter-button", has_text=re.compile(r"^Approve$"))
             approve.wait_for(state="visible", timeout=30_000)
             expect(prompt(i)).to_have_text("[*]:")
             expect(cell(i)).to_contain_text("rm -rf scratch")
