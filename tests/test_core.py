@@ -36,7 +36,8 @@ def test_usage_adds_and_prices_known_models():
     assert u.priced("gpt-4o-mini-2024-07-18").cost == pytest.approx(2 * 0.15 + 0.1 * 0.60 + 0.2 * 0.075)
     assert u.priced("my-local-llama").cost is None
     assert price_for("claude-sonnet-4-5-20250929") == price_for("claude-sonnet-4-5")
-    assert u.summary().startswith("2,100,000 tokens · 3 turns · 3 tools")
+    # "tokens" counts the cached part of prompts too: every token the model read or wrote
+    assert u.summary().startswith("2,300,000 tokens · 3 turns · 3 tools")
 
 
 def test_unknown_name_error_lists_the_valid_names():

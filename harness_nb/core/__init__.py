@@ -43,8 +43,9 @@ from .message import (
     ToolSpec,
     UserMessage,
 )
+from .price import PRICES, Price, PriceTable, price_for
 from .text import escape_surrogates, escape_surrogates_in_json, json_line, unescape_bytes
-from .usage import PRICES, Usage, price_for
+from .usage import Usage
 
 __all__ = [
     "BLOCKING_WORKERS",
@@ -63,6 +64,8 @@ __all__ = [
     "MessagesInjected",
     "NotRegularFileError",
     "PathEscapeError",
+    "Price",
+    "PriceTable",
     "ProviderError",
     "RunFailed",
     "RunFinished",
