@@ -169,8 +169,9 @@ async def test_wire_mapping_merges_roles() -> None:
         SystemMessage(content="Background task bg-1 finished."),
         UserMessage(content="And Rome?"),
     ]
+    # without the cache breakpoints (test_prompt_cache.py has those): only the mapping
     async with FakeLLMServer([{"text": "ok"}]) as srv, create_provider(
-        "anthropic/claude-x", api_key="k", base_url=srv.url
+        "anthropic/claude-x", api_key="k", base_url=srv.url, options={"prompt_caching": False}
     ) as p:
         await p.complete(ModelRequest(system="Be brief.", messages=history, tools=[spec]))
     body = srv.requests[0].body

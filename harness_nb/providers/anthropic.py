@@ -4,6 +4,15 @@ The wire format differs from Chat Completions in ways that matter: the system pr
 top-level field, tool results travel as ``tool_result`` blocks in a *user* message, roles
 must alternate (so consecutive same-role messages are merged into one), tool-call
 arguments are objects, and ``max_tokens`` is required.
+
+Prompt caching (on unless ``ProviderOptions.prompt_caching`` is ``False``): every request
+marks ``cache_control: {"type": "ephemeral"}`` breakpoints on the last tool, on the system
+prompt (sent as one text block), on the last block of the latest turn and on the last
+block of the turn before it (where the previous request ended, which that request
+wrote to the cache) — four, the API's most. So each call reads the tools, the system
+prompt and the history up to the previous call from the cache (0.1× the input price) and
+writes only what was added since (1.25×), however many blocks a turn added. Subagents of
+one definition send the same tools and system prompt, so they share that part.
 """
 
 from __future__ import annotations
@@ -39,6 +48,7 @@ DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_MAX_TOKENS = 8192
 # ProviderOptions.tool_choice in the Messages API's words ("required" is "any" there).
 TOOL_CHOICES = {"auto": {"type": "auto"}, "required": {"type": "any"}, "none": {"type": "none"}}
+EPHEMERAL = {"type": "ephemeral"}
 
 
 def wire_messages(
@@ -119,9 +129,29 @@ def wire_tools(tools: Sequence[ToolSpec]) -> EncodedList:
     return out
 
 
-def usage_of(raw: Mapping[str, Any] | None, model: str) -> Usage:
-    """Normalised, priced usage (Anthropic's ``input_tokens`` already excludes cached
-    tokens). A server that sent none gives ``Usage(unreported_calls=1)``, unpriced."""
+def mark_cache_breakpoints(tools: EncodedList, messages: EncodedList) -> None:
+    """Put ``cache_control`` on the last tool and on the last block of the latest turn and
+    of the turn before it (``messages[-3]``: user turns alternate with the model's), in
+    place. The cached wire forms are never changed: each marked item is a copy, encoded
+    afresh."""
+    if tools:
+        tools[-1] = {**tools[-1], "cache_control": EPHEMERAL}
+        tools.parts[-1] = to_json(tools[-1])
+    for index in (-3, -1):
+        if len(messages) < -index:
+            continue
+        message = messages[index]
+        content = list(message["content"])
+        content[-1] = {**content[-1], "cache_control": EPHEMERAL}
+        messages[index] = {"role": message["role"], "content": content}
+        messages.parts[index] = to_json(messages[index])
+
+
+def usage_of(raw: Mapping[str, Any] | None) -> Usage:
+    """Normalised usage: Anthropic's ``input_tokens`` already leave out the tokens read from
+    the prompt cache (``cache_read_input_tokens``) and written to it
+    (``cache_creation_input_tokens``). A server that sent none gives
+    ``Usage(unreported_calls=1)``. The engine prices it (from the run's price table)."""
     if not raw:
         return Usage(unreported_calls=1)
     return Usage(
@@ -129,7 +159,7 @@ def usage_of(raw: Mapping[str, Any] | None, model: str) -> Usage:
         output_tokens=int(raw.get("output_tokens") or 0),
         cache_read_tokens=int(raw.get("cache_read_input_tokens") or 0),
         cache_write_tokens=int(raw.get("cache_creation_input_tokens") or 0),
-    ).priced(model)
+    )
 
 
 @dataclass
@@ -198,7 +228,7 @@ class MessageStream:
             raise stream_cut(self.provider, cut, text, calls, missing="message_stop")
         return ModelResponse(
             message=AssistantMessage(content=text, tool_calls=tuple(calls)),
-            usage=usage_of(self.usage, self.model),
+            usage=usage_of(self.usage),
             stop_reason=self.stop_reason or "end_turn",
             model=self.model,
         )
@@ -253,6 +283,7 @@ class AnthropicProvider(HTTPProvider):
         )
         if self.context_window is None:
             self.context_window = known_window(model)
+        self.cache_writes = self.options.prompt_caching is not False
 
     def headers(self) -> dict[str, str]:
         return {"x-api-key": self.api_key() or "", "anthropic-version": API_VERSION}
@@ -270,24 +301,33 @@ class AnthropicProvider(HTTPProvider):
         """The request body for ``request``."""
         system, messages = wire_messages(request.system, request.messages)
         options = self.options
-        max_tokens, temperature = self.sampling(request)
+        caching = self.cache_writes
+        tools = wire_tools(request.tools)
+        if caching:
+            mark_cache_breakpoints(tools, messages)
         body: dict[str, Any] = {
             "model": self.model,
-            "max_tokens": max_tokens or DEFAULT_MAX_TOKENS,
+            "max_tokens": self.output_limit(request),
             "messages": messages,
         }
         if system:
-            body["system"] = system
-        if request.tools:
-            body["tools"] = wire_tools(request.tools)
+            body["system"] = [{"type": "text", "text": system, "cache_control": EPHEMERAL}] if caching else system
+        if tools:
+            body["tools"] = tools
             if options.tool_choice:
                 body["tool_choice"] = TOOL_CHOICES[options.tool_choice]
+        temperature = self.sampling(request)[1]
         if temperature is not None:
             body["temperature"] = temperature
         if stream:
             body["stream"] = True
         body.update(options.extra)
         return body
+
+    def output_limit(self, request: ModelRequest) -> int:
+        """The ``max_tokens`` sent with ``request`` (the API requires one): the request's,
+        else the option's, else 8192."""
+        return self.sampling(request)[0] or DEFAULT_MAX_TOKENS
 
     def assembler(self) -> MessageStream:
         """A fresh assembler of one streamed answer."""
@@ -313,7 +353,7 @@ class AnthropicProvider(HTTPProvider):
         model = data.get("model") or self.model
         return ModelResponse(
             message=AssistantMessage(content=text, tool_calls=tuple(calls)),
-            usage=usage_of(data.get("usage"), model),
+            usage=usage_of(data.get("usage")),
             stop_reason=data.get("stop_reason") or "end_turn",
             model=model,
         )

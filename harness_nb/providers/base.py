@@ -62,12 +62,15 @@ class Provider(ABC):
     what the provider knows of the model: see ``discover_window``); ``token_ratio`` is
     this model's characters per token, calibrated by the engine from reported usage;
     ``offline`` marks a provider that answers without a server (never recorded to a
-    cassette)."""
+    cassette); ``cache_writes`` one that writes each prompt to a prompt cache at the
+    cache-write price (Anthropic with ``cache_control``), which a budget's estimate of a
+    call counts."""
 
     name: ClassVar[str] = "provider"
     offline: ClassVar[bool] = False
     streaming: bool = True
     context_window: int | None = None
+    cache_writes: bool = False
 
     def __init__(self, model: str, *, options: ProviderOptions | None = None) -> None:
         self.model = model
@@ -86,6 +89,11 @@ class Provider(ABC):
     def learn_window(self, tokens: int) -> None:
         """Take the window a server stated (in a too-long error): the server knows best."""
         self.context_window = tokens
+
+    def output_limit(self, request: ModelRequest) -> int | None:
+        """The most output tokens an answer to ``request`` may have (the ``max_tokens`` the
+        provider sends), ``None`` when the provider sends no limit. Budgets count it."""
+        return request.max_tokens
 
     @property
     def model_id(self) -> str:

@@ -302,6 +302,10 @@ class HTTPProvider(Provider):
             temperature = self.options.temperature
         return request.max_tokens or self.options.max_tokens, temperature
 
+    def output_limit(self, request: ModelRequest) -> int | None:
+        """The ``max_tokens`` this provider sends with ``request`` (``None``: none)."""
+        return self.sampling(request)[0]
+
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """One non-streamed answer."""
         data = await self.post_json(self.endpoint, self.body(request, stream=False))

@@ -105,9 +105,11 @@ def wire_tools(tools: Sequence[ToolSpec]) -> EncodedList:
     return out
 
 
-def usage_of(raw: Mapping[str, Any] | None, model: str) -> Usage:
-    """Normalised, priced usage: ``prompt_tokens`` includes the cached part, ours does not.
-    A server that sent none gives ``Usage(unreported_calls=1)`` (unpriced: nobody said)."""
+def usage_of(raw: Mapping[str, Any] | None) -> Usage:
+    """Normalised usage: ``prompt_tokens`` includes the part read from OpenAI's automatic
+    prompt cache (``prompt_tokens_details.cached_tokens``), our ``input_tokens`` do not —
+    that part is ``cache_read_tokens``. A server that sent none gives
+    ``Usage(unreported_calls=1)``. The engine prices it (from the run's price table)."""
     if not raw:
         return Usage(unreported_calls=1)
     cached = int((raw.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
@@ -115,7 +117,7 @@ def usage_of(raw: Mapping[str, Any] | None, model: str) -> Usage:
         input_tokens=int(raw.get("prompt_tokens") or 0) - cached,
         output_tokens=int(raw.get("completion_tokens") or 0),
         cache_read_tokens=cached,
-    ).priced(model)
+    )
 
 
 def _arguments(value: Any) -> str:
@@ -139,7 +141,7 @@ def _response(
         stop = "tool_use"  # some servers say "stop" even when they called tools
     return ModelResponse(
         message=AssistantMessage(content=text or refusal, tool_calls=tuple(calls)),
-        usage=usage_of(usage, model),
+        usage=usage_of(usage),
         stop_reason=stop,
         model=model,
     )

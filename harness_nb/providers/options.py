@@ -15,6 +15,9 @@ tool_choice     sent whenever tools are offered; default        ``{"type": "auto
 empty_content   an assistant turn of tool calls only: ``""``    (not used)
                 (default), no key (``"omit"``) or ``null``
 stream_usage    ``False`` leaves out ``stream_options``         (not used)
+prompt_caching  (not used: OpenAI caches long prompts           ``False``: no ``cache_control``
+                by itself and reports ``cached_tokens``)        breakpoints (default: tools,
+                                                                system, the last two turns)
 extra           merged into every request body                  the same
 max_retries     retries of a failure that may pass              the same
 timeout         seconds per request (connecting: at most 10)    the same
@@ -68,6 +71,7 @@ class ProviderOptions(BaseModel):
     tool_choice: ToolChoice | None = None
     empty_content: EmptyContent | None = None
     stream_usage: bool | None = None
+    prompt_caching: bool | None = None
     context_window: Annotated[int, Field(gt=0)] | None = None
     max_retries: Annotated[int, Field(ge=0)] | None = None
     timeout: Annotated[float, Field(gt=0)] | None = None

@@ -3,7 +3,9 @@ OpenAI Chat Completions and Anthropic Messages APIs, built from a script step.
 
 Streams fragment text and tool-call arguments over several events like the real APIs and
 end with the usage chunk / ``message_stop``. A step with ``omit_usage`` gets no usage at
-all, as from the many local servers that send none.
+all, as from the many local servers that send none. A step without a scripted ``usage``
+gets ``count_tokens`` of the request as its input, split the way each API reports prompt
+caching (``fake_cache.py``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from .fake_cache import PromptCache
+
 _OPENAI_STOP = {
     "end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length",
     "refusal": "content_filter",
@@ -20,10 +24,39 @@ _OPENAI_STOP = {
 
 
 class AnswerWriter:
-    """Builds answers for one server; ids (``call_fake1``, ``msg_fake2`` …) are unique per writer."""
+    """Builds answers for one server; ids (``call_fake1``, ``msg_fake2`` …) are unique per
+    writer, and ``cache`` is the prompt cache its answers' usage reports on."""
 
-    def __init__(self) -> None:
+    def __init__(self, cache: PromptCache | None = None) -> None:
         self._ids = itertools.count(1)
+        self.cache = cache or PromptCache()
+
+    def usage(self, api: str, step: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str, int] | None:
+        """The usage of the answer to ``body``: the step's own (``input_tokens``,
+        ``output_tokens``, ``cache_read_tokens``, ``cache_write_tokens``), else an estimate —
+        about four characters a token — with the cached part as the API would report it."""
+        if step.get("omit_usage"):
+            return None
+        out_chars = len(step.get("text", "")) + len(json.dumps(step.get("tool_calls") or []))
+        given = step.get("usage")
+        prompt = count_tokens(body)
+        if given:
+            return {
+                "input_tokens": int(given.get("input_tokens", prompt)),
+                "output_tokens": int(given.get("output_tokens", out_chars // 4 + 1)),
+                "cache_read_tokens": int(given.get("cache_read_tokens", 0)),
+                "cache_write_tokens": int(given.get("cache_write_tokens", 0)),
+            }
+        if api == "anthropic":
+            read, written = self.cache.anthropic(body)
+        else:
+            read, written = min(self.cache.openai(body), prompt), 0
+        return {
+            "input_tokens": max(prompt - read - written, 0),
+            "output_tokens": out_chars // 4 + 1,
+            "cache_read_tokens": read,
+            "cache_write_tokens": written,
+        }
 
     def calls(self, api: str, step: Mapping[str, Any]) -> list[tuple[str, str, str]]:
         """``(id, name, arguments JSON text)`` for each tool call of a step."""
@@ -38,7 +71,7 @@ class AnswerWriter:
     def body(self, api: str, step: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str, Any]:
         """The JSON body of a plain (not streamed) answer to request ``body``."""
         text, calls, stop = step.get("text", ""), self.calls(api, step), _stop(step)
-        usage, model = _usage(step, body), body.get("model", "fake")
+        usage, model = self.usage(api, step, body), body.get("model", "fake")
         answer: dict[str, Any]
         if api == "openai":
             message: dict[str, Any] = {"role": "assistant", "content": text or None}
@@ -69,7 +102,7 @@ class AnswerWriter:
         """The SSE events of a streamed answer, as text; ``finished=False`` leaves out the
         events that say the answer is complete (finish_reason, usage, [DONE], message_stop)."""
         text, calls, stop = step.get("text", ""), self.calls(api, step), _stop(step)
-        usage, model = _usage(step, body), body.get("model", "fake")
+        usage, model = self.usage(api, step, body), body.get("model", "fake")
         if api == "openai":
             if not (body.get("stream_options") or {}).get("include_usage"):
                 usage = None
@@ -154,19 +187,6 @@ def count_tokens(body: Mapping[str, Any]) -> int:
     return len(json.dumps(held, ensure_ascii=False)) // 4
 
 
-def _usage(step: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str, int] | None:
-    # Without a scripted usage, the deterministic count of ``count_tokens``.
-    if step.get("omit_usage"):
-        return None
-    given = step.get("usage") or {}
-    out_chars = len(step.get("text", "")) + len(json.dumps(step.get("tool_calls") or []))
-    return {
-        "input_tokens": int(given.get("input_tokens", count_tokens(body))),
-        "output_tokens": int(given.get("output_tokens", out_chars // 4 + 1)),
-        "cache_read_tokens": int(given.get("cache_read_tokens", 0)),
-    }
-
-
 def _openai_usage(u: Mapping[str, int]) -> dict[str, Any]:
     prompt = u["input_tokens"] + u["cache_read_tokens"]  # OpenAI counts the cached part in
     return {"prompt_tokens": prompt, "completion_tokens": u["output_tokens"],
@@ -176,7 +196,7 @@ def _openai_usage(u: Mapping[str, int]) -> dict[str, Any]:
 
 def _anthropic_usage(u: Mapping[str, int]) -> dict[str, Any]:
     return {"input_tokens": u["input_tokens"], "output_tokens": u["output_tokens"],
-            "cache_creation_input_tokens": 0,
+            "cache_creation_input_tokens": u["cache_write_tokens"],
             "cache_read_input_tokens": u["cache_read_tokens"]}
 
 

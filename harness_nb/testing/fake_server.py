@@ -6,7 +6,8 @@ It answers ``POST /v1/chat/completions`` and ``POST /v1/messages`` (also without
 
     {"text": "Looking.",                                    # the answer text
      "tool_calls": [{"name": "grep", "arguments": {"pattern": "x"}, "id": "call_1"}],
-     "usage": {"input_tokens": 12, "output_tokens": 3, "cache_read_tokens": 0},
+     "usage": {"input_tokens": 12, "output_tokens": 3, "cache_read_tokens": 0,
+               "cache_write_tokens": 0},   # optional: else estimated, with prompt caching
      "stop_reason": "end_turn",   # optional: end_turn | tool_use | max_tokens | refusal
      "omit_usage": True,          # optional: send no usage at all (as many local servers)
      "delay": 0.2}                # optional: seconds before answering
@@ -23,6 +24,11 @@ It answers ``POST /v1/chat/completions`` and ``POST /v1/messages`` (also without
 
 A step may also be a callable ``(request body) -> step``, for scripts that compute their
 answer (a long session that answers every prompt with a tool call, say).
+
+Without a scripted ``usage``, a prompt's tokens are its characters / 4, and prompt caching
+is reported the way each API does (``fake_cache.py``): Anthropic reads and writes the
+prefixes a request marks with ``cache_control``, OpenAI caches every prompt of 1,024
+tokens or more by itself (``cache_min_tokens`` changes that minimum for both).
 
 Streams fragment text and tool-call arguments over several events like the real APIs and
 end with the usage chunk / ``message_stop``. Every model request is kept in ``requests``,
@@ -56,7 +62,7 @@ from the start, however their requests interleave.
     async with FakeLLMServer(steps) as srv: ...            # on the running loop
     with FakeLLMServer(steps).in_thread() as srv: ...      # own thread, for sync code
     python -m harness_nb.testing.fake_server --port 0 --latency 0.1 --script s.json --loop \
-        --per-conversation
+        --per-conversation --cache-min-tokens 1024
 """
 
 from __future__ import annotations
@@ -75,6 +81,7 @@ from types import TracebackType
 from typing import Any, Literal, Self
 
 from .fake_answers import AnswerWriter, count_tokens, error_body, too_long_error, window_info
+from .fake_cache import DEFAULT_MIN_TOKENS, PromptCache
 
 __all__ = ["FakeLLMServer", "ReceivedRequest", "count_tokens"]
 
@@ -113,7 +120,8 @@ class FakeLLMServer:
     ``latency`` delays every answer (a step's ``delay`` overrides it); ``loop`` cycles the
     script forever; ``per_conversation`` picks steps by the conversation's own turn count;
     ``strict`` rejects what llama.cpp rejects; ``context_window``, ``server`` and
-    ``report_window`` enforce and report a context window (see the module doc). When the
+    ``report_window`` enforce and report a context window (see the module doc);
+    ``cache_min_tokens`` is the shortest prompt prefix its prompt cache keeps. When the
     script runs out the server answers 400 saying so."""
 
     steps: Sequence[Mapping[str, Any] | Callable[[Any], Mapping[str, Any]]] = ()
@@ -127,6 +135,7 @@ class FakeLLMServer:
     context_window: int | None = None
     server: Literal["openai", "vllm", "llamacpp"] = "openai"
     report_window: bool = True
+    cache_min_tokens: int = DEFAULT_MIN_TOKENS
     requests: list[ReceivedRequest] = field(default_factory=list)
     info_requests: list[ReceivedRequest] = field(default_factory=list)
 
@@ -134,7 +143,7 @@ class FakeLLMServer:
         self._script = list(self.steps)
         self._cursor = 0
         self._used: set[int] = set()  # steps taken, when steps have `match`
-        self._writer = AnswerWriter()
+        self._writer = AnswerWriter(PromptCache(self.cache_min_tokens))
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
 
@@ -238,7 +247,7 @@ class FakeLLMServer:
         own steps, however their requests interleave."""
         messages = body.get("messages") if isinstance(body, dict) else None
         said = [m["content"] for m in messages or () if isinstance(m, dict) and m.get("role") == "user"]
-        text = "\n".join(c for c in said if isinstance(c, str))
+        text = "\n".join(_texts(said))
         for index, step in enumerate(self._script):
             if index in self._used:
                 continue
@@ -325,6 +334,15 @@ class FakeLLMServer:
         else:
             await _send_json(writer, 200, self._writer.body(api, step, body))
         return True
+
+
+def _texts(contents: Sequence[Any]) -> Iterator[str]:
+    """The text of user messages: a string, or (Anthropic) the text blocks of a list."""
+    for content in contents:
+        if isinstance(content, str):
+            yield content
+        elif isinstance(content, list):
+            yield from (b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str))
 
 
 # What llama.cpp's server says (with HTTP 500) to an assistant message whose content is null.
@@ -426,6 +444,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         action="store_true",
         help="pick each step by the conversation's turn count, for concurrent conversations",
     )
+    parser.add_argument(
+        "--cache-min-tokens",
+        type=int,
+        default=DEFAULT_MIN_TOKENS,
+        help="shortest prompt prefix the prompt cache keeps (tokens)",
+    )
     args = parser.parse_args(argv)
     steps = json.loads(args.script.read_text()) if args.script else [{"text": "Hello."}]
     if isinstance(steps, dict):
@@ -439,6 +463,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         port=args.port,
         per_conversation=args.per_conversation,
         record=False,
+        cache_min_tokens=args.cache_min_tokens,
     )
     asyncio.run(_serve_until_stopped(server))
 
