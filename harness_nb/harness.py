@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
-from .core import Compacted, ConfigError, Event, Usage, new_id
+from .core import Compacted, ConfigError, Event, PriceTable, Usage, new_id
 from .core.secret import SECRETS, protect_loggers
 from .engine import (
     MAIN_SYSTEM_PROMPT,
@@ -114,6 +114,16 @@ class Harness:
     account): ``run(..., model=X)`` runs on X without touching other runs, and background
     work keeps the context of the run that launched it. ``usage`` is the harness's total.
 
+    Money: every call is priced from ``prices`` — the built-in list
+    (``harness_nb.core.PRICES``) plus your own, ``{"my-model": {"input": 0.5, "output":
+    1.5}}`` in USD per million tokens (cache prices default to 0.1× and 1.25× the input
+    price) — and the cost rolls up with the tokens: ``result.usage.cost`` per run,
+    ``h.usage.cost`` for everything. ``budget_usd`` (and ``token_budget``) bound each run,
+    its subagents included; ``subagent_budget_usd`` each subagent run (a definition's
+    ``max_budget_usd`` too), clamped to what its parent has left. Budgets are checked
+    before each model call, against that call's estimate (``engine/budget.py``), so the
+    call that would pass one is never made.
+
     ``sandbox``: how ``bash`` runs (``tools/sandbox.py``): ``"auto"`` under bubblewrap where
     it works (else unsandboxed, with one warning), ``"bwrap"`` always (``ConfigError`` when
     it cannot), ``"off"`` never, or a ``Sandbox``; ``sandbox_network`` lets sandboxed
@@ -138,6 +148,9 @@ class Harness:
         deny: Iterable[str] = (),
         max_turns: int = 50,
         token_budget: int | None = None,
+        budget_usd: float | None = None,
+        subagent_budget_usd: float | None = None,
+        prices: Mapping[str, Any] | None = None,
         wall_time: float | None = None,
         tool_timeout: float = 60.0,
         offload_chars: int = 20_000,
@@ -168,9 +181,15 @@ class Harness:
         require_positive("max_background", max_background, whole=True)
         require_positive("max_depth", max_depth, whole=True)
         require_positive("offload_chars", offload_chars, whole=True)
+        require_positive("subagent_budget_usd", subagent_budget_usd, optional=True)
         self.limits = Limits(
-            max_turns=max_turns, token_budget=token_budget, wall_time=wall_time, tool_timeout=tool_timeout
+            max_turns=max_turns,
+            token_budget=token_budget,
+            budget_usd=budget_usd,
+            wall_time=wall_time,
+            tool_timeout=tool_timeout,
         )
+        self.prices = PriceTable.of(prices)
         self._api_key = api_key
         self._base_url = base_url
         self._record_to = record_to
@@ -202,7 +221,12 @@ class Harness:
             include_user=include_user_agents,
         )
         self.tracker = TaskTracker()
-        self.runner = SubagentRunner(self.models, max_depth=max_depth, background_approvals=background_approvals)
+        self.runner = SubagentRunner(
+            self.models,
+            max_depth=max_depth,
+            background_approvals=background_approvals,
+            subagent_budget_usd=subagent_budget_usd,
+        )
         self.router = MessageRouter([TrackerRoute(self.tracker)])
         self.task_tool = TaskTool(
             self.registry, self.runner, self.tracker, max_concurrency=max_concurrency, max_background=max_background
@@ -380,6 +404,9 @@ class Harness:
         approval_policy: ApprovalPolicy | None = None,
         max_turns: int | None = None,
         token_budget: int | None = None,
+        budget_usd: float | None = None,
+        subagent_budget_usd: float | None = None,
+        prices: Mapping[str, Any] | None = None,
         background_approvals: BackgroundApprovals | None = None,
         provider_options: Mapping[str, Any] | None = None,
         allow: Iterable[str] | None = None,
@@ -391,16 +418,21 @@ class Harness:
         """Change settings for the runs that start from now on; the conversation is kept,
         and runs (and background tasks) already under way keep the settings they started
         with. ``None`` leaves a setting as it is; ``model=""`` unconfigures the model,
-        ``token_budget=0`` removes the budget, ``context_window=0`` goes back to the model's
-        own window and ``tools=[]`` offers every tool again. ``allow`` / ``deny`` replace the
-        rules given in code (the session's rules and the settings files' stay)."""
+        ``token_budget=0``, ``budget_usd=0`` and ``subagent_budget_usd=0`` remove a budget,
+        ``context_window=0`` goes back to the model's own window and ``tools=[]`` offers
+        every tool again. ``allow`` / ``deny`` replace the rules given in code (the
+        session's rules and the settings files' stay)."""
         limits = self.limits
-        if max_turns is not None or token_budget is not None:
+        if max_turns is not None or token_budget is not None or budget_usd is not None:
             limits = replace(
                 limits,
                 max_turns=max_turns if max_turns is not None else limits.max_turns,
                 token_budget=(token_budget or None) if token_budget is not None else limits.token_budget,
+                budget_usd=(budget_usd or None) if budget_usd is not None else limits.budget_usd,
             )
+        if subagent_budget_usd:
+            require_positive("subagent_budget_usd", subagent_budget_usd)
+        table = PriceTable.of(prices) if prices is not None else self.prices
         options = None
         raw, window = self._raw_options, self._context_window
         if provider_options is not None or context_window is not None:
@@ -427,6 +459,9 @@ class Harness:
             self.approval_policy = approval_policy
         self.limits = limits
         self._raw_options, self._context_window = raw, window
+        self.prices = table
+        if subagent_budget_usd is not None:
+            self.runner.subagent_budget_usd = subagent_budget_usd or None
         if options is not None and options != self.provider_options:
             # providers made with the old options stay open for runs still using them
             self.provider_options = options
@@ -443,7 +478,7 @@ class Harness:
     def run_context(
         self, *, model: str | None = None, max_turns: int | None = None, approval: ApprovalChannel | None = None
     ) -> RunContext:
-        """A new run's context: the harness's provider and limits (or ``model`` /
+        """A new run's context: the harness's provider, limits and prices (or ``model`` /
         ``max_turns`` for this run only), the approval channel (``approval``, else the
         harness's) and a fresh usage account billed to the harness's total."""
         provider = self.models.get(model) if model is not None else self.provider
@@ -451,7 +486,7 @@ class Harness:
         channel = approval or self.approval
         if channel is not None:  # "Approve for this session" keeps its rule on this harness
             channel = remembering(channel, self.permissions)
-        return RunContext(provider, limits, channel, self.total.child(), self.compaction)
+        return RunContext(provider, limits, channel, self.total.child(), self.compaction, prices=self.prices)
 
     def _select_tools(self, names: list[str] | None) -> None:
         """Offer the tools named (and those given as objects), or the whole pool; a name not

@@ -153,14 +153,16 @@ async def test_max_turns_stops_the_run_with_a_clear_reason():
     assert "[stopped: reached max_turns (3)]" in result.final_text
 
 
-async def test_token_budget_stops_the_run():
+async def test_token_budget_stops_the_run_before_the_call_that_would_pass_it():
     steps = [{"tool_calls": [call("echo", text="x")], "usage": {"input_tokens": 400, "output_tokens": 100}}] * 5
-    engine, _ = make(steps, limits=Limits(token_budget=1200))
+    engine, provider = make(steps, limits=Limits(token_budget=1200))
     result = await engine.run("spend")
     assert result.stop_reason == "token_budget"
-    assert result.turns == 3  # 500, 1000, 1500 >= 1200
-    assert result.usage.input_tokens == 1200
-    assert "1,500 of the 1,200-token budget" in result.final_text
+    # call 3 would hold 400 + 5 (the call and result added since) prompt tokens and up to
+    # 100 output tokens (the largest answer so far): 505 > the 200 left after 2 × 500
+    assert result.turns == 2 and len(provider.requests) == 2
+    assert result.usage.total_tokens == 1000
+    assert "next call may use 505 tokens and this run has 200 of its 1,200-token budget left" in result.final_text
 
 
 async def test_wall_time_limit_stops_a_slow_run_and_keeps_history_valid():

@@ -18,6 +18,7 @@ from .error import (
 from .event import (
     ApprovalDecided,
     ApprovalRequested,
+    BudgetWarning,
     Compacted,
     CompactionStarted,
     ContextMeasured,
@@ -53,6 +54,7 @@ __all__ = [
     "ApprovalDecided",
     "ApprovalRequested",
     "AssistantMessage",
+    "BudgetWarning",
     "Compacted",
     "CompactionStarted",
     "ConfigError",

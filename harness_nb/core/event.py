@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from .message import ToolCall
-from .usage import Usage, plural
+from .usage import Usage, plural, usd
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -155,6 +155,23 @@ class TurnFinished(_Event):
     usage: Usage
 
 
+class BudgetWarning(_Event):
+    """A run has used 80% of one of its budgets (``budget_usd`` in USD, ``token_budget`` in
+    tokens); emitted once per budget and run."""
+
+    kind: Literal["budget_warning"] = "budget_warning"
+    limit: Literal["budget_usd", "token_budget"]
+    spent: float
+    budget: float
+
+    def text(self) -> str:
+        """``used 81% of the $0.50 budget ($0.4050)``."""
+        share = f"{self.spent / self.budget:.0%}"
+        if self.limit == "budget_usd":
+            return f"used {share} of the {usd(self.budget)} budget ({usd(self.spent)})"
+        return f"used {share} of the {self.budget:,.0f}-token budget ({self.spent:,.0f} tokens)"
+
+
 class SubagentUpdate(_Event):
     """A child's event, wrapped with the child's task id and agent name."""
 
@@ -189,6 +206,7 @@ Event = (
     | CompactionStarted
     | Compacted
     | TurnFinished
+    | BudgetWarning
     | SubagentUpdate
     | RunFinished
     | RunFailed

@@ -1,5 +1,6 @@
 """The agent loop and what it needs: hooks, sessions, prompts, limits. No IPython here."""
 
+from .budget import BudgetScope, CallEstimate, PromptTally
 from .compaction import CompactionPolicy, ContextKeeper
 from .context import ParentContext, RunContext, UsageAccount
 from .engine import AgentEngine, EventSink, Injector
@@ -18,10 +19,10 @@ from .hook import (
     OffloadHook,
     RedactSecretsHook,
 )
-from .limits import EARLY_STOPS, Limits, RunResult, require_positive, stop_label
 from .meter import ContextMeter
 from .permission import POLICIES, PermissionHook, Policy, remembering
 from .rule import PermissionRules, Rule, parse_rule, session_rule
+from .limits import BUDGET_STOPS, EARLY_STOPS, Limits, RunResult, require_positive, stop_label
 from .prompt import MAIN_SYSTEM_PROMPT, PromptBuilder
 from .session import MemorySession, load_transcript
 from .skill import SKILL_MAX_BYTES, load_skill, skill_dirs, skill_name_problem
@@ -29,6 +30,7 @@ from .summary import is_summary, summary_message
 
 __all__ = [
     "ALLOW",
+    "BUDGET_STOPS",
     "EARLY_STOPS",
     "MAIN_SYSTEM_PROMPT",
     "SKILL_MAX_BYTES",
@@ -37,6 +39,8 @@ __all__ = [
     "ApprovalChannel",
     "Approved",
     "Ask",
+    "BudgetScope",
+    "CallEstimate",
     "CompactionPolicy",
     "ContextKeeper",
     "ContextMeter",
@@ -57,6 +61,7 @@ __all__ = [
     "PermissionRules",
     "Policy",
     "PromptBuilder",
+    "PromptTally",
     "RedactSecretsHook",
     "RunContext",
     "Rule",

@@ -9,8 +9,12 @@ down as a value — never left on a shared engine for the next run to find.
   task that finishes after its launching run has ended still bills that run (and the
   total), never whichever run happens to be live.
 - ``ParentContext`` is what a subagent inherits from the run that starts it: a small frozen
-  value (provider, tools, hooks, limits, workdir, approval channel, depth, usage account),
-  handed to tools as ``ToolContext.parent``, instead of the whole parent engine.
+  value (provider, tools, hooks, limits, workdir, approval channel, depth, usage account,
+  price table, budget scope), handed to tools as ``ToolContext.parent``, instead of the
+  whole parent engine.
+
+Cost is part of ``Usage``: each call is priced from the run's ``prices`` when it is billed,
+so costs roll up with the tokens (run → harness total, subagent → launching run).
 
 Overlapping runs (a background task outliving its launcher, a teammate, a second cell)
 each hold their own context, so none can see another's provider, channel or account.
@@ -20,13 +24,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..core import Usage
+from ..core import PriceTable, Usage
+from ..core.price import DEFAULT_PRICES
 from ..providers.base import Provider
 from ..tools import ToolRegistry
 from .compaction import CompactionPolicy
 from .hook import ApprovalChannel, HookRegistry
 from .limits import Limits
+
+if TYPE_CHECKING:
+    from .budget import BudgetScope
 
 
 class UsageAccount:
@@ -66,14 +75,18 @@ class UsageAccount:
 @dataclass(frozen=True, slots=True)
 class RunContext:
     """What one run of an engine uses: ``provider``, ``limits``, ``approval`` (``None``:
-    asked calls are denied, fail closed), ``account``, the usage account it bills, and
-    ``compaction``, when and how its conversation is compacted to fit the context window."""
+    asked calls are denied, fail closed), ``account`` (the usage account it bills),
+    ``compaction`` (when and how its conversation is compacted to fit the context window),
+    ``prices`` (what its calls cost) and ``parent_budget``, the budget scope of the run
+    that launched it (a subagent is held to its parent's budgets too)."""
 
     provider: Provider
     limits: Limits = field(default_factory=Limits)
     approval: ApprovalChannel | None = None
     account: UsageAccount = field(default_factory=UsageAccount)
     compaction: CompactionPolicy = field(default_factory=CompactionPolicy)
+    prices: PriceTable = DEFAULT_PRICES
+    parent_budget: BudgetScope | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +97,8 @@ class ParentContext:
     is written beside it (``<session>.<task id>.jsonl``). ``account`` is the launching run's
     usage account: a child bills it, also when the child finishes after the run has ended.
     ``compaction`` is the parent run's policy: a child's conversation compacts the same way.
+    ``budget`` is the launching run's budget scope: a child's budget is clamped to what it
+    has left, and every call of the child is checked against it too.
     """
 
     provider: Provider
@@ -98,3 +113,15 @@ class ParentContext:
     session_id: str = ""
     transcript: Path | None = None
     compaction: CompactionPolicy = field(default_factory=CompactionPolicy)
+    prices: PriceTable = DEFAULT_PRICES
+    budget: BudgetScope | None = None
+
+    def remaining_usd(self) -> float | None:
+        """USD the launching run (and every run enclosing it) has left; ``None``: no USD
+        budget."""
+        return self.budget.remaining_usd() if self.budget is not None else None
+
+    def remaining_tokens(self) -> int | None:
+        """Tokens the launching run (and every run enclosing it) has left; ``None``: no token
+        budget."""
+        return self.budget.remaining_tokens() if self.budget is not None else None

@@ -7,11 +7,12 @@ calls or a limit stops the run. Events go to a sink callback; ``run_stream`` tur
 into an async iterator. Before each call the conversation's ``ContextKeeper`` keeps the
 request within the model's context window (``compaction.py``).
 
-The engine holds what a conversation keeps between runs (its session, tools, hooks and
-prompt); what belongs to one run — provider, limits, approval channel, usage account — is
-a ``RunContext`` passed to ``run`` (see ``context.py``). The constructor's ``provider``,
-``limits`` and ``approval`` are only the defaults of a run given no context; nothing
-re-assigns them between runs.
+The engine holds what a conversation keeps between runs (its session, tools, hooks,
+prompt, context keeper and prompt tally); what belongs to one run — provider, limits,
+approval channel, usage account, compaction policy, prices — is a ``RunContext`` passed
+to ``run`` (see ``context.py``). Budgets are checked before each model call
+(``budget.py``). The constructor's ``provider``, ``limits`` and ``approval`` are only the
+defaults of a run given no context; nothing re-assigns them between runs.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,8 @@ from ..core import (
 )
 from ..providers.base import ModelRequest, ModelResponse, Provider, TextChunk
 from ..tools import ToolContext, ToolOutcome, ToolRegistry, invoke, own_timeout
-from .compaction import CompactionPolicy, ContextKeeper, FitContext
+from .budget import BudgetScope, PromptTally
+from .compaction import ContextKeeper, FitContext
 from .context import ParentContext, RunContext, UsageAccount
 from .hook import NO_CHANNEL_FEEDBACK, ApprovalChannel, Approved, Ask, Deny, HookRegistry
 from .limits import Limits, RunResult
@@ -110,6 +112,7 @@ class AgentEngine:
         self.agent = agent
         self.depth = depth
         self.injectors = list(injectors)
+        self.tally = PromptTally()
         self._lock = asyncio.Lock()
         self._system: tuple[str, int, str] | None = None  # (built, secrets version, scrubbed)
         self.keeper = ContextKeeper(self.session, workdir=self.workdir, agent=agent)
@@ -122,8 +125,12 @@ class AgentEngine:
         """A run context from the constructor's defaults, with a fresh usage account."""
         return RunContext(self.provider, self.limits, self.approval, UsageAccount())
 
-    def parent_context(self, context: RunContext) -> ParentContext:
-        """What a subagent started by a run with ``context`` inherits from it."""
+    def parent_context(self, context: RunContext, budget: BudgetScope | None = None) -> ParentContext:
+        """What a subagent started by a run with ``context`` inherits from it; ``budget`` is
+        that run's budget scope (a new one over ``context`` when not given: a subagent
+        started from outside a run is held to the run limits it would have had)."""
+        if budget is None:
+            budget = BudgetScope(context.limits, context.account, agent=self.agent, parent=context.parent_budget)
         return ParentContext(
             provider=context.provider,
             tools=self.tools,
@@ -137,6 +144,8 @@ class AgentEngine:
             session_id=self.session.id,
             transcript=self.session.transcript,
             compaction=context.compaction,
+            prices=context.prices,
+            budget=budget,
         )
 
     async def run(
@@ -173,7 +182,8 @@ class AgentEngine:
     async def _run(self, prompt: str, emit: EventSink, context: RunContext) -> RunResult:
         run_id = new_id("run")
         provider, limits, account = context.provider, context.limits, context.account
-        parent = self.parent_context(context)
+        budget = BudgetScope(limits, account, agent=self.agent, parent=context.parent_budget)
+        parent = self.parent_context(context, budget)
         turns = tool_calls = 0
         start = time.perf_counter()
         first_message = len(self.session.history)  # compaction may rewrite ``messages``
@@ -188,9 +198,9 @@ class AgentEngine:
                     if turns >= limits.max_turns:
                         raise LimitExceeded("max_turns", f"reached max_turns ({limits.max_turns})")
                     self._inject(emit)
-                    response = await self._answer(provider, emit, account, context.compaction)
+                    response = await self._answer(context, budget, emit)
                     turns += 1
-                    account.credit(_priced(response, provider), turns=1, tool_calls=len(response.message.tool_calls))
+                    self._bill(response, context, budget, emit, turns=1, tool_calls=len(response.message.tool_calls))
                     message = self.session.append(response.message)  # as stored: scrubbed
                     emit(TurnFinished(turn=turns, usage=account.snapshot(), agent=self.agent))
                     if message.content:
@@ -200,10 +210,6 @@ class AgentEngine:
                         break
                     tool_calls += len(message.tool_calls)
                     await self._run_tools(message.tool_calls, response.stop_reason, emit, parent, context)
-                    budget = limits.token_budget
-                    spent = account.usage.total_tokens
-                    if budget is not None and spent >= budget:
-                        raise LimitExceeded("token_budget", f"used {spent:,} of the {budget:,}-token budget")
         except (LimitExceeded, _Stop) as exc:
             stop = exc.limit if isinstance(exc, LimitExceeded) else exc.stop_reason
             final = f"{final}\n\n[stopped: {exc}]".strip()
@@ -241,40 +247,38 @@ class AgentEngine:
             self.session.append(UserMessage(content="\n\n".join(texts)))
             emit(MessagesInjected(texts=tuple(texts), agent=self.agent))
 
-    async def _answer(
-        self, provider: Provider, emit: EventSink, account: UsageAccount, policy: CompactionPolicy
-    ) -> ModelResponse:
+    async def _answer(self, context: RunContext, budget: BudgetScope, emit: EventSink) -> ModelResponse:
         """The model's next answer, its tool-call ids made unique. An answer with neither text
         nor tool calls is asked for once more, then ends the run (``empty_answer``); its
         tokens are still billed."""
+        provider = context.provider
         for attempt in (1, 2):
-            response = await self._call_fitted(provider, emit, account, policy)
+            response = await self._call_fitted(context, budget, emit)
             if response.message.content or response.message.tool_calls:
                 return _with_unique_call_ids(response)
-            account.credit(_priced(response, provider))
+            self._bill(response, context, budget, emit)
             if response.stop_reason == "max_tokens":
                 raise _Stop("max_tokens", EMPTY_AT_MAX_TOKENS)
             if attempt == 1:
                 log.warning("%s: empty answer from %s; asking once more", self.agent, provider.model_id)
         raise _Stop("empty_answer", EMPTY_ANSWER)
 
-    async def _call_fitted(
-        self, provider: Provider, emit: EventSink, account: UsageAccount, policy: CompactionPolicy
-    ) -> ModelResponse:
+    async def _call_fitted(self, context: RunContext, budget: BudgetScope, emit: EventSink) -> ModelResponse:
         """The model's answer to the conversation, kept within the context window: past the
         policy's threshold it is compacted first; a provider's context-length error compacts
         it and the call is made once more (a second such error fails the run, clearly)."""
-        fit = self._fit_context(provider, policy, emit, account)
+        provider = context.provider
+        fit = self._fit_context(context, emit, budget)
         await self.keeper.fit(fit)
         try:
-            response = await self._call_model(provider, emit)
+            response = await self._call_model(provider, emit, context, budget)
         except ProviderError as exc:
             if exc.kind != "context_length":
                 raise
             log.info("%s: %s; compacting and trying once more", self.agent, exc)
             await self.keeper.after_too_long(exc, fit)
             try:
-                response = await self._call_model(provider, emit)
+                response = await self._call_model(provider, emit, context, budget)
             except ProviderError as again:
                 if again.kind == "context_length":
                     raise self.keeper.still_too_long(again) from again
@@ -289,22 +293,24 @@ class AgentEngine:
         if self._lock.locked():
             raise HarnessError(f"agent {self.agent!r} is running; compact the conversation when it is done")
         context = context or self.default_context()
-        fit = self._fit_context(context.provider, context.compaction, _safe_sink(on_event), context.account)
+        fit = self._fit_context(context, _safe_sink(on_event))
         async with self._lock:
             return await self.keeper.compact("requested", fit)
 
-    def _fit_context(
-        self, provider: Provider, policy: CompactionPolicy, emit: EventSink, account: UsageAccount
-    ) -> FitContext:
-        """What keeping the next request within the window needs; a summary call bills
-        ``account`` like any other LLM call."""
+    def _fit_context(self, context: RunContext, emit: EventSink, budget: BudgetScope | None = None) -> FitContext:
+        """What keeping the next request within the window needs; a summary call is billed
+        to ``context``'s account and priced like any other LLM call."""
 
         def bill(response: ModelResponse) -> None:
-            account.credit(_priced(response, provider), turns=1)
+            self._bill(response, context, budget, emit, turns=1)
 
-        return FitContext(provider, policy, self._system_prompt(), self.tools.specs(), emit, bill)
+        return FitContext(
+            context.provider, context.compaction, self._system_prompt(), self.tools.specs(), emit, bill
+        )
 
-    async def _call_model(self, provider: Provider, emit: EventSink) -> ModelResponse:
+    async def _call_model(
+        self, provider: Provider, emit: EventSink, context: RunContext, budget: BudgetScope
+    ) -> ModelResponse:
         self.session.rescrub()
         request = ModelRequest(
             system=self._system_prompt(),
@@ -312,6 +318,49 @@ class AgentEngine:
             tools=self.tools.specs(),
             agent=self.agent,
         )
+        sent = len(request.messages)
+        with self._budgeted(request, context, budget):
+            response = await self._request(provider, request, emit)
+        self.tally.observe(sent, response.usage)
+        return response
+
+    @contextlib.contextmanager
+    def _budgeted(self, request: ModelRequest, context: RunContext, budget: BudgetScope) -> Iterator[None]:
+        """Hold the estimate of the call sending ``request`` against the run's budgets while
+        it runs; ``LimitExceeded`` (and no call) when it would pass one."""
+        if not budget.active:
+            yield
+            return
+        provider = context.provider
+        estimate = self.tally.estimate(
+            request, output_limit=provider.output_limit(request), cache_writes=provider.cache_writes
+        )
+        price = context.prices.lookup(provider.model_id, provider.model)
+        with budget.reserve(estimate, price, provider.model_id):
+            yield
+
+    def _bill(
+        self,
+        response: ModelResponse,
+        context: RunContext,
+        budget: BudgetScope | None,
+        emit: EventSink,
+        *,
+        turns: int = 0,
+        tool_calls: int = 0,
+    ) -> None:
+        """Bill an answer's usage, priced from the run's table, and say when the run has
+        used 80% of a budget."""
+        provider = context.provider
+        usage = response.usage
+        if usage.cost is None:  # a provider that reports its own cost is believed
+            usage = context.prices.priced(usage, provider.model_id, provider.model, response.model)
+        context.account.credit(usage, turns=turns, tool_calls=tool_calls)
+        for warning in budget.warnings() if budget is not None else ():
+            emit(warning)
+
+    async def _request(self, provider: Provider, request: ModelRequest, emit: EventSink) -> ModelResponse:
+        """Send ``request``: streamed as text deltas, or as one answer."""
         if not provider.streaming:
             response = await provider.complete(request)
             if response.message.content:
@@ -426,12 +475,6 @@ class AgentEngine:
                 return await invoke(tool, call, ctx)
         except TimeoutError:
             return ToolOutcome(f"error: {call.name} timed out after {deadline:g} s", True)
-
-
-def _priced(response: ModelResponse, provider: Provider) -> Usage:
-    """An answer's usage, priced from the table when the provider did not price it."""
-    usage = response.usage
-    return usage if usage.cost is not None else usage.priced(provider.model)
 
 
 def _with_unique_call_ids(response: ModelResponse) -> ModelResponse:

@@ -10,9 +10,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..core import ConfigError, Message, Usage
 
 
-EARLY_STOPS = frozenset({"max_turns", "token_budget", "wall_time", "max_tokens", "empty_answer"})
+EARLY_STOPS = frozenset(
+    {"max_turns", "token_budget", "budget_usd", "wall_time", "max_tokens", "empty_answer"}
+)
 """Stop reasons of a run that ended before the model was done: a limit of the run, an answer
 cut at ``max_tokens``, or a model that twice answered nothing."""
+
+BUDGET_STOPS = frozenset({"token_budget", "budget_usd"})
+"""Stop reasons of a run that ran out of budget (a subagent's is an error to its parent)."""
 
 
 def stop_label(stop_reason: str) -> str:
@@ -22,8 +27,10 @@ def stop_label(stop_reason: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """When a run stops on its own: ``max_turns`` LLM calls, ``token_budget`` input+output
-    tokens, ``wall_time`` seconds; ``tool_timeout`` bounds each ordinary tool call.
+    """When a run stops on its own: ``max_turns`` LLM calls, ``token_budget`` tokens (every
+    token read or written, cached prompt tokens included), ``budget_usd`` US dollars,
+    ``wall_time`` seconds; ``tool_timeout`` bounds each ordinary tool call. Both budgets
+    count the run's subagents and are checked before each call (``budget.py``).
     ``None`` means no limit; an impossible value (``max_turns=0``, a negative budget) is a
     ``ConfigError`` when the limits are made, not a run that stops before it starts."""
 
@@ -31,10 +38,12 @@ class Limits:
     token_budget: int | None = None
     wall_time: float | None = None
     tool_timeout: float = 60.0
+    budget_usd: float | None = None
 
     def __post_init__(self) -> None:
         require_positive("max_turns", self.max_turns, whole=True)
         require_positive("token_budget", self.token_budget, whole=True, optional=True)
+        require_positive("budget_usd", self.budget_usd, optional=True)
         require_positive("wall_time", self.wall_time, optional=True)
         require_positive("tool_timeout", self.tool_timeout)
 

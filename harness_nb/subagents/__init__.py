@@ -9,7 +9,7 @@ from .loader import LoadResult, load_agent_dir, load_agent_file, parse_agent_tex
 from .permission import resolve_tools
 from .registry import BUILTIN_AGENTS, AgentOverride, AgentRegistry
 from .render import background_completed, finished_task, running_task, task_result
-from .runner import BACKGROUND_DENIED, BackgroundApprovals, Child, SubagentRunner, progress_line
+from .runner import BACKGROUND_DENIED, BackgroundApprovals, BudgetSpentError, Child, SubagentRunner, progress_line
 from .task_tool import SubagentFailed, TaskParams, TaskTool
 from .tracker import TaskEntry, TaskStatus, TaskTracker
 
@@ -19,6 +19,7 @@ __all__ = [
     "AgentOverride",
     "AgentRegistry",
     "BackgroundApprovals",
+    "BudgetSpentError",
     "Child",
     "LoadResult",
     "MessageRouter",

@@ -156,8 +156,10 @@ class SubAgentDefinition(BaseModel):
     ``description`` is what the main model reads when deciding whom to delegate to, so it
     is required. ``tools`` is an allowlist (``None`` = inherit the parent's tools, see the
     module docstring), ``disallowed_tools`` is always subtracted, ``model`` ``None`` means
-    the parent's model, ``max_turns`` ``None`` means the engine's default. Keys the model
-    does not know are kept in ``extra``. camelCase and snake_case keys are both accepted.
+    the parent's model, ``max_turns`` ``None`` means the engine's default,
+    ``max_budget_usd`` (``maxBudgetUsd`` in a file) caps what one run of it may spend, in
+    USD — clamped further to what its parent has left. Keys the model does not know are
+    kept in ``extra``. camelCase and snake_case keys are both accepted.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -169,6 +171,7 @@ class SubAgentDefinition(BaseModel):
     disallowed_tools: list[str] = Field(default_factory=list)
     model: str | None = None
     max_turns: int | None = Field(default=None, ge=1)
+    max_budget_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     skills: list[str] = Field(default_factory=list)
     background: bool = False
     color: str | None = None

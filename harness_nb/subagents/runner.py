@@ -7,9 +7,16 @@ the definition's model or the parent's provider, and a system prompt of its own.
 
 Everything a child inherits comes from a ``ParentContext``: the frozen context of the run
 that starts it (provider, tools, hooks, limits, workdir, approval channel, depth, usage
-account), never the parent engine itself — so a background child keeps the provider and
-channel of the run that launched it, however long it outlives that run, and bills its
-usage to that run's account.
+account, prices, budget scope), never the parent engine itself — so a background child
+keeps the provider and channel of the run that launched it, however long it outlives that
+run, and bills its usage to that run's account.
+
+Budgets: a child's USD budget is the smallest of its definition's ``max_budget_usd``, the
+runner's ``subagent_budget_usd`` and what its parent has left (its budget minus what its
+account has spent, subagents included); its token budget is what the parent has left of
+its own. Every call of the child is checked against the parent's budgets too, so
+children running in parallel cannot together overspend. A parent with nothing left
+starts no child (``BudgetSpentError``).
 
 Approvals: a foreground subagent relays to the parent run's approval channel, so the person
 sees the request where the parent runs. A background subagent is denied (fail closed)
@@ -22,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from ..core import (
@@ -35,6 +42,7 @@ from ..core import (
     ToolCallStarted,
     TurnFinished,
 )
+from ..core.usage import usd
 from ..engine import (
     AgentEngine,
     ApprovalChannel,
@@ -66,6 +74,10 @@ DEFAULT_SUBAGENT_PROMPT = (
 )
 
 
+class BudgetSpentError(HarnessError):
+    """A subagent was not started: the run that would launch it has no budget left."""
+
+
 @dataclass(frozen=True, slots=True)
 class Child:
     """A subagent ready to run: its engine (session, narrowed tools, hooks, prompt) and the
@@ -79,7 +91,9 @@ class SubagentRunner:
     """Runs subagent definitions as children of a parent run (a ``ParentContext``).
 
     ``models`` resolves a definition's model and keeps the providers it makes; the harness
-    shares one resolver between its own runs and its subagents.
+    shares one resolver between its own runs and its subagents. ``subagent_budget_usd``
+    caps what each subagent run may spend (``None``: only its definition's
+    ``max_budget_usd`` and its parent's budget do).
     """
 
     def __init__(
@@ -89,11 +103,13 @@ class SubagentRunner:
         max_depth: int = 3,
         background_approvals: BackgroundApprovals = "deny",
         approval_timeout: float = 300.0,
+        subagent_budget_usd: float | None = None,
     ) -> None:
         self.models = models
         self.max_depth = max_depth
         self.background_approvals = background_approvals
         self.approval_timeout = approval_timeout
+        self.subagent_budget_usd = subagent_budget_usd
 
     def check_depth(self, parent: ParentContext) -> None:
         """Refuse a spawn deeper than ``max_depth`` with a clear error."""
@@ -133,14 +149,7 @@ class SubagentRunner:
             if parent.transcript is not None:
                 transcript = parent.transcript.with_name(f"{parent.session_id}.{task_id}.jsonl")
             session = MemorySession(f"{parent.session_id}.{task_id}", transcript=transcript)
-        limits = parent.limits
-        if definition.max_turns:
-            limits = Limits(
-                max_turns=definition.max_turns,
-                token_budget=limits.token_budget,
-                wall_time=limits.wall_time,
-                tool_timeout=limits.tool_timeout,
-            )
+        limits = self.child_limits(definition, parent)
         provider = self.models.provider_for(definition, parent.provider)
         engine = AgentEngine(
             provider,
@@ -159,8 +168,39 @@ class SubagentRunner:
             injectors=injectors,
         )
         approval = self._approval_for(definition.name, parent.approval, background)
-        context = RunContext(provider, limits, approval, account or parent.account.child(), parent.compaction)
+        context = RunContext(
+            provider,
+            limits,
+            approval,
+            account or parent.account.child(),
+            parent.compaction,
+            prices=parent.prices,
+            parent_budget=parent.budget,
+        )
         return Child(engine, context)
+
+    def child_limits(self, definition: SubAgentDefinition, parent: ParentContext) -> Limits:
+        """The limits of a child of ``parent``: the parent's, with the definition's
+        ``max_turns`` and the budgets clamped as the module doc says. ``BudgetSpentError``
+        when the parent has no budget left."""
+        left_usd, left_tokens = parent.remaining_usd(), parent.remaining_tokens()
+        spent = None
+        if left_usd is not None and left_usd <= 0:
+            spent = f"{usd(max(left_usd, 0.0))} left of its budget"
+        elif left_tokens is not None and left_tokens <= 0:
+            spent = f"{max(left_tokens, 0):,} tokens left of its token budget"
+        if spent is not None:
+            raise BudgetSpentError(
+                f"subagent {definition.name} was not started: {parent.agent} has {spent}. "
+                "Finish the work without delegating it."
+            )
+        caps = [c for c in (definition.max_budget_usd, self.subagent_budget_usd, left_usd) if c is not None]
+        return replace(
+            parent.limits,
+            max_turns=definition.max_turns or parent.limits.max_turns,
+            budget_usd=min(caps) if caps else None,
+            token_budget=left_tokens,
+        )
 
     def _approval_for(
         self, agent: str, parent_channel: ApprovalChannel | None, background: bool

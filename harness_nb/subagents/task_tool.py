@@ -7,8 +7,9 @@ Modes, checked in this order: team (``team_name``), chain, parallel (``tasks``),
 result forms are in ``render.py``.
 
 Subagents start from ``ToolContext.parent``, the calling run's ``ParentContext``: its
-provider, tools, hooks, limits, approval channel and usage account, fixed when that run
-started.
+provider, tools, hooks, limits, approval channel, usage account and budget scope, fixed
+when that run started. A subagent that runs out of budget (or cannot start because its
+parent has none left) is a failed task: the model gets an error result and goes on.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from ..core import Event, HarnessError, SubagentUpdate, ToolError, ToolSpec
-from ..engine import ParentContext, RunResult
+from ..engine import BUDGET_STOPS, ParentContext, RunResult
 from ..tools import Tool, ToolContext
 from .definition import SubAgentDefinition
 from .registry import AgentRegistry
@@ -31,6 +32,7 @@ from .runner import SubagentRunner, progress_line
 from .tracker import TaskEntry, TaskTracker
 
 MAX_PARALLEL_TASKS = 8
+OUT_OF_BUDGET = "ran out of budget before it was done; what it had so far:"
 
 
 class _Item(BaseModel):
@@ -163,8 +165,9 @@ class TaskTool(Tool):
 
     async def _tracked(self, entry: TaskEntry, definition: SubAgentDefinition, run: Awaitable[RunResult]) -> RunResult:
         """Await a subagent run and record how it ended on its task entry (cancelled, failed
-        — re-raised as ``SubagentFailed`` — or completed). Its usage is already billed: the
-        child's account rolls up into the launching run's as it goes."""
+        — re-raised as ``SubagentFailed`` —, out of budget — failed, its partial text kept —
+        or completed). Its usage is already billed: the child's account rolls up into the
+        launching run's as it goes."""
         try:
             result = await run
         except asyncio.CancelledError:
@@ -175,7 +178,10 @@ class TaskTool(Tool):
             raise SubagentFailed(entry.id, definition.name, exc) from exc
         result = result.model_copy(update={"task_id": entry.id})
         entry.run_result = result
-        self.tracker.finish(entry.id, result.final_text)
+        if result.stop_reason in BUDGET_STOPS:
+            self.tracker.finish(entry.id, f"{OUT_OF_BUDGET}\n\n{result.final_text}", failed=True)
+        else:
+            self.tracker.finish(entry.id, result.final_text)
         return result
 
     async def _foreground(
@@ -187,7 +193,8 @@ class TaskTool(Tool):
             task_id, result = await self.run_child(definition, prompt, parent, description=description, emit=ctx.emit)
         except SubagentFailed as exc:
             return _Outcome(exc.task_id, finished_task(self.tracker.get(exc.task_id)), None)
-        return _Outcome(task_id, finished_task(self.tracker.get(task_id)), result)
+        failed = result.stop_reason in BUDGET_STOPS
+        return _Outcome(task_id, finished_task(self.tracker.get(task_id)), None if failed else result)
 
     def launch_background(
         self,
