@@ -14,6 +14,7 @@ from typing import TextIO
 from .core import (
     ApprovalDecided,
     ApprovalRequested,
+    BudgetWarning,
     Compacted,
     CompactionStarted,
     Event,
@@ -104,6 +105,8 @@ class TextView:
                 self._line(f"{indent}⇢ {preview(text)}")
         elif isinstance(event, CompactionStarted | Compacted):
             self._line(f"{indent}⇣ {event.describe()}")
+        elif isinstance(event, BudgetWarning):
+            self._line(f"{indent}⚠ budget: {event.text()}")
         elif isinstance(event, RunFinished):
             self._line(f"{indent}── {stop_label(event.stop_reason)} · {event.usage.summary()}")
         elif isinstance(event, RunFailed):

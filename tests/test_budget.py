@@ -318,3 +318,26 @@ def test_budget_and_price_settings_are_checked(tmp_path):
     assert h.prices == PriceTable({"m": Price(input=1, output=2)})
     assert h.run_context().prices is h.prices
 
+
+# -- where cost is shown -----------------------------------------------------------------
+
+
+async def test_agents_show_their_budget_and_tasks_their_cost(tmp_path):
+    from harness_nb.notebook.magics import AgentTable, TaskTable, task_details
+
+    child_steps = [step("done", input_tokens=10_000, output_tokens=1_000)]
+    provider = ScriptedProvider(delegating(child_steps, child="worker"), model="test-model")
+    h = harness(tmp_path, provider, sandbox="off")
+    h.registry.register(SubAgentDefinition(name="worker", description="Works.", max_budget_usd=0.25))
+    await h.run("delegate")
+    listing = repr(AgentTable(h))
+    assert "worker  [builtin]\n    tools: (all of the main agent's)\n    model: inherit (scripted/test-model)\n    budget: $0.2500 a run" in listing
+    assert "<th>budget</th>" in AgentTable(h)._repr_html_() and "<td>$0.2500 a run</td>" in AgentTable(h)._repr_html_()
+    table = TaskTable(h.tracker.list(), total=h.usage)
+    lines = repr(table).splitlines()
+    assert lines[0].split() == ["id", "agent", "description", "state", "elapsed", "tokens", "cost"]
+    assert lines[1].startswith("fg-1") and lines[1].endswith("11,000  $0.0200")
+    assert lines[2] == "session: 11,202 tokens · $0.0220"
+    assert "<p>session: 11,202 tokens · $0.0220</p>" in table._repr_html_()
+    assert "· $0.0200" in task_details(h.tracker.get("fg-1"))
+    assert repr(TaskTable([], total=Usage())) == "no tasks yet\nsession: 0 tokens"

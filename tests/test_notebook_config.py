@@ -146,6 +146,33 @@ async def test_allow_rules_set_with_config_let_a_call_run_without_a_card(kernel)
     await k.run("%config HarnessNB.allow = []")
 
 
+async def test_budgets_and_prices_are_checked_when_set_and_then_used(kernel):
+    """``budget_usd``, ``subagent_budget_usd`` and ``prices`` refuse what cannot work; a
+    price set here prices the next run (its header shows the cost), and a budget stops the
+    run before the call that would pass it."""
+    k = kernel
+    cases = {
+        "budget_usd = -1": ["HarnessNB.budget_usd = -1", "0 (no budget) or more US dollars", "stays 0.0"],
+        "subagent_budget_usd = -0.5": ["HarnessNB.subagent_budget_usd = -0.5", "stays 0.0"],
+        "prices = {'m': {'input': 1}}": ["prices['m']: output: missing", "stays {}"],
+        "prices = {'m': {'input': 1, 'output': 2, 'cahce_read': 0.1}}": ["cahce_read: unknown field", "stays {}"],
+    }
+    for statement, fragments in cases.items():
+        assert_refused(k, await k.run(f"%config HarnessNB.{statement}", check=False), *fragments)
+
+    spend = {"text": "Spent.", "tool_calls": [{"name": "ls", "arguments": {}}], "usage": {"input_tokens": 10_000, "output_tokens": 1_000}}
+    write_script(folder_of(k), {"agents": {"main": [spend, {"text": "done", "usage": {"input_tokens": 10_000, "output_tokens": 1_000}}] * 2}}, "priced.yaml")
+    await k.run("%config HarnessNB.model = 'scripted/priced.yaml'")
+    await k.run("%config HarnessNB.prices = {'scripted/priced.yaml': {'input': 1.0, 'output': 10.0}}")
+    await k.run("%%agent\nspend a little")
+    assert " s · $0.0400" in run_views(k)[-1].header  # two calls of $0.02 (then the context gauge)
+    await k.run("%config HarnessNB.budget_usd = 0.03")
+    stopped = await k.run("%%agent\nspend again")
+    assert "next call may cost $0.0200 and this run has $0.0100 of its $0.0300 budget left" in result_text(stopped)
+    assert "stopped: budget_usd" in run_views(k)[-1].header
+    await k.run("%config HarnessNB.budget_usd = 0\n%config HarnessNB.prices = {}")
+
+
 async def test_agent_max_turns_must_be_one_or_more(kernel):
     k = kernel
     write_script(folder_of(k), {"agents": {"main": [{"text": "one turn was enough"}]}}, "once.yaml")

@@ -333,7 +333,8 @@ async def test_task_magic_list_show_send_stop_wait(tmp_path):
 
         listing = k.text(await k.run("%task"))
         lines = listing.splitlines()
-        assert lines[0].split() == ["id", "agent", "description", "state", "elapsed", "tokens"]
+        assert lines[0].split() == ["id", "agent", "description", "state", "elapsed", "tokens", "cost"]
+        assert lines[-1].startswith("session: ")  # what the whole session has used
         assert lines[1].startswith("bg-1") and "general-purpose" in lines[1] and "tidy the build" in lines[1]
         assert lines[2].startswith("bg-2") and "running" in lines[2]
 

@@ -18,6 +18,7 @@ from traitlets.config import Config
 
 from harness_nb.core import (
     ApprovalRequested,
+    BudgetWarning,
     Compacted,
     CompactionStarted,
     ContextMeasured,
@@ -342,6 +343,29 @@ def test_compaction_is_announced_before_and_reported_after(clock):
     view(sub("fg-1", Compacted(reason="context_length", cleared=1, summarised=0, tokens_before=50, tokens_after=20)))
     view.flush()
     assert "compacted: 1 tool result cleared · 50 → 20 tokens" in view.activity.children[-1].value
+
+
+def test_the_header_and_subagent_lines_show_cost_where_it_is_known(clock):
+    view = RunView("main", "anthropic/claude-sonnet-4-5", scheduler=clock)
+    view(TurnFinished(turn=1, usage=Usage(input_tokens=10, turns=1)))
+    view.flush()
+    assert "$" not in view.header.value and "cost" not in view.header.value  # nothing priced: no figure
+    view(TurnFinished(turn=2, usage=Usage(input_tokens=10, turns=2, cost=0.01234)))
+    view(sub("fg-1", TurnFinished(turn=1, usage=Usage(output_tokens=3, cost=0.002, unpriced_calls=1))))
+    view.flush()
+    assert view.header.value.endswith(" s · $0.0123")
+    (line,) = view.activity.children
+    assert "· $0.0020 (1 call unpriced)</code>" in line.value
+
+
+def test_a_budget_warning_is_noted_in_the_run_and_on_a_subagents_line(clock):
+    view = RunView("main", "m", scheduler=clock)
+    view(BudgetWarning(limit="budget_usd", spent=0.41, budget=0.5))
+    view(sub("fg-1", BudgetWarning(limit="token_budget", spent=8_500, budget=10_000, agent="explore")))
+    clock.advance(0)
+    note, line = view.activity.children
+    assert note.value == "<i>⚠ budget: used 82% of the $0.5000 budget ($0.4100)</i>"
+    assert "⚠ budget: used 85% of the 10,000-token budget (8,500 tokens)" in line.value
 
 
 def test_the_text_plain_form_is_stable(clock):

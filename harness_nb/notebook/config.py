@@ -29,7 +29,7 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, Unicode, default, validate
 from traitlets.config import Config, Configurable
 
-from ..core import ConfigError
+from ..core import ConfigError, PriceTable
 from ..engine import POLICIES, parse_rule
 from ..providers.factory import parse_model
 from ..providers.options import ProviderOptions
@@ -59,12 +59,21 @@ def _env(setting: str, fallback: str | None = None) -> str | None:
 _NUMBER_RULES: dict[str, tuple[Callable[[float], bool], str]] = {
     "max_turns": (lambda n: n >= 1, "1 or more"),
     "token_budget": (lambda n: n >= 0, "0 (no budget) or more"),
+    "budget_usd": (lambda n: n >= 0, "0 (no budget) or more US dollars"),
+    "subagent_budget_usd": (lambda n: n >= 0, "0 (no budget) or more US dollars"),
     "offload_chars": (lambda n: n >= 1, "1 or more"),
     "approval_timeout": (lambda n: n > 0, "more than 0 seconds"),
     "updates_per_second": (lambda n: n > 0, "more than 0"),
     "max_background": (lambda n: n >= 1, "1 or more"),
     "context_window": (lambda n: n >= 0, "0 (the model's own window) or more tokens"),
     "compact_threshold": (lambda n: 0 < n <= 1, "a fraction of the window above 0 and at most 1 (e.g. 0.8)"),
+}
+
+
+# The mapping settings, each checked by what the harness makes of it (one rule, one place).
+_CHECKED_MAPPINGS: dict[str, Callable[[Any], Any]] = {
+    "provider_options": ProviderOptions.of,
+    "prices": PriceTable.of,
 }
 
 
@@ -130,7 +139,26 @@ class HarnessNB(Configurable):
     max_background = Int(
         8, help="Most background subagents running at once; the others wait, queued (1 or more)."
     ).tag(config=True)
-    token_budget = Int(0, help="Stop a run after this many tokens (0: no budget).").tag(config=True)
+    token_budget = Int(
+        0,
+        help="Most tokens one run may use, its subagents included, cached prompt tokens counted (0: no "
+        "budget). Checked before each model call: the call that would pass it is not made.",
+    ).tag(config=True)
+    budget_usd = Float(
+        0.0,
+        help="Most US dollars one run may spend, its subagents included (0: no budget). Checked before "
+        "each model call against that call's estimated cost: the call that would pass it is not made.",
+    ).tag(config=True)
+    subagent_budget_usd = Float(
+        0.0,
+        help="Most US dollars each subagent run may spend (0: no cap of its own), clamped to what its "
+        "parent has left; an agent file's maxBudgetUsd caps it too.",
+    ).tag(config=True)
+    prices = Dict(
+        help="Your own prices, USD per million tokens, on top of the built-in list: "
+        "{'my-model': {'input': 0.5, 'output': 1.5, 'cache_read': 0.05, 'cache_write': 0.625}} "
+        "(cache prices default to 0.1x and 1.25x the input price).",
+    ).tag(config=True)
     agent_dirs = List(Unicode(), help="Extra folders of agent files (*.md).").tag(config=True)
     user_agents = Bool(
         True, help="Also load agent files from ~/.harness_nb/agents and ~/.claude/agents."
@@ -221,11 +249,11 @@ class HarnessNB(Configurable):
         value: str = proposal.value
         return value
 
-    @validate("provider_options")
-    def _check_provider_options(self, proposal: Any) -> dict[str, Any]:
-        # kept as written (the harness makes the ProviderOptions), so %config shows it back
+    @validate(*_CHECKED_MAPPINGS)
+    def _check_mapping(self, proposal: Any) -> dict[str, Any]:
+        # kept as written (the harness makes the value from it), so %config shows it back
         try:
-            ProviderOptions.of(proposal.value)
+            _CHECKED_MAPPINGS[proposal.trait.name](proposal.value)
         except ConfigError as exc:
             raise _rejected(proposal, str(exc)) from None
         value: dict[str, Any] = proposal.value

@@ -18,7 +18,8 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
-from ..core import HarnessError, UnknownNameError
+from ..core import HarnessError, UnknownNameError, Usage
+from ..core.usage import usd
 from ..subagents import TaskStatus, describe_model
 from .config import number_problem
 from .controller import NotebookHarness, Pending, completion_markdown, done, with_ticker
@@ -143,8 +144,9 @@ class HarnessMagics(Magics):
     @argument("--reload", action="store_true", help="re-read the agent folders first")
     @line_magic
     def agents(self, line: str) -> Pending:
-        """List the registered subagents: name, source file, tools, model; and the warnings
-        of agent files that could not be (fully) loaded."""
+        """List the registered subagents: name, source file, tools, model, budget (an agent
+        file's maxBudgetUsd); and the warnings of agent files that could not be (fully)
+        loaded."""
         args = parse_argstring(self.agents, line)
         h = self.controller.harness()
         if args.reload:
@@ -158,8 +160,9 @@ class HarnessMagics(Magics):
     def task(self, line: str) -> Pending:
         """Background tasks.
 
-        %task                   list (id, agent, description, state, elapsed, tokens)
-        %task show ID           progress log and result
+        %task                   list (id, agent, description, state, elapsed, tokens, cost)
+                                and what the whole session has used
+        %task show ID           progress log, usage and cost, result
         %task wait ID [--timeout S]   wait, then show the result in this cell
         %task stop ID           cancel it
         %task send ID message   steer a running subagent (it reads it at its next turn)
@@ -169,7 +172,7 @@ class HarnessMagics(Magics):
         command = command or "list"
         rest = rest.strip()
         if command == "list":
-            display(TaskTable(h.tracker.list()))
+            display(TaskTable(h.tracker.list(), total=h.usage))
             return done(None)
         if command not in {"show", "wait", "stop", "send"}:
             raise UsageError(f"unknown %task command {command!r}; use list, show, wait, stop or send")
@@ -282,65 +285,87 @@ class AgentTable:
         self.main_model = harness.model
         self.workdir = Path(harness.workdir)
 
-    def _rows(self) -> list[tuple[str, str, str, str]]:
+    def _rows(self) -> list[tuple[str, str, str, str, str]]:
         rows = []
         for d in self.definitions:
             tools = "(all of the main agent's)" if d.tools is None else (", ".join(d.tools) or "(none)")
             source = shown_source(str(d.source), self.workdir)
-            rows.append((d.name, source, tools, describe_model(d, self.main_model)))
+            budget = f"{usd(d.max_budget_usd)} a run" if d.max_budget_usd is not None else ""
+            rows.append((d.name, source, tools, describe_model(d, self.main_model), budget))
         return rows
 
     def __repr__(self) -> str:
-        lines = [f"{name}  [{source}]\n    tools: {tools}\n    model: {model}" for name, source, tools, model in self._rows()]
+        lines = [
+            f"{name}  [{source}]\n    tools: {tools}\n    model: {model}" + (f"\n    budget: {budget}" if budget else "")
+            for name, source, tools, model, budget in self._rows()
+        ]
         lines += [f"warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
         cells = "".join(
             f"<tr><td><b>@{html.escape(n)}</b></td><td><code>{html.escape(s)}</code></td>"
-            f"<td>{html.escape(t)}</td><td>{html.escape(m)}</td></tr>"
-            for n, s, t, m in self._rows()
+            f"<td>{html.escape(t)}</td><td>{html.escape(m)}</td><td>{html.escape(b)}</td></tr>"
+            for n, s, t, m, b in self._rows()
         )
         warn = "".join(f"<li>{html.escape(w)}</li>" for w in self.warnings)
         warn_html = f"<p><b>Warnings:</b></p><ul>{warn}</ul>" if warn else ""
         return (
-            "<table><tr><th>agent</th><th>source</th><th>tools</th><th>model</th></tr>"
+            "<table><tr><th>agent</th><th>source</th><th>tools</th><th>model</th><th>budget</th></tr>"
             f"{cells}</table>{warn_html}"
         )
 
 
 class Table:
-    """A table with a stable plain-text form (columns padded, left-aligned) and an HTML one."""
+    """A table with a stable plain-text form (columns padded, left-aligned) and an HTML one;
+    ``footer`` is a line under it."""
 
-    def __init__(self, head: tuple[str, ...], rows: Sequence[tuple[str, ...]], *, empty: str) -> None:
+    def __init__(self, head: tuple[str, ...], rows: Sequence[tuple[str, ...]], *, empty: str, footer: str = "") -> None:
         self.head = head
         self.rows = list(rows)
         self.empty = empty
+        self.footer = footer
 
     def __repr__(self) -> str:
         if not self.rows:
-            return self.empty
+            return "\n".join(filter(None, [self.empty, self.footer]))
         rows = [self.head, *self.rows]
         widths = [max(len(r[i]) for r in rows) for i in range(len(self.head))]
-        return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
+        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+        return "\n".join(filter(None, [*lines, self.footer]))
 
     def _repr_html_(self) -> str:
+        footer = f"<p>{html.escape(self.footer)}</p>" if self.footer else ""
         if not self.rows:
-            return f"<i>{html.escape(self.empty)}</i>"
+            return f"<i>{html.escape(self.empty)}</i>{footer}"
         head = "".join(f"<th>{html.escape(h)}</th>" for h in self.head)
         body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in self.rows)
-        return f"<table><tr>{head}</tr>{body}</table>"
+        return f"<table><tr>{head}</tr>{body}</table>{footer}"
 
 
 class TaskTable(Table):
-    """``%task`` output: one row per task."""
+    """``%task`` output: one row per task, then what the whole session (``total``: the
+    harness's usage, every run, subagent and teammate) has used."""
 
-    def __init__(self, entries: list[TaskEntry]) -> None:
+    def __init__(self, entries: list[TaskEntry], *, total: Usage | None = None) -> None:
         rows = [
-            (e.id, e.agent, e.description, str(e.status), f"{e.elapsed:.1f} s", f"{e.usage.total_tokens:,}")
+            (
+                e.id,
+                e.agent,
+                e.description,
+                str(e.status),
+                f"{e.elapsed:.1f} s",
+                f"{e.usage.total_tokens:,}",
+                _cost(e.usage),
+            )
             for e in entries
         ]
-        super().__init__(("id", "agent", "description", "state", "elapsed", "tokens"), rows, empty="no tasks yet")
+        footer = ""
+        if total is not None:
+            cost = total.cost_label()
+            footer = f"session: {total.tokens_label()}{' · ' + cost if cost else ''}"
+        head = ("id", "agent", "description", "state", "elapsed", "tokens", "cost")
+        super().__init__(head, rows, empty="no tasks yet", footer=footer)
 
 
 class SessionTable(Table):
@@ -348,7 +373,7 @@ class SessionTable(Table):
 
     def __init__(self, sessions: list[SessionSummary]) -> None:
         rows = [
-            (s.id, s.when, s.first_prompt, str(s.runs), str(s.turns), _cost(s.usage.cost))
+            (s.id, s.when, s.first_prompt, str(s.runs), str(s.turns), _cost(s.usage))
             for s in sessions
         ]
         super().__init__(
@@ -358,8 +383,14 @@ class SessionTable(Table):
         )
 
 
-def _cost(cost: float | None) -> str:
-    return "—" if cost is None else f"${cost:.4f}"
+def _cost(usage: Usage) -> str:
+    return usage.cost_label() or "—"
+
+
+def _so_far(entry: TaskEntry) -> str:
+    """A running task's usage: ``1,234 tokens · $0.0040 · 3.1 s so far``."""
+    cost = entry.usage.cost_label()
+    return f"{entry.usage.tokens_label()}{' · ' + cost if cost else ''} · {entry.elapsed:.1f} s so far"
 
 
 def task_details(entry: TaskEntry) -> str:
@@ -368,7 +399,7 @@ def task_details(entry: TaskEntry) -> str:
     parts = [
         # the usage summary carries the run's own wall time; while it runs there is none yet
         f"**{entry.id}** · {entry.agent} · {entry.status} · "
-        + (entry.usage.summary() if entry.usage.wall_time else f"{entry.elapsed:.1f} s so far"),
+        + (entry.usage.summary() if entry.usage.wall_time else _so_far(entry)),
         f"*{entry.description}*",
         "progress:\n\n" + log,
     ]

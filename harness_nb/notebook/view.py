@@ -1,6 +1,6 @@
 """``RunView``: the live widget of one agent run in one cell.
 
-    header        agent · model · state · tokens · turns · elapsed · context gauge
+    header        agent · model · state · tokens · turns · elapsed · cost · context gauge
     stream        the current answer, rendered as Markdown while it streams
     activity      narration, tool calls (arguments, result preview), one line per subagent
     approvals     Approve / Deny cards
@@ -23,6 +23,7 @@ import ipywidgets as widgets
 from ..core import (
     ApprovalDecided,
     ApprovalRequested,
+    BudgetWarning,
     Compacted,
     CompactionStarted,
     ContextMeasured,
@@ -90,9 +91,11 @@ class _SubLine:
     def render(self, now: float) -> str:
         icon = state_icon(self.state)
         title = f" — {html.escape(self.description)}" if self.description else ""
+        cost = self.usage.cost_label()
         return (
             f"<code>{icon} <b>{html.escape(self.agent)}</b>{title} · {html.escape(SECRETS.scrub(self.last))} · "
-            f"{plural(self.tools, 'tool')} · {self.usage.tokens_label()} · {now - self.started:.1f} s</code>"
+            f"{plural(self.tools, 'tool')} · {self.usage.tokens_label()} · {now - self.started:.1f} s"
+            f"{' · ' + html.escape(cost) if cost else ''}</code>"
         )
 
 
@@ -175,6 +178,8 @@ class RunView(LiveBox):
         elif isinstance(event, MessagesInjected):
             for text in event.texts:
                 self._add_note(f"⇢ {preview(text, 140)}")
+        elif isinstance(event, BudgetWarning):
+            self._add_note(f"⚠ budget: {event.text()}")
         elif isinstance(event, RunFinished):
             self.usage = event.usage
             self._limit_stop = limit_state(event.stop_reason)
@@ -204,6 +209,8 @@ class RunView(LiveBox):
             sub.usage = inner.usage
         elif isinstance(inner, Compacted):
             sub.last = inner.describe()
+        elif isinstance(inner, BudgetWarning):
+            sub.last = f"⚠ budget: {inner.text()}"
         elif isinstance(inner, RunFinished):
             stopped = limit_state(inner.stop_reason)
             sub.state, sub.last, sub.usage = stopped or "done", stopped or "finished", inner.usage
@@ -233,10 +240,11 @@ class RunView(LiveBox):
         elapsed = self.now() - self.started
         title = f" — {html.escape(self.title)}" if self.title else ""
         gauge = f" · {html.escape(self.context.label())}" if self.context is not None else ""
+        cost = f" · {html.escape(label)}" if (label := self.usage.cost_label()) else ""
         self.header.value = (
             f"<b>{icon} {html.escape(self.agent)}</b>{title} · <code>{html.escape(self.model)}</code> · "
             f"{html.escape(self.state)} · {self.usage.tokens_label()} · {plural(self.usage.turns, 'turn')} · "
-            f"{elapsed:.1f} s{gauge}"
+            f"{elapsed:.1f} s{cost}{gauge}"
         )
 
     def _add_note(self, text: str) -> None:
