@@ -152,8 +152,8 @@ class TeamView(LiveBox):
             self._panel(member.name)
         for index, member in enumerate(roster):
             icon = STATE_ICONS.get(member.state, "")
-            tokens = member.usage.tokens_label()
-            title = f"{icon} {member.name} ({member.agent}, {member.team}) · {member.state} · {tokens}"
+            usage = member.usage.tokens_label() + (f" · {cost}" if (cost := member.usage.cost_label()) else "")
+            title = f"{icon} {member.name} ({member.agent}, {member.team}) · {member.state} · {usage}"
             if self.members.get_title(index) != title:
                 self.members.set_title(index, title)
             panel = self._panels[member.name]
