@@ -1,5 +1,5 @@
-"""Core models shared by every layer: messages, tool specs, events, usage, errors, ids,
-and the few helpers every layer needs to handle hostile input (text, files, threads).
+"""Core models shared by every layer: messages, tool specs, events, usage and prices, errors,
+ids, and the few helpers every layer needs to handle hostile input (text, files, threads).
 
 Depends on the standard library and pydantic only.
 """
