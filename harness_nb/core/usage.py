@@ -73,10 +73,11 @@ class Usage(BaseModel):
         return f"{self.total_tokens:,} tokens ({plural(self.unreported_calls, 'call')} unreported)"
 
     def cost_label(self) -> str:
-        """``$0.0123``; ``$0.0123 (2 calls unpriced)`` when some calls had no price; ``cost
-        unknown`` when none had; ``""`` when there were no priced or unpriced calls."""
+        """``$0.0123``; ``$0.0123 (2 calls unpriced)`` when some calls had no price; ``""``
+        when no call was priced (an offline or local model): views then show no cost at
+        all rather than "$0" or a "cost unknown" on every line."""
         if self.cost is None:
-            return "cost unknown" if self.unpriced_calls else ""
+            return ""
         label = usd(self.cost)
         if self.unpriced_calls:
             label += f" ({plural(self.unpriced_calls, 'call')} unpriced)"
