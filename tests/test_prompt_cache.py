@@ -79,9 +79,23 @@ async def test_anthropic_request_body_carries_four_breakpoints(no_provider_env):
             {"name": "read_file", "description": "Read.", "input_schema": {"type": "object"}, "cache_control": EPHEMERAL},
         ],
     }
-    # the cached wire forms of the messages and tools stay unmarked
+    # the plain wire forms stay unmarked: the marked ones are cached beside them
     assert "cache_control" not in json.dumps(HISTORY[-1].wire["anthropic"])
-    assert "cache_control" not in SPECS[-1].wire["anthropic:json"].decode()
+    assert HISTORY[-1].wire["anthropic:marked"]["cache_control"] == EPHEMERAL
+    assert "cache_control" not in SPECS[0].wire["anthropic:json"].decode()
+
+
+async def test_a_marked_turn_is_encoded_once_and_reused_as_the_previous_turn(no_provider_env):
+    history = list(HISTORY)
+    async with create_provider("anthropic/claude-sonnet-4-5", api_key="k", base_url="http://127.0.0.1:9") as p:
+        first = p.body(ModelRequest(system="s", messages=history, tools=SPECS), stream=False)
+        marked = history[-1].wire["anthropic:marked:json"]
+        history += [AssistantMessage(content="x = 1 in a.py."), UserMessage(content="Thanks.")]
+        second = p.body(ModelRequest(system="s", messages=history, tools=SPECS), stream=False)
+    assert history[-3].wire["anthropic:marked:json"] is marked  # the latest turn then, the one before now
+    assert second["tools"].parts[-1] is first["tools"].parts[-1]
+    assert second["messages"][-3]["content"][-1]["cache_control"] == EPHEMERAL
+    assert "cache_control" not in json.dumps(second["messages"][:-3])
 
 
 async def test_a_first_turn_has_no_earlier_turn_to_mark(no_provider_env):

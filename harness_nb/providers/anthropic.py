@@ -52,15 +52,20 @@ EPHEMERAL = {"type": "ephemeral"}
 
 
 def wire_messages(
-    system: str, messages: Sequence[Message]
+    system: str, messages: Sequence[Message], *, breakpoints: bool = False
 ) -> tuple[str, EncodedList]:
     """``(system, messages)`` for the API. Empty text blocks are dropped (the API rejects
     them), same-role neighbours merged, and a system message inside the history is added
     to the system prompt (the API has no other place for it). Each message's blocks and
-    their JSON are cached on the message; merging only joins them."""
+    their JSON are cached on the message; merging only joins them.
+
+    With ``breakpoints``, the last block of the latest turn and of the turn before it
+    (``[-3]``: user turns alternate with the model's) carries ``cache_control``. The marked
+    form is cached beside the plain one, so a message is encoded at most twice, ever."""
     systems = [system] if system else []
     out = EncodedList()
     blocks_json: list[list[bytes]] = []  # per message of ``out``: its blocks, encoded
+    last: list[Message] = []  # per message of ``out``: the message its last block is from
     for message in messages:
         if isinstance(message, SystemMessage):
             systems.append(message.content)
@@ -79,14 +84,34 @@ def wire_messages(
         if out and out[-1]["role"] == role:
             out[-1]["content"].extend(blocks)  # our own list, the cached one stays intact
             blocks_json[-1].append(data)
+            last[-1] = message
         else:
             out.append({"role": role, "content": list(blocks)})
             blocks_json.append([data])
+            last.append(message)
+    for index in (-3, -1) if breakpoints else ():
+        if len(out) >= -index:
+            block, data = _marked(last[index])
+            out[index]["content"][-1] = block
+            blocks_json[index][-1] = data
     out.parts = [
         b'{"role":' + to_json(m["role"]) + b',"content":[' + b",".join(parts) + b"]}"
         for m, parts in zip(out, blocks_json, strict=True)
     ]
     return "\n\n".join(systems), out
+
+
+def _marked(message: Message) -> tuple[dict[str, Any], bytes]:
+    """``message``'s last block with ``cache_control``, and all its blocks so encoded
+    (cached on the message beside the plain form)."""
+    cache = message.wire
+    block, data = cache.get("anthropic:marked"), cache.get("anthropic:marked:json")
+    if block is None or data is None:
+        blocks = cache["anthropic"][1]
+        block = {**blocks[-1], "cache_control": EPHEMERAL}
+        data = b",".join(to_json(b) for b in (*blocks[:-1], block))
+        cache["anthropic:marked"], cache["anthropic:marked:json"] = block, data
+    return block, data
 
 
 def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
@@ -114,37 +139,23 @@ def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
     return "user", [{"type": "text", "text": message.content}] if message.content else []
 
 
-def wire_tools(tools: Sequence[ToolSpec]) -> EncodedList:
-    """The ``tools`` array (each tool's form and encoding cached on its spec)."""
+def wire_tools(tools: Sequence[ToolSpec], *, mark_last: bool = False) -> EncodedList:
+    """The ``tools`` array (each tool's form and encoding cached on its spec); with
+    ``mark_last`` the last tool carries ``cache_control`` (that form cached too)."""
     out = EncodedList()
-    for spec in tools:
+    for n, spec in enumerate(tools, start=1):
+        key = "anthropic:marked" if mark_last and n == len(tools) else "anthropic"
         cache = spec.wire
-        form, data = cache.get("anthropic"), cache.get("anthropic:json")
+        form, data = cache.get(key), cache.get(key + ":json")
         if form is None or data is None:
             form = {"name": spec.name, "description": spec.description, "input_schema": spec.parameters}
+            if key == "anthropic:marked":
+                form["cache_control"] = EPHEMERAL
             data = to_json(form)
-            cache["anthropic"], cache["anthropic:json"] = form, data
+            cache[key], cache[key + ":json"] = form, data
         out.append(form)
         out.parts.append(data)
     return out
-
-
-def mark_cache_breakpoints(tools: EncodedList, messages: EncodedList) -> None:
-    """Put ``cache_control`` on the last tool and on the last block of the latest turn and
-    of the turn before it (``messages[-3]``: user turns alternate with the model's), in
-    place. The cached wire forms are never changed: each marked item is a copy, encoded
-    afresh."""
-    if tools:
-        tools[-1] = {**tools[-1], "cache_control": EPHEMERAL}
-        tools.parts[-1] = to_json(tools[-1])
-    for index in (-3, -1):
-        if len(messages) < -index:
-            continue
-        message = messages[index]
-        content = list(message["content"])
-        content[-1] = {**content[-1], "cache_control": EPHEMERAL}
-        messages[index] = {"role": message["role"], "content": content}
-        messages.parts[index] = to_json(messages[index])
 
 
 def usage_of(raw: Mapping[str, Any] | None) -> Usage:
@@ -299,12 +310,10 @@ class AnthropicProvider(HTTPProvider):
 
     def body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
         """The request body for ``request``."""
-        system, messages = wire_messages(request.system, request.messages)
-        options = self.options
         caching = self.cache_writes
-        tools = wire_tools(request.tools)
-        if caching:
-            mark_cache_breakpoints(tools, messages)
+        system, messages = wire_messages(request.system, request.messages, breakpoints=caching)
+        options = self.options
+        tools = wire_tools(request.tools, mark_last=caching)
         body: dict[str, Any] = {
             "model": self.model,
             "max_tokens": self.output_limit(request),
