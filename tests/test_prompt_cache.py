@@ -22,6 +22,7 @@ from harness_nb.engine import AgentEngine, PromptBuilder
 from harness_nb.harness import Harness
 from harness_nb.providers import ModelRequest, create_provider
 from harness_nb.testing import FakeLLMServer
+from harness_nb.testing.fake_server import count_tokens
 from harness_nb.tools import ToolContext, ToolRegistry, tool
 
 EPHEMERAL = {"type": "ephemeral"}
@@ -193,7 +194,7 @@ async def test_openai_reports_its_automatic_cache_as_cache_reads(streaming, no_p
         first = await p.complete(request)
         second = await p.complete(ModelRequest(system=system, messages=[UserMessage(content="hi again")]))
     assert first.usage.cache_read_tokens == 0
-    prompt = len(json.dumps(srv.requests[1].body)) // 4
+    prompt = count_tokens(srv.requests[1].body)  # the fake server's count of a prompt
     cached = second.usage.cache_read_tokens
     assert cached > 1_024 and cached % 128 == 0  # in 128-token steps, as OpenAI reports it
     assert second.usage.input_tokens + cached == prompt  # prompt_tokens holds the cached part
