@@ -14,18 +14,19 @@ in parallel cannot together spend past their parent's budget.
 
 What the estimate of a call counts:
 
-- **Prompt tokens**: the prompt tokens the conversation's previous call reported (input,
-  cache read and cache write) plus characters / 4 of every message added since; without
-  a previous call (or when its server reported no usage), characters / 4 of the whole
-  request — system prompt, tool schemas and messages.
+- **Prompt tokens**: the context meter's figure (``meter.py``), the one compaction uses:
+  the prompt tokens the conversation's previous call reported (input, cache read and
+  cache write) plus the messages added since, at the provider's calibrated characters
+  per token; without a previous call, the whole request so estimated.
 - **Output tokens**: the ``max_tokens`` the provider sends (Anthropic always sends one,
   8192 unless set); for a provider that sends none, the largest answer of the
   conversation so far. An answer can be that long, so a budget keeps room for it.
-- **Cost**, from the run's price table: when the previous call used the prompt cache,
-  its prompt is priced as a cache read; the rest as a cache write for a provider that
-  writes the cache (Anthropic), else at the input price; the output at the output price.
-  So the estimate assumes the cache still holds what the previous call read or wrote
-  (the APIs keep it five minutes).
+- **Cost**, from the run's price table: when the previous call used the prompt cache and
+  the history it sent is still there unchanged (not compacted), its prompt is priced as a
+  cache read; the rest as a cache write for a provider that writes the cache
+  (Anthropic), else at the input price; the output at the output price. So the estimate
+  assumes the cache still holds what the previous call read or wrote (the APIs keep it
+  five minutes).
 
 A budget in USD on a model without a price cannot be kept: such a run stops before its
 first call and says how to add the price.
@@ -34,20 +35,18 @@ first call and says how to add the price.
 from __future__ import annotations
 
 import contextlib
-import json
-from collections.abc import Iterator
+import operator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from ..core import BudgetWarning, LimitExceeded, Message, Price, Usage
 from ..core.usage import usd
-from ..providers.base import ModelRequest
 from .context import UsageAccount
 from .limits import Limits
 
-__all__ = ["CHARS_PER_TOKEN", "WARN_AT", "BudgetScope", "CallEstimate", "PromptTally"]
+__all__ = ["WARN_AT", "BudgetScope", "CallEstimate", "PromptTally"]
 
-CHARS_PER_TOKEN = 4
 WARN_AT = 0.8
 """The share of a budget at which a run emits ``BudgetWarning``."""
 
@@ -78,33 +77,36 @@ class CallEstimate:
 
 
 class PromptTally:
-    """The size of one conversation's requests: what its last call reported, and how many
-    messages that call sent, so the next request is the last one plus what was added."""
+    """What a call's estimate adds to the context meter's prompt size, for one
+    conversation: how much of the prompt the provider's cache likely holds — the previous
+    prompt, when that call used the cache and the messages it sent are all still there,
+    the same objects (compaction replaces them) — and the largest answer so far, the
+    output allowance of a provider that sends no ``max_tokens``."""
 
-    __slots__ = ("_prompt", "_messages", "_cached", "_largest_output")
+    __slots__ = ("_sent", "_cached", "_largest_output")
 
     def __init__(self) -> None:
-        self._prompt: int | None = None
-        self._messages = 0
-        self._cached = False
+        self._sent: list[Message] = []
+        self._cached = 0
         self._largest_output = 0
 
-    def estimate(self, request: ModelRequest, *, output_limit: int | None, cache_writes: bool) -> CallEstimate:
-        """The estimate of the call that sends ``request`` (see the module doc)."""
-        messages = request.messages
+    def estimate(
+        self, messages: Sequence[Message], prompt_tokens: int, *, output_limit: int | None, cache_writes: bool
+    ) -> CallEstimate:
+        """The estimate of a call sending ``messages``, which the meter puts at
+        ``prompt_tokens`` (see the module doc)."""
         output = output_limit if output_limit is not None else self._largest_output
-        if self._prompt is None or len(messages) < self._messages:  # nothing reported, or compacted
-            return CallEstimate(_tokens(_request_chars(request)), output, cache_writes=cache_writes)
-        added = _tokens(sum(_chars(m) for m in messages[self._messages :]))
-        cached = self._prompt if self._cached else 0
-        return CallEstimate(self._prompt + added, output, cached, cache_writes)
+        cached = 0
+        sent = self._sent
+        if self._cached and len(messages) >= len(sent) and all(map(operator.is_, messages, sent)):
+            cached = min(self._cached, prompt_tokens)
+        return CallEstimate(prompt_tokens, output, cached, cache_writes)
 
-    def observe(self, sent: int, usage: Usage) -> None:
-        """Note the answer to a request of ``sent`` messages, which used ``usage``."""
-        reported = not usage.unreported_calls and usage.prompt_tokens > 0
-        self._prompt = usage.prompt_tokens if reported else None
-        self._messages = sent
-        self._cached = usage.cache_read_tokens + usage.cache_write_tokens > 0
+    def observe(self, sent: Sequence[Message], usage: Usage) -> None:
+        """Note the answer to a request of the messages ``sent``, which used ``usage``."""
+        self._sent = list(sent)
+        cache_used = not usage.unreported_calls and usage.cache_read_tokens + usage.cache_write_tokens > 0
+        self._cached = usage.prompt_tokens if cache_used else 0
         self._largest_output = max(self._largest_output, usage.output_tokens)
 
 
@@ -215,20 +217,3 @@ class BudgetScope:
                 self._warned.add(limit)
                 out.append(BudgetWarning(limit=limit, spent=spent, budget=budget, agent=self.agent))
         return out
-
-
-def _tokens(chars: int) -> int:
-    return -(-chars // CHARS_PER_TOKEN)  # rounded up: an estimate for a budget errs high
-
-
-def _chars(message: Message) -> int:
-    content = getattr(message, "content", "")
-    chars = len(content) if isinstance(content, str) else 0
-    for call in getattr(message, "tool_calls", ()):
-        chars += len(call.name) + len(call.arguments)
-    return chars
-
-
-def _request_chars(request: ModelRequest) -> int:
-    schemas = sum(len(t.name) + len(t.description) + len(json.dumps(t.parameters)) for t in request.tools)
-    return len(request.system) + schemas + sum(_chars(m) for m in request.messages)

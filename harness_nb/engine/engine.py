@@ -318,10 +318,9 @@ class AgentEngine:
             tools=self.tools.specs(),
             agent=self.agent,
         )
-        sent = len(request.messages)
         with self._budgeted(request, context, budget):
             response = await self._request(provider, request, emit)
-        self.tally.observe(sent, response.usage)
+        self.tally.observe(request.messages, response.usage)
         return response
 
     @contextlib.contextmanager
@@ -333,7 +332,10 @@ class AgentEngine:
             return
         provider = context.provider
         estimate = self.tally.estimate(
-            request, output_limit=provider.output_limit(request), cache_writes=provider.cache_writes
+            request.messages,
+            self.keeper.measure(provider, request.system, request.tools),
+            output_limit=provider.output_limit(request),
+            cache_writes=provider.cache_writes,
         )
         price = context.prices.lookup(provider.model_id, provider.model)
         with budget.reserve(estimate, price, provider.model_id):
