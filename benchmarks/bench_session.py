@@ -1,41 +1,47 @@
 """What a long notebook session costs, in money and in client CPU, with and without prompt
-caching.
+caching and compaction.
 
-    python benchmarks/bench_session.py             # 5 interleaved rounds, about 2.5 minutes
+    python benchmarks/bench_session.py             # 5 interleaved rounds, about 4 minutes
     python benchmarks/bench_session.py --rounds 9
 
 A session is one conversation of cells: each cell is a ``Harness.run`` of five LLM calls —
 four ``read_file`` calls of a 1.2 KB file (its contents stay in the history, as a notebook's
 tool results do) and an answer. Sessions of 30 and 300 calls (6 and 60 cells) run against
 the fake LLM server, which reports prompt caching the way each API does (its prompt cache,
-``harness_nb/testing/fake_cache.py``), three ways:
+``harness_nb/testing/fake_cache.py``) and answers from the request itself
+(``session_step``), so a compacted history does not change the script. Five ways:
 
 * ``anthropic/claude-sonnet-4-5`` with ``prompt_caching`` off: the **baseline**, every call
   pays its whole prompt at the input price;
 * ``anthropic/claude-sonnet-4-5`` with prompt caching (the default): each call reads the
   history from the cache at 0.1x and writes only what was added, at 1.25x;
-* ``openai/gpt-4.1``, whose caching is automatic (prefixes of 1,024+ tokens, read at 0.25x).
+* ``openai/gpt-4.1``, whose caching is automatic (prefixes of 1,024+ tokens, read at 0.25x);
+* both Anthropic ways again with a 12k-token context window, so that the conversation is
+  compacted (``compaction.py``: old tool results become stubs, then old turns a summary
+  the model writes, billed like any call) whenever it passes 80% of it.
 
 The harness is a full ``Harness`` (built-in tools, hooks, transcript) on the provider's
 real HTTP client, streamed. Each measurement is a fresh process with a fresh fake server
 (its own process, so its CPU is not counted and no cache survives from another
 measurement); one untimed cell on another harness warms imports and the connection.
-Reported per LLM call: cost in USD (from the harness's own accounting, i.e. the price
-table), what the same tokens would cost with nothing cached, the share of prompt tokens
-read from the cache, and client CPU (``time.process_time``). Ratios are taken within each
+Reported per LLM call of the cells (a compaction's summary calls are extra calls, whose
+cost and tokens are counted in): cost in USD (from the harness's own accounting, i.e. the
+price table), what the same tokens would cost with nothing cached, the share of prompt
+tokens read from the cache, the compactions, and client CPU (``time.process_time``). Ratios are taken within each
 round against the baseline of the same length — for OpenAI's cost, whose cache cannot be
 turned off, against its own tokens priced uncached — and their medians reported.
-Compaction (DESIGN.md §2.2) is not on main yet, so no row measures it.
 Figures go to ``benchmarks/results/bench_session.json``.
 """
 
 import argparse
 import asyncio
+import contextlib
 import json
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,16 +51,38 @@ import common  # noqa: E402
 
 LENGTHS = (30, 300)
 CALLS_PER_CELL = 5
-MODES = {
-    "anthropic, no cache (baseline)": ("anthropic/claude-sonnet-4-5", {"prompt_caching": False}),
-    "anthropic, cached": ("anthropic/claude-sonnet-4-5", {}),
-    "openai, automatic cache": ("openai/gpt-4.1", {}),
+WINDOW = 12_000
+# mode: (model, provider options, context window: None for the model's own)
+MODES: dict[str, tuple[str, dict[str, Any], int | None]] = {
+    "anthropic, no cache (baseline)": ("anthropic/claude-sonnet-4-5", {"prompt_caching": False}, None),
+    "anthropic, cached": ("anthropic/claude-sonnet-4-5", {}, None),
+    "openai, automatic cache": ("openai/gpt-4.1", {}, None),
+    "anthropic, no cache, 12k window": ("anthropic/claude-sonnet-4-5", {"prompt_caching": False}, WINDOW),
+    "anthropic, cached, 12k window": ("anthropic/claude-sonnet-4-5", {}, WINDOW),
 }
 BASELINE = "anthropic, no cache (baseline)"
 FILE_TEXT = "".join(f"row {n:03d}: the quick brown fox jumps over the lazy dog, again and again\n" for n in range(16))
 READ = {"text": "Reading the data file.", "tool_calls": [{"name": "read_file", "arguments": {"path": "data.txt"}}]}
 ANSWER = {"text": "The file holds sixteen rows about a fox and a dog."}
-SCRIPT = [READ] * (CALLS_PER_CELL - 1) + [ANSWER]
+CELL = "Cell "
+
+
+def session_step(body: dict[str, Any]) -> dict[str, Any]:
+    """The fake model: read the file until the latest cell's prompt has four results, then
+    answer. Counted from the request itself, not from the turn number, because compaction
+    rewrites the history; a request with no cell prompt (a summary, the warm-up) gets text."""
+    results = 0
+    for message in reversed(body.get("messages") or []):
+        content = message.get("content")
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        if message.get("role") == "tool":
+            results += 1
+        results += sum(1 for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result")
+        if message.get("role") == "user" and any(
+            isinstance(b, dict) and str(b.get("text") or "").startswith(CELL) for b in blocks
+        ):
+            return READ if results < CALLS_PER_CELL - 1 else ANSWER
+    return ANSWER
 COST_TARGET = 0.2  # cached cost per call over the baseline's, at 300 calls
 
 
@@ -63,11 +91,11 @@ COST_TARGET = 0.2  # cached cost per call over the baseline's, at 300 calls
 
 async def measure(url: str, mode: str, calls: int) -> dict[str, Any]:
     from harness_nb import Harness
-    from harness_nb.core import PRICES, Usage
+    from harness_nb.core import PRICES, Compacted, Usage
     from harness_nb.tools import Sandbox
     from harness_nb.tools.builtin import builtin_tools
 
-    model, options = MODES[mode]
+    model, options, window = MODES[mode]
     base_url = url.removesuffix("/v1") if model.startswith("anthropic/") else url
     with tempfile.TemporaryDirectory(prefix="bench-session-") as tmp:
         workdir = Path(tmp) / "project"
@@ -81,16 +109,24 @@ async def measure(url: str, mode: str, calls: int) -> dict[str, Any]:
         warm_tools = [common.echo_tool(), *builtin_tools(sandbox=Sandbox.create("off"))]
         async with Harness(model, workdir=Path(tmp), tools=warm_tools, **settings) as warm:
             await warm.run(common.PROMPT)
-        async with Harness(model, workdir=workdir, **settings) as h:
+        compactions = []
+
+        def count(event: Any) -> None:
+            if isinstance(event, Compacted) and (event.cleared or event.summarised):
+                compactions.append(event)
+
+        async with Harness(model, workdir=workdir, context_window=window, **settings) as h:
             h.engine  # the provider and its client are made here, not in the timed part
             cpu, wall = time.process_time(), time.perf_counter()
             for cell in range(calls // CALLS_PER_CELL):
-                result = await h.run(f"Cell {cell}: read data.txt four times, then summarise it.")
+                prompt = f"{CELL}{cell}: read data.txt four times, then summarise it."
+                result = await h.run(prompt, on_event=count)
                 if result.stop_reason != "end_turn" or result.turns != CALLS_PER_CELL:
                     raise RuntimeError(f"cell {cell}: {result.turns} calls, stop {result.stop_reason}")
             cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
             usage: Usage = h.usage
-    if usage.turns != calls or usage.cost is None:
+    summaries = sum(1 for c in compactions if c.summarised)
+    if usage.turns < calls or usage.cost is None:  # a summary is a call too, billed
         raise RuntimeError(f"expected {calls} priced calls, got {usage.turns} (cost {usage.cost})")
     price = PRICES[model.split("/", 1)[1]]
     uncached = (usage.prompt_tokens * price.input + usage.output_tokens * price.output) / 1_000_000
@@ -104,6 +140,9 @@ async def measure(url: str, mode: str, calls: int) -> dict[str, Any]:
         "cache_read_share": usage.cache_read_tokens / usage.prompt_tokens,
         "cache_write_share": usage.cache_write_tokens / usage.prompt_tokens,
         "session_cost_usd": usage.cost,
+        "compactions": len(compactions),
+        "summarised": summaries,
+        "summary_calls": usage.turns - calls,
     }
 
 
@@ -114,8 +153,33 @@ def worker(url: str, mode: str, calls: int) -> None:
 # -- the driver --------------------------------------------------------------------------------
 
 
+def serve() -> None:
+    """The fake server playing ``session_step`` (in its own process), until terminated."""
+    from harness_nb.testing.fake_server import FakeLLMServer, _serve_until_stopped
+
+    asyncio.run(_serve_until_stopped(FakeLLMServer([session_step], loop=True, record=False)))
+
+
+@contextlib.contextmanager
+def fake_server() -> Iterator[str]:
+    """A fresh fake server process (no cache from another measurement); yields its /v1 URL."""
+    command = [sys.executable, __file__, "--serve"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=common.ROOT, env=common.child_env())
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        if not url.startswith("http://127.0.0.1:"):
+            raise RuntimeError(f"the fake server did not start (said {url!r})")
+        yield url + "/v1"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        if process.stdout is not None:
+            process.stdout.close()
+
+
 def run_worker(mode: str, calls: int) -> dict[str, Any]:
-    with common.fake_server(SCRIPT) as url:  # a fresh server: no cache from another measurement
+    with fake_server() as url:
         command = [sys.executable, __file__, "--worker", mode, "--url", url, "--calls", str(calls)]
         done = subprocess.run(command, capture_output=True, text=True, timeout=900, env=common.child_env())
     if done.returncode != 0:
@@ -168,7 +232,7 @@ def summarise(raw: dict[str, list[dict[str, Any]]], rounds: int) -> dict[str, An
         "environment": common.environment(),
         "calls_per_cell": CALLS_PER_CELL,
         "file_chars": len(FILE_TEXT),
-        "compaction": "not measured: the context engineer's compaction is not on main yet",
+        "compaction_window_tokens": WINDOW,
         "rows": rows,
         "targets": {"cached_cost_ratio_at_300_max": COST_TARGET},
         "raw": raw,
@@ -179,15 +243,15 @@ def report(data: dict[str, Any]) -> None:
     print(f"\nbench_session: medians of {data['rounds']} rounds, per LLM call")
     print("(cost 'vs base': the no-cache Anthropic run; for OpenAI, its own tokens priced uncached)\n")
     head = (
-        f"{'calls':>5} {'mode':<32} | {'prompt tok':>10} {'cache read':>10} | {'cost $':>9} {'uncached $':>10} "
-        f"{'vs base':>7} | {'cpu µs':>7} {'vs base':>7}"
+        f"{'calls':>5} {'mode':<32} | {'prompt tok':>10} {'cache read':>10} {'compact':>7} | {'cost $':>9} "
+        f"{'uncached $':>10} {'vs base':>7} | {'cpu µs':>7} {'vs base':>7}"
     )
     print(head)
     print("-" * len(head))
     for r in data["rows"]:
         print(
-            f"{r['calls']:>5} {r['mode']:<32} | {r['prompt_tokens']:>10,.0f} {r['cache_read_share']:>9.0%} | "
-            f"{r['cost_usd']:>9.5f} {r['uncached_cost_usd']:>10.5f} {r['cost_ratio']:>6.2f}x | "
+            f"{r['calls']:>5} {r['mode']:<32} | {r['prompt_tokens']:>10,.0f} {r['cache_read_share']:>9.0%} "
+            f"{r['compactions']:>7.0f} | {r['cost_usd']:>9.5f} {r['uncached_cost_usd']:>10.5f} {r['cost_ratio']:>6.2f}x | "
             f"{r['cpu_us']:>7.0f} {r['cpu_ratio']:>6.2f}x"
         )
     cached = next(r for r in data["rows"] if r["mode"] == "anthropic, cached" and r["calls"] == 300)
@@ -196,16 +260,19 @@ def report(data: dict[str, Any]) -> None:
         f"\n{common.verdict(ok)}  cached Anthropic cost per call at 300 calls: {cached['cost_ratio']:.2f}x the "
         f"uncached baseline (target <= {COST_TARGET}x)"
     )
-    print(f"      {data['compaction']}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (at least 3)")
     parser.add_argument("--worker", choices=list(MODES), help=argparse.SUPPRESS)
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--calls", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve:
+        serve()
+        return
     if args.worker:
         worker(args.url, args.worker, args.calls)
         return
