@@ -41,7 +41,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -160,22 +159,9 @@ def serve() -> None:
     asyncio.run(_serve_until_stopped(FakeLLMServer([session_step], loop=True, record=False)))
 
 
-@contextlib.contextmanager
-def fake_server() -> Iterator[str]:
+def fake_server() -> contextlib.AbstractContextManager[str]:
     """A fresh fake server process (no cache from another measurement); yields its /v1 URL."""
-    command = [sys.executable, __file__, "--serve"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=common.ROOT, env=common.child_env())
-    try:
-        assert process.stdout is not None
-        url = process.stdout.readline().strip()
-        if not url.startswith("http://127.0.0.1:"):
-            raise RuntimeError(f"the fake server did not start (said {url!r})")
-        yield url + "/v1"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-        if process.stdout is not None:
-            process.stdout.close()
+    return common.server_process([sys.executable, __file__, "--serve"])
 
 
 def run_worker(mode: str, calls: int) -> dict[str, Any]:

@@ -65,22 +65,30 @@ def fake_server(steps: Sequence[dict[str, Any]], *, latency: float = 0.0) -> Ite
             sys.executable, "-m", "harness_nb.testing.fake_server", "--host", "127.0.0.1", "--port", "0",
             "--latency", str(latency), "--script", str(path), "--loop", "--per-conversation",
         ]
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=ROOT, env=child_env())
+        with server_process(command) as url:
+            yield url
+
+
+@contextlib.contextmanager
+def server_process(command: Sequence[str]) -> Iterator[str]:
+    """Run a fake server ``command`` (it prints its URL as its first line) in a process of
+    its own; yield its ``/v1`` base URL. Stopped on exit."""
+    process = subprocess.Popen(list(command), stdout=subprocess.PIPE, text=True, cwd=ROOT, env=child_env())
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        if not url.startswith("http://127.0.0.1:"):
+            raise RuntimeError(f"the fake server did not start (said {url!r})")
+        yield url + "/v1"
+    finally:
+        process.terminate()
         try:
-            assert process.stdout is not None
-            url = process.stdout.readline().strip()
-            if not url.startswith("http://127.0.0.1:"):
-                raise RuntimeError(f"the fake server did not start (said {url!r})")
-            yield url + "/v1"
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-            if process.stdout is not None:
-                process.stdout.close()
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
 
 
 def child_env() -> dict[str, str]:
