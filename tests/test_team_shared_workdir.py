@@ -100,4 +100,4 @@ def test_save_replaces_only_the_writers_members(tmp_path: Path) -> None:
     store.save("t", [RosterMember(name="a", team="t", agent="x", task_id="tm-1", turns=3)])
     roster = store.load("t")
     assert roster is not None
-    assert [(m.name, m.turns) for m in roster.members] == [("b", 0), ("a", 3)]
+    assert [(m.name, m.turns) for m in roster.members] == [("a", 3), ("b", 0)]  # join order kept

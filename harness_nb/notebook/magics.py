@@ -303,17 +303,21 @@ class AgentTable:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
+        rows = self._rows()
+        budgets = any(b for *_, b in rows)  # a budget column only when some agent has one
+
+        def budget_cell(text: str) -> str:
+            return f"<td>{html.escape(text)}</td>" if budgets else ""
+
         cells = "".join(
             f"<tr><td><b>@{html.escape(n)}</b></td><td><code>{html.escape(s)}</code></td>"
-            f"<td>{html.escape(t)}</td><td>{html.escape(m)}</td><td>{html.escape(b)}</td></tr>"
-            for n, s, t, m, b in self._rows()
+            f"<td>{html.escape(t)}</td><td>{html.escape(m)}</td>{budget_cell(b)}</tr>"
+            for n, s, t, m, b in rows
         )
         warn = "".join(f"<li>{html.escape(w)}</li>" for w in self.warnings)
         warn_html = f"<p><b>Warnings:</b></p><ul>{warn}</ul>" if warn else ""
-        return (
-            "<table><tr><th>agent</th><th>source</th><th>tools</th><th>model</th><th>budget</th></tr>"
-            f"{cells}</table>{warn_html}"
-        )
+        head = "<th>agent</th><th>source</th><th>tools</th><th>model</th>" + ("<th>budget</th>" if budgets else "")
+        return f"<table><tr>{head}</tr>{cells}</table>{warn_html}"
 
 
 class Table:

@@ -95,9 +95,10 @@ class RosterStore:
         try:
             with self.lock(team):
                 on_disk = self.load(team)
-                mine = {m.name for m in ours}
-                others = [m for m in (on_disk.members if on_disk else []) if m.name not in mine]
-                return self._write(Roster(team=team, members=[*others, *ours]))
+                mine = {m.name: m for m in ours}
+                # in join order: each member where the file has it, new ones at the end
+                merged = [mine.pop(m.name, m) for m in (on_disk.members if on_disk else [])]
+                return self._write(Roster(team=team, members=[*merged, *mine.values()]))
         except Timeout as exc:
             raise OSError(f"the roster of team {team} is locked by another process: {exc}") from None
 
