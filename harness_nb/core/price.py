@@ -136,11 +136,13 @@ class PriceTable:
     ``own`` values are ``Price`` or mappings (``{"input": 0.5, "output": 1.5}``). A table
     does not change once made (runs share it)."""
 
-    __slots__ = ("own",)
+    __slots__ = ("own", "_found")
 
     def __init__(self, own: Mapping[str, Price | Mapping[str, Any]] | None = None) -> None:
         prices = {n: v if isinstance(v, Price) else Price.model_validate(v) for n, v in (own or {}).items()}
         self.own: Mapping[str, Price] = MappingProxyType(prices)
+        # lookups by names, remembered: the table never changes, and every answer is priced
+        self._found: dict[tuple[str, ...], Price | None] = {}
 
     @classmethod
     def of(cls, own: Mapping[str, Any] | PriceTable | None) -> Self:
@@ -167,11 +169,15 @@ class PriceTable:
 
     def lookup(self, *names: str) -> Price | None:
         """The price for the first of ``names`` known here (your own prices first)."""
-        for table in (self.own, PRICES):
-            for name in names:
-                if name and (found := _find(table, name)) is not None:
-                    return found
-        return None
+        if names in self._found:
+            return self._found[names]
+        found = next(
+            (p for table in (self.own, PRICES) for name in names if name and (p := _find(table, name)) is not None),
+            None,
+        )
+        if len(self._found) < 1024:  # model names come from servers: keep the memo bounded
+            self._found[names] = found
+        return found
 
     def priced(self, usage: Usage, *names: str) -> Usage:
         """``usage`` with its cost from the first of ``names`` that has a price. A call that
