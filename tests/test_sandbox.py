@@ -355,3 +355,17 @@ async def test_extra_hidden_paths_and_read_only_agent_folders(workdir):
     sandbox = Sandbox.create("bwrap", hidden=[workdir / "kernel.json"]).protecting([workdir / "my-agents"])
     out = await run(BashTool(sandbox), workdir, "cat kernel.json; echo x > my-agents/a.md")
     assert out.content.startswith("bash: line 1: my-agents/a.md: Read-only file system")
+
+
+async def test_a_virtualenv_under_tmp_stays_visible_inside_the_sandbox(sandboxed, workdir, tmp_path, monkeypatch):
+    """CI may clone into a folder under /tmp: the sandbox's private /tmp must not hide the
+    kernel's Python there, or `python` inside a command is gone."""
+    import sys
+
+    prefix = tmp_path / "venv"
+    (prefix / "bin").mkdir(parents=True)
+    (prefix / "bin" / "marker").write_text("the venv is here\n")
+    monkeypatch.setattr(sys, "prefix", str(prefix))
+    out = await run(sandboxed, workdir, f"cat {prefix}/bin/marker; echo x > {prefix}/bin/new")
+    assert "the venv is here" in out.content
+    assert not (prefix / "bin" / "new").exists()  # visible, and read-only

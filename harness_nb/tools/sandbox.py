@@ -336,6 +336,8 @@ class Plan:
         if self.network:
             argv.append("--share-net")
         argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/run"]
+        for prefix in _interpreters_under_private_folders():  # a venv in /tmp/… must not vanish
+            argv += ["--ro-bind", prefix, prefix]
         if self.network:
             argv += _resolver_binds()
         argv += ["--bind", w, w]
@@ -392,6 +394,13 @@ def _reachable(paths: Iterable[Path], workdir: Path) -> list[tuple[Path, bool]]:
         if real.is_relative_to(workdir) or not (real.is_relative_to("/tmp") or real.is_relative_to("/run")):
             found[real] = is_folder
     return list(found.items())
+
+
+def _interpreters_under_private_folders() -> list[str]:
+    """The kernel's Python (its virtualenv and the base install) where the sandbox's
+    private /tmp or /run would hide it: commands run ``python`` from there too."""
+    found = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    return sorted(p for p in found if p.startswith(("/tmp/", "/run/")))
 
 
 def _resolver_binds() -> list[str]:
