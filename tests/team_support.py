@@ -20,6 +20,7 @@ from harness_nb.providers.scripted import ScriptedProvider
 from harness_nb.subagents import SubAgentDefinition
 from harness_nb.team import TeamManager
 from harness_nb.tools import Tool, ToolContext, tool
+from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
 
 
 @tool(read_only=True)
@@ -66,14 +67,6 @@ def gated(name: str, text: str, **extra: Any) -> list[dict[str, Any]]:
     return [{"tool_calls": [call("gate", name=name)]}, {"text": text, **extra}]
 
 
-_OPEN: list[Harness] = []
-
-
-@pytest.fixture(autouse=True)
-async def close_harnesses() -> Any:
-    yield
-    while _OPEN:
-        await _OPEN.pop().aclose()
 
 
 def make_harness(tmp_path: Path, script: Any, **kw: Any) -> tuple[Harness, ScriptedProvider, Gates]:
@@ -94,7 +87,7 @@ def make_harness(tmp_path: Path, script: Any, **kw: Any) -> tuple[Harness, Scrip
             name="reader", description="Reads files.", system_prompt="You read.", tools=["read_file", "gate"]
         )
     )
-    _OPEN.append(h)
+    OPEN.append(h)
     return h, provider, gates
 
 

@@ -27,6 +27,7 @@ from harness_nb.providers.scripted import ScriptedProvider
 from harness_nb.subagents import BudgetSpentError, SubAgentDefinition, SubagentRunner, TaskStatus, parse_agent_text
 from harness_nb.testing import FakeLLMServer
 from harness_nb.tools import ToolContext, ToolRegistry, tool
+from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
 
 PRICE = Price(input=1.0, output=10.0)  # USD per million tokens; cache 0.1 and 1.25
 PRICES = {"test-model": {"input": 1.0, "output": 10.0}}
@@ -64,19 +65,11 @@ class Limited(ScriptedProvider):
         return self.limits.get(request.agent)
 
 
-_OPEN: list[Harness] = []
-
-
-@pytest.fixture(autouse=True)
-async def close_harnesses():
-    yield
-    while _OPEN:
-        await _OPEN.pop().aclose()
 
 
 def harness(tmp_path: Path, provider: ScriptedProvider, **kw) -> Harness:
     h = Harness(provider, workdir=tmp_path, tools=[echo], include_user_agents=False, approval_policy="never", prices=PRICES, **kw)
-    _OPEN.append(h)
+    OPEN.append(h)
     return h
 
 
@@ -158,7 +151,7 @@ async def test_a_budgeted_run_over_http_sends_only_the_calls_that_fit(tmp_path, 
             provider_options={"max_tokens": 50},
             budget_usd=0.006,
         )
-        _OPEN.append(h)
+        OPEN.append(h)
         result = await h.run("spend")
     per_call = (2_000 * 1.0 + 50 * 5.0) / 1_000_000  # claude-haiku-4-5: $1 in, $5 out
     # call 3: ~2,000 prompt tokens at the $1.25 write price + 50 output: $0.00276 > $0.0015 left

@@ -21,21 +21,14 @@ from harness_nb.testing import ScriptedProvider
 from harness_nb.tools import ToolContext, tool
 from notebook_support import model_requests, notebook, result_text
 from sandbox_support import kill_all, sleep_arg
+from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
 
-_OPEN: list[Harness] = []
-
-
-@pytest.fixture(autouse=True)
-async def close_harnesses():
-    yield
-    while _OPEN:
-        await _OPEN.pop().aclose()
 
 
 def scripted(tmp_path: Path, script, **kw) -> tuple[Harness, ScriptedProvider]:
     provider = ScriptedProvider(script)
     h = Harness(provider, workdir=tmp_path, include_user_agents=False, approval_policy="never", **kw)
-    _OPEN.append(h)
+    OPEN.append(h)
     return h, provider
 
 

@@ -16,15 +16,8 @@ from harness_nb.engine import AgentEngine, Limits
 from harness_nb.testing import FakeLLMServer, ScriptedProvider
 from harness_nb.tools import ToolContext, ToolRegistry, tool
 from harness_nb.tools.builtin import builtin_tools
+from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
 
-_OPEN: list[Harness] = []
-
-
-@pytest.fixture(autouse=True)
-async def close_harnesses():
-    yield
-    while _OPEN:
-        await _OPEN.pop().aclose()
 
 
 def call(name: str, **args: object) -> dict:
@@ -34,7 +27,7 @@ def call(name: str, **args: object) -> dict:
 def scripted(tmp_path: Path, script, **kw) -> tuple[Harness, ScriptedProvider]:
     provider = ScriptedProvider(script)
     h = Harness(provider, workdir=tmp_path, include_user_agents=False, approval_policy="never", **kw)
-    _OPEN.append(h)
+    OPEN.append(h)
     return h, provider
 
 
@@ -71,7 +64,7 @@ async def test_a_background_task_keeps_the_per_run_model_after_the_run_ends(tmp_
             include_user_agents=False,
             approval_policy="never",
         )
-        _OPEN.append(h)
+        OPEN.append(h)
         result = await h.run("start it", model="openai-compatible/other-model")
         assert result.model == "openai-compatible/other-model"
         gate.set()  # the task's second model call comes after its launching run has ended
@@ -364,7 +357,7 @@ async def test_a_provider_instance_is_recorded_when_record_to_is_set(tmp_path):
     async with FakeLLMServer([{"text": "hello there"}]) as srv:
         hand_made = create_provider("openai-compatible/tiny", base_url=srv.url + "/v1", options={"temperature": 0.1})
         h = Harness(hand_made, workdir=tmp_path, record_to="cassettes/c.jsonl", include_user_agents=False)
-        _OPEN.append(h)
+        OPEN.append(h)
         result = await h.run("say hello")
     assert result.final_text == "hello there"
     import json
@@ -374,7 +367,7 @@ async def test_a_provider_instance_is_recorded_when_record_to_is_set(tmp_path):
     assert line["hash"] == request_hash(line["request"])
     # and the cassette replays the run offline
     replay = Harness("replay/cassettes/c.jsonl", workdir=tmp_path, include_user_agents=False)
-    _OPEN.append(replay)
+    OPEN.append(replay)
     assert (await replay.run("say hello")).final_text == "hello there"
 
 
@@ -382,7 +375,7 @@ async def test_configure_changes_only_later_runs_and_can_unset_the_model(tmp_pat
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-000000")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-real-key-000")
     h = Harness("openai/gpt-4o-mini", workdir=tmp_path, include_user_agents=False)
-    _OPEN.append(h)
+    OPEN.append(h)
     before = h.run_context()
     h.configure(model="anthropic/claude-haiku-4-5", max_turns=7, provider_options={"temperature": 0.5})
     after = h.run_context()

@@ -25,6 +25,7 @@ from harness_nb.harness import Harness
 from harness_nb.providers.scripted import ScriptedProvider
 from harness_nb.subagents import SubAgentDefinition, TaskStatus
 from harness_nb.tools import ToolContext, tool
+from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
 
 
 @tool(read_only=True)
@@ -65,14 +66,6 @@ def task(**args: object) -> dict:
     return call("task", **args)
 
 
-_OPEN: list[Harness] = []
-
-
-@pytest.fixture(autouse=True)
-async def close_harnesses():
-    yield
-    while _OPEN:
-        await _OPEN.pop().aclose()
 
 
 def harness(tmp_path: Path, script, *, tools=(read_file, write_file, bash, wait_a_bit), **kw) -> tuple[Harness, ScriptedProvider]:
@@ -88,7 +81,7 @@ def harness(tmp_path: Path, script, *, tools=(read_file, write_file, bash, wait_
     h.registry.register(
         SubAgentDefinition(name="reader", description="Reads files.", system_prompt="You read.", tools=["read_file"])
     )
-    _OPEN.append(h)
+    OPEN.append(h)
     return h, provider
 
 
