@@ -21,6 +21,7 @@ __all__ = [
     "Harness",
     "HarnessError",
     "RunResult",
+    "RunSettings",
     "__version__",
     "load_ipython_extension",
     "unload_ipython_extension",
@@ -32,6 +33,7 @@ _LAZY = {
     "Approved": "harness_nb.engine",
     "Denied": "harness_nb.engine",
     "RunResult": "harness_nb.engine",
+    "RunSettings": "harness_nb.settings",
     "HarnessError": "harness_nb.core",
 }
 
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
     from .core import HarnessError
     from .engine import AgentEngine, Approved, Denied, RunResult
     from .harness import Harness
+    from .settings import RunSettings
 
 
 def __getattr__(name: str) -> Any:

@@ -18,18 +18,16 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import AsyncIterator, Iterable, Mapping
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from .core import Compacted, ConfigError, Event, PriceTable, Usage, new_id
 from .core.secret import SECRETS, protect_loggers
 from .engine import (
     MAIN_SYSTEM_PROMPT,
     AgentEngine,
-    POLICIES,
     ApprovalChannel,
-    CompactionPolicy,
     EventSink,
     Hook,
     HookRegistry,
@@ -50,6 +48,8 @@ from .engine import (
 )
 from .engine.resume import SessionSummary, list_sessions, read_session
 from .providers.base import Provider
+from .providers.options import ProviderOptions
+from .settings import ApprovalPolicy, RunSettings
 from .subagents import (
     AgentRegistry,
     BackgroundApprovals,
@@ -64,8 +64,6 @@ from .subagents import (
 )
 from .team import TeamManager
 from .tools import Sandbox, SandboxMode, Tool, ToolRegistry
-
-ApprovalPolicy = Literal["allowlist", "dangerous", "always", "never"]
 
 log = logging.getLogger("harness_nb")
 
@@ -110,6 +108,12 @@ class Harness:
     tools (``tool_pool``) — for a lean set: every tool's schema is sent with every call,
     and a small local model's context may not hold them all.
 
+    ``settings``: the run settings as one ``RunSettings`` instead of their keywords (the
+    model, ``approval_policy``, ``allow``/``deny``, ``background_approvals``, the limits and
+    budgets, ``prices``, ``provider_options``, ``context_window``, ``compact_threshold``,
+    tool names; see ``harness_nb.settings``); ``h.settings`` is the value in force,
+    ``configure(...)`` / ``apply(settings)`` change it for the runs that start from then on.
+
     Each run gets its own ``RunContext`` (provider, limits, approval channel, usage
     account): ``run(..., model=X)`` runs on X without touching other runs, and background
     work keeps the context of the run that launched it. ``usage`` is the harness's total.
@@ -135,6 +139,7 @@ class Harness:
         model: str | Provider | None = None,
         *,
         workdir: str | Path = ".",
+        settings: RunSettings | None = None,
         api_key: str | None = None,
         base_url: str | None = None,
         provider_options: Mapping[str, Any] | None = None,
@@ -169,6 +174,33 @@ class Harness:
         context_window: int | None = None,
         compact_threshold: float = 0.8,
     ) -> None:
+        given = None if tools is None else list(tools)
+        names = [t for t in given or () if isinstance(t, str)]
+        objects = [t for t in given or () if not isinstance(t, str)]
+        # the run settings: keywords, or one RunSettings (checked whole before anything is built)
+        settings = _one_of(
+            settings,
+            RunSettings(
+                model=model.model_id if isinstance(model, Provider) else model,
+                approval_policy=approval_policy,
+                allow=tuple(allow),
+                deny=tuple(deny),
+                background_approvals=background_approvals,
+                max_turns=max_turns,
+                token_budget=token_budget,
+                budget_usd=budget_usd,
+                subagent_budget_usd=subagent_budget_usd,
+                wall_time=wall_time,
+                tool_timeout=tool_timeout,
+                prices=prices,
+                provider_options=provider_options,
+                context_window=context_window,
+                compact_threshold=compact_threshold,
+                tools=tuple(names),
+            ),
+        )
+        if settings.model is None and os.environ.get("HARNESS_NB_MODEL"):
+            settings = settings.changed(model=os.environ["HARNESS_NB_MODEL"])
         self.workdir = Path(workdir).expanduser().resolve()
         if not self.workdir.is_dir():
             raise ConfigError(f"workdir {self.workdir} is not a folder; create it or pass another")
@@ -181,38 +213,19 @@ class Harness:
         require_positive("max_background", max_background, whole=True)
         require_positive("max_depth", max_depth, whole=True)
         require_positive("offload_chars", offload_chars, whole=True)
-        require_positive("subagent_budget_usd", subagent_budget_usd, optional=True)
-        self.limits = Limits(
-            max_turns=max_turns,
-            token_budget=token_budget,
-            budget_usd=budget_usd,
-            wall_time=wall_time,
-            tool_timeout=tool_timeout,
-        )
-        self.prices = PriceTable.of(prices)
+        self._settings = RunSettings()
         self._api_key = api_key
         self._base_url = base_url
         self._record_to = record_to
-        self._raw_options = provider_options
-        self._context_window = context_window or None
-        self.provider_options = _checked_options(provider_options, self._context_window)
-        self.compaction = CompactionPolicy(threshold=compact_threshold, offload_dir=self.state_dir / "offload")
         self.models = ModelResolver(self._make_provider)
-        self._model: str | None
         if isinstance(model, Provider):
-            if self._context_window:
-                model.context_window = self._context_window
-            self._model = model.model_id
+            if settings.context_window:
+                model.context_window = settings.context_window
             self.models.adopt(model.model_id, self._recorded(model))
-        else:
-            self._model = model or os.environ.get("HARNESS_NB_MODEL") or None
         self.system_prompt = system_prompt
         self.skills = list(skills)
         self.approval = approval
-        self.approval_policy = approval_policy
-        self.permissions = PermissionRules(
-            self.workdir, home=Path.home() if include_user_agents else None, allow=allow, deny=deny
-        )
+        self.permissions = PermissionRules(self.workdir, home=Path.home() if include_user_agents else None)
         self.transcripts = transcripts
         self.total = UsageAccount()
         self.registry = AgentRegistry(
@@ -221,12 +234,7 @@ class Harness:
             include_user=include_user_agents,
         )
         self.tracker = TaskTracker()
-        self.runner = SubagentRunner(
-            self.models,
-            max_depth=max_depth,
-            background_approvals=background_approvals,
-            subagent_budget_usd=subagent_budget_usd,
-        )
+        self.runner = SubagentRunner(self.models, max_depth=max_depth)
         self.router = MessageRouter([TrackerRoute(self.tracker)])
         self.task_tool = TaskTool(
             self.registry, self.runner, self.tracker, max_concurrency=max_concurrency, max_background=max_background
@@ -242,9 +250,6 @@ class Harness:
             )
             self.router.routes.insert(0, self.teams.route)
             self.task_tool.team_spawner = self.teams.spawn_from_task
-        given = None if tools is None else list(tools)
-        names = [t for t in given or () if isinstance(t, str)]
-        objects = [t for t in given or () if not isinstance(t, str)]
         base: list[Tool] = []
         if given is None or names:
             from .tools.builtin import builtin_tools
@@ -263,14 +268,12 @@ class Harness:
         """Every tool the main agent could be offered; ``tools`` is the part it is."""
         self._own_tools = [t.name for t in objects]
         self.tools = ToolRegistry()
-        self._tool_names = names
-        self._select_tools(names or None)
         self.offload = OffloadHook(self.state_dir / "offload", limit=offload_chars)
         sources: list[Injector] = [self.tracker.completion_texts]
         if self.teams is not None:
             sources.append(self.teams.injector)
         self.injectors = [self._capped(source) for source in sources]
-        self.hooks = HookRegistry(self._policy_hooks(approval_policy))
+        self.hooks = HookRegistry(self._policy_hooks(settings.approval_policy))
         # the process's secrets learn this harness's key and its workdir's .env files
         SECRETS.add(api_key)
         SECRETS.watch(self.workdir)
@@ -280,6 +283,7 @@ class Harness:
         self.hooks.add(self.offload)
         for h in hooks:
             self.hooks.add(h)
+        self.apply(settings, first=True)
         self.session = self._new_session()
         self._engine: AgentEngine | None = None
 
@@ -301,7 +305,7 @@ class Harness:
     @property
     def model(self) -> str | None:
         """The ``provider/model`` string in use (``None`` when nothing is configured)."""
-        return self._model
+        return self._settings.model
 
     @property
     def usage(self) -> Usage:
@@ -312,14 +316,14 @@ class Harness:
     def provider(self) -> Provider:
         """The main agent's provider, created on first use. Raises ``ConfigError`` when no model
         is configured (a clear message saying how to configure one, never a fake answer)."""
-        if not self._model:
+        if not self.model:
             raise ConfigError(NO_MODEL_MESSAGE)
-        return self.models.get(self._model)
+        return self.models.get(self.model)
 
     def _make_provider(self, model: str) -> Provider:
         from .providers.factory import create_provider
 
-        own = model == self._model
+        own = model == self.model
         return create_provider(
             model,
             api_key=self._api_key if own else None,
@@ -342,8 +346,6 @@ class Harness:
         return p if p.is_absolute() else self.workdir / p
 
     def _policy_hooks(self, policy: ApprovalPolicy) -> list[Hook]:
-        if policy not in POLICIES:
-            raise ConfigError(f"approval_policy must be one of {', '.join(map(repr, POLICIES))}, not {policy!r}")
         agent_folders = [d for d, _label in self.registry.search_dirs() if d.resolve().is_relative_to(self.workdir)]
         return [PermissionHook(policy, rules=self.permissions, protected=agent_folders)]
 
@@ -397,6 +399,31 @@ class Harness:
             )
         return self._engine
 
+    @property
+    def settings(self) -> RunSettings:
+        """The settings the next run starts from (``configure`` / ``apply`` change them)."""
+        return self._settings
+
+    @property
+    def limits(self) -> Limits:
+        """When the next run stops on its own (``settings.limits``)."""
+        return self._settings.limits
+
+    @property
+    def prices(self) -> PriceTable:
+        """What each model's tokens cost: the built-in list plus ``prices``."""
+        return self._settings.price_table
+
+    @property
+    def provider_options(self) -> ProviderOptions:
+        """The options every provider the harness makes is made with."""
+        return self._settings.options
+
+    @property
+    def approval_policy(self) -> ApprovalPolicy:
+        """When a tool call asks first (see the class doc)."""
+        return self._settings.approval_policy
+
     def configure(
         self,
         *,
@@ -415,65 +442,56 @@ class Harness:
         compact_threshold: float | None = None,
         tools: Iterable[str] | None = None,
     ) -> None:
-        """Change settings for the runs that start from now on; the conversation is kept,
-        and runs (and background tasks) already under way keep the settings they started
-        with. ``None`` leaves a setting as it is; ``model=""`` unconfigures the model,
+        """Change settings for the runs that start from now on: ``apply(settings.changed(...))``.
+        ``None`` leaves a setting as it is; ``model=""`` unconfigures the model,
         ``token_budget=0``, ``budget_usd=0`` and ``subagent_budget_usd=0`` remove a budget,
         ``context_window=0`` goes back to the model's own window and ``tools=[]`` offers
         every tool again. ``allow`` / ``deny`` replace the rules given in code (the
         session's rules and the settings files' stay)."""
-        limits = self.limits
-        if max_turns is not None or token_budget is not None or budget_usd is not None:
-            limits = replace(
-                limits,
-                max_turns=max_turns if max_turns is not None else limits.max_turns,
-                token_budget=(token_budget or None) if token_budget is not None else limits.token_budget,
-                budget_usd=(budget_usd or None) if budget_usd is not None else limits.budget_usd,
+        self.apply(
+            self._settings.changed(
+                model=model,
+                approval_policy=approval_policy,
+                max_turns=max_turns,
+                token_budget=token_budget,
+                budget_usd=budget_usd,
+                subagent_budget_usd=subagent_budget_usd,
+                prices=prices,
+                background_approvals=background_approvals,
+                provider_options=provider_options,
+                allow=None if allow is None else tuple(allow),
+                deny=None if deny is None else tuple(deny),
+                context_window=context_window,
+                compact_threshold=compact_threshold,
+                tools=None if tools is None else tuple(tools),
             )
-        if subagent_budget_usd:
-            require_positive("subagent_budget_usd", subagent_budget_usd)
-        table = PriceTable.of(prices) if prices is not None else self.prices
-        options = None
-        raw, window = self._raw_options, self._context_window
-        if provider_options is not None or context_window is not None:
-            raw = provider_options if provider_options is not None else raw
-            window = (context_window or None) if context_window is not None else window
-            options = _checked_options(raw, window)
-        compaction = self.compaction
-        if compact_threshold is not None:
-            compaction = replace(compaction, threshold=compact_threshold)
-        names = list(tools) if tools is not None else None
-        if names:
-            self.tool_pool.pick(names)
-        if approval_policy is not None:
-            self._policy_hooks(approval_policy)  # checks it
-        # Everything is checked before anything changes: a bad value leaves all in force
-        # (the rules are checked, both lists, before either is replaced).
-        if allow is not None or deny is not None:
-            self.permissions.configure(allow=allow, deny=deny)
-        if approval_policy is not None and approval_policy != self.approval_policy:
+        )
+
+    def apply(self, settings: RunSettings, *, first: bool = False) -> None:
+        """Make ``settings`` the ones the runs that start from now on use; the conversation is
+        kept, and runs (and background tasks) already under way keep the settings they
+        started with. A tool name that is not among the harness's tools is an
+        ``UnknownNameError`` and changes nothing (every other value was checked when
+        ``settings`` was made)."""
+        old = self._settings
+        offered = self._offered(settings.tools)  # checks the names before anything changes
+        if first or (settings.allow, settings.deny) != (old.allow, old.deny):
+            self.permissions.configure(allow=settings.allow, deny=settings.deny)
+        if settings.approval_policy != old.approval_policy and not first:
             # the same hook under the new policy: the files the agent wrote stay known
             self.hooks.hooks = [
-                h.with_policy(approval_policy) if isinstance(h, PermissionHook) else h for h in self.hooks.hooks
+                h.with_policy(settings.approval_policy) if isinstance(h, PermissionHook) else h
+                for h in self.hooks.hooks
             ]
-            self.approval_policy = approval_policy
-        self.limits = limits
-        self._raw_options, self._context_window = raw, window
-        self.prices = table
-        if subagent_budget_usd is not None:
-            self.runner.subagent_budget_usd = subagent_budget_usd or None
-        if options is not None and options != self.provider_options:
+        if settings.options != old.options and not first:
             # providers made with the old options stay open for runs still using them
-            self.provider_options = options
             self.models.retire_made()
-        self.compaction = compaction
-        if names is not None and names != self._tool_names:
-            self._select_tools(names or None)
-            self._tool_names = names
-        if model is not None:
-            self._model = model or None
-        if background_approvals is not None:
-            self.runner.background_approvals = background_approvals
+        if first or settings.tools != old.tools:
+            self.tools.hold(offered)
+        self.runner.subagent_budget_usd = settings.subagent_budget_usd
+        self.runner.background_approvals = settings.background_approvals
+        self.compaction = settings.compaction(self.state_dir / "offload")
+        self._settings = settings
 
     def run_context(
         self, *, model: str | None = None, max_turns: int | None = None, approval: ApprovalChannel | None = None
@@ -488,11 +506,10 @@ class Harness:
             channel = remembering(channel, self.permissions)
         return RunContext(provider, limits, channel, self.total.child(), self.compaction, prices=self.prices)
 
-    def _select_tools(self, names: list[str] | None) -> None:
-        """Offer the tools named (and those given as objects), or the whole pool; a name not
-        in the pool is an ``UnknownNameError`` listing those there are."""
-        keep = self.tool_pool if names is None else self.tool_pool.pick([*names, *self._own_tools])
-        self.tools.hold(keep)
+    def _offered(self, names: tuple[str, ...] | None) -> Iterable[Tool]:
+        """The tools named (and those given as objects), or the whole pool; a name not in
+        the pool is an ``UnknownNameError`` listing those there are."""
+        return self.tool_pool if names is None else self.tool_pool.pick([*names, *self._own_tools])
 
     async def compact(self, *, on_event: EventSink | None = None, model: str | None = None) -> Compacted:
         """Compact the conversation now: old tool results become stubs pointing at their
@@ -585,10 +602,21 @@ class Harness:
         return f"<Harness model={self.model!r} workdir={str(self.workdir)!r}>"
 
 
-def _checked_options(options: Mapping[str, Any] | None, context_window: int | None = None) -> Any:
-    """``provider_options`` (plus ``context_window``, the shortcut) as a validated
-    ``ProviderOptions`` (``ConfigError`` naming a bad key or value, or one given twice)."""
-    from .providers.options import ProviderOptions
 
-    more = {"context_window": context_window} if context_window else {}
-    return ProviderOptions.of(options, **more)
+_DEFAULTS = RunSettings()
+
+
+def _one_of(settings: RunSettings | None, keywords: RunSettings) -> RunSettings:
+    """``settings`` if given, else the settings the keywords make; ``ConfigError`` when both
+    say something (one of them would be silently ignored)."""
+    if settings is None:
+        return keywords
+    both = [f.name for f in fields(RunSettings) if f.init and getattr(keywords, f.name) != getattr(_DEFAULTS, f.name)]
+    if both == ["model"] and settings.model is None:  # Harness(provider, settings=...)
+        return settings.changed(model=keywords.model)
+    if both:
+        raise ConfigError(
+            f"Harness got settings=RunSettings(...) and the keywords {', '.join(both)}: pass them "
+            f"inside settings= (settings.changed({both[0]}=...)), or only as keywords"
+        )
+    return settings

@@ -22,6 +22,7 @@ RANK = {
     "subagents": 3,
     "team": 4,
     "harness": 5,
+    "settings": 5,
     "cli": 5,
     "textview": 5,
     "__main__": 5,

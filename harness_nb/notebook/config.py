@@ -20,9 +20,9 @@ from __future__ import annotations
 import difflib
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
@@ -33,6 +33,8 @@ from ..core import ConfigError, PriceTable
 from ..engine import POLICIES, parse_rule
 from ..providers.factory import parse_model
 from ..providers.options import ProviderOptions
+from ..settings import ApprovalPolicy, RunSettings
+from ..subagents import BackgroundApprovals
 from ..tools.sandbox import SANDBOX_MODES, Sandbox
 
 
@@ -218,6 +220,27 @@ class HarnessNB(Configurable):
                     setattr(self, name, value)  # checks the rest: a default is never validated
             except TraitError as exc:
                 raise TraitError(f"{str(exc).rstrip('.')} (from ${variable})") from None
+
+    def run_settings(self, tools: Iterable[str] | None) -> RunSettings:
+        """What these settings make of a run's settings, offering ``tools`` (names; ``None``:
+        every tool). Here ``0`` means "none" for a budget and "the model's own" for
+        ``context_window``; each value was checked when it was set."""
+        return RunSettings(
+            model=self.model or None,
+            approval_policy=cast(ApprovalPolicy, self.approval_policy),
+            allow=tuple(self.allow),
+            deny=tuple(self.deny),
+            background_approvals=cast(BackgroundApprovals, self.background_approvals),
+            max_turns=self.max_turns,
+            token_budget=self.token_budget or None,
+            budget_usd=self.budget_usd or None,
+            subagent_budget_usd=self.subagent_budget_usd or None,
+            prices=self.prices,
+            provider_options=self.provider_options,
+            context_window=self.context_window or None,
+            compact_threshold=self.compact_threshold,
+            tools=None if tools is None else tuple(tools),
+        )
 
     @default("approval_timeout")
     def _approval_timeout_from_environment(self) -> Any:

@@ -8,7 +8,7 @@ import asyncio
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.display import display
@@ -16,8 +16,8 @@ from IPython.display import display
 from ..core import HarnessError, SubagentUpdate
 from ..core.secret import SECRETS
 from ..engine import RunResult, UsageAccount
-from ..harness import ApprovalPolicy, Harness
-from ..subagents import BackgroundApprovals, TaskEntry, TaskStatus, resolve_model
+from ..harness import Harness
+from ..subagents import TaskEntry, TaskStatus, resolve_model
 from ..textview import TextView, terminal_approval
 from ..tools import Sandbox
 from .config import HarnessNB
@@ -110,8 +110,6 @@ class NotebookHarness:
         """``harness()``, offering ``tools`` (``None``: as it is; ``[]``: every tool)."""
         c = self.config
         workdir = str(c.workdir or ".")
-        policy = cast(ApprovalPolicy, c.approval_policy)
-        background = cast(BackgroundApprovals, c.background_approvals)
         key = (
             str(Path(workdir).expanduser().resolve()),
             tuple(c.agent_dirs),
@@ -122,54 +120,26 @@ class NotebookHarness:
             c.sandbox_network,
             c.max_background,  # the task tool's slots are made with it
         )
-        if self._harness is None or key != self._harness_key:
-            if self._harness is not None:
-                self._close_later(self._harness)
-            extra = kernel_tools(self.shell) if c.kernel_tools else []
-            self._harness = Harness(
-                c.model or None,
-                workdir=workdir,
-                extra_tools=extra,
-                approval_policy=policy,
-                max_turns=c.max_turns,
-                token_budget=c.token_budget or None,
-                budget_usd=c.budget_usd or None,
-                subagent_budget_usd=c.subagent_budget_usd or None,
-                prices=c.prices,
-                offload_chars=c.offload_chars,
-                record_to=c.record_to,
-                agent_dirs=c.agent_dirs,
-                include_user_agents=c.user_agents,
-                background_approvals=background,
-                max_background=c.max_background,
-                provider_options=c.provider_options,
-                allow=c.allow,
-                deny=c.deny,
-                context_window=c.context_window or None,
-                compact_threshold=c.compact_threshold,
-                tools=tools or None,
-                teams=True,
-                sandbox=Sandbox.create(str(c.sandbox), network=c.sandbox_network, hidden=_connection_file()),
-            )
-            self._harness_key = key
-            self._harness.tracker.listeners.append(self._on_task_change)
-        else:
-            self._harness.configure(
-                model=c.model or "",  # "": not configured (None would mean "no change")
-                approval_policy=policy,
-                max_turns=c.max_turns,
-                token_budget=c.token_budget,
-                budget_usd=c.budget_usd,
-                subagent_budget_usd=c.subagent_budget_usd,
-                prices=c.prices,
-                background_approvals=background,
-                provider_options=c.provider_options,
-                allow=c.allow,
-                deny=c.deny,
-                context_window=c.context_window,
-                compact_threshold=c.compact_threshold,
-                tools=tools,
-            )
+        if self._harness is not None and key == self._harness_key:
+            kept = self._harness.settings.tools if tools is None else tools
+            self._harness.apply(c.run_settings(kept))
+            return self._harness
+        if self._harness is not None:
+            self._close_later(self._harness)
+        self._harness = Harness(
+            workdir=workdir,
+            settings=c.run_settings(tools),
+            extra_tools=kernel_tools(self.shell) if c.kernel_tools else [],
+            offload_chars=c.offload_chars,
+            record_to=c.record_to,
+            agent_dirs=c.agent_dirs,
+            include_user_agents=c.user_agents,
+            max_background=c.max_background,
+            teams=True,
+            sandbox=Sandbox.create(str(c.sandbox), network=c.sandbox_network, hidden=_connection_file()),
+        )
+        self._harness_key = key
+        self._harness.tracker.listeners.append(self._on_task_change)
         return self._harness
 
     def close(self) -> None:
