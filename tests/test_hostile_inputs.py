@@ -40,7 +40,7 @@ from harness_nb.providers import openai as openai_wire
 from harness_nb.providers.scripted import ScriptedProvider
 from harness_nb.providers.wire import encode_body
 from harness_nb.subagents import load_agent_dir
-from harness_nb.subagents.frontmatter import FRONTMATTER_MAX_BYTES, YAML_MAX_DEPTH
+from harness_nb.engine.frontmatter import FRONTMATTER_MAX_BYTES, YAML_MAX_DEPTH
 from harness_nb.testing import FakeLLMServer
 from harness_nb.tools import Tool, ToolContext, ToolOutcome, edit_file, glob, grep, invoke, ls, read_file
 from harness_nb.tools import search as search_module

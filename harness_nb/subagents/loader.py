@@ -48,7 +48,7 @@ from .definition import (
     normalize_tool_names,
     split_names,
 )
-from .frontmatter import FrontmatterRefused, load_frontmatter
+from ..engine.frontmatter import FrontmatterRefused, load_frontmatter
 
 MAX_FILE_BYTES = 1024 * 1024
 MAX_FILES = 1000

@@ -1,7 +1,8 @@
 """YAML frontmatter read as untrusted data: bounded in size, depth and expansion.
 
-Agent files arrive with cloned repositories and can be written by the model, so their
-frontmatter is parsed with limits that hold whatever the text is:
+Agent files and skill files (``SKILL.md``) arrive with cloned repositories and can be
+written by the model, so their frontmatter is parsed with limits that hold whatever the
+text is:
 
 - at most ``FRONTMATTER_MAX_BYTES`` of it (agent frontmatter is a few keys; the prompt
   itself goes in the body below the closing ``---``, which is not parsed);
@@ -21,7 +22,13 @@ from typing import Any
 
 import yaml
 
-__all__ = ["FRONTMATTER_MAX_BYTES", "YAML_MAX_DEPTH", "FrontmatterRefused", "load_frontmatter"]
+__all__ = [
+    "FRONTMATTER_MAX_BYTES",
+    "YAML_MAX_DEPTH",
+    "FrontmatterRefused",
+    "load_frontmatter",
+    "split_frontmatter",
+]
 
 FRONTMATTER_MAX_BYTES = 64 * 1024
 """Largest frontmatter parsed (the body, the agent's prompt, has its own larger cap)."""
@@ -76,3 +83,20 @@ def load_frontmatter(text: str) -> Any:
         return loader.get_single_data()
     finally:
         loader.dispose()
+
+
+def split_frontmatter(text: str) -> tuple[str | None, str]:
+    """``(frontmatter, body)`` of a Markdown file that opens with a ``---`` line (blank
+    lines and a BOM before it allowed) and closes it with another; ``(None, text)`` when it
+    has none or never closes it. Nothing is parsed: this is also how a preloaded skill
+    loses its frontmatter without its YAML being read."""
+    lines = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    start = 0
+    while start < len(lines) and not lines[start].strip():
+        start += 1
+    if start == len(lines) or lines[start].rstrip() != "---":
+        return None, text
+    for end in range(start + 1, len(lines)):
+        if lines[end].rstrip() == "---":
+            return "\n".join(lines[start + 1 : end]), "\n".join(lines[end + 1 :])
+    return None, text
