@@ -42,6 +42,8 @@ from .engine import (
     RedactSecretsHook,
     RunContext,
     RunResult,
+    SkillCatalog,
+    SkillTool,
     UsageAccount,
     remembering,
     require_positive,
@@ -103,10 +105,10 @@ class Harness:
     conversation is compacted before a call (``compact()`` does it on request).
 
     ``tools``: the tools offered to the main agent (and, narrowed, to its subagents).
-    ``None``: the built-ins. Tool objects replace the built-ins. Tool names keep only those
-    tools — of the built-ins, ``extra_tools`` and the delegation, coordination and team
-    tools (``tool_pool``) — for a lean set: every tool's schema is sent with every call,
-    and a small local model's context may not hold them all.
+    ``None``: the built-ins (``skill`` among them). Tool objects replace the built-ins.
+    Tool names keep only those tools — of the built-ins, ``extra_tools`` and the
+    delegation, coordination and team tools (``tool_pool``) — for a lean set: every tool's
+    schema is sent with every call, and a small local model's context may not hold them all.
 
     ``settings``: the run settings as one ``RunSettings`` instead of their keywords (the
     model, ``approval_policy``, ``allow``/``deny``, ``background_approvals``, the limits and
@@ -127,6 +129,12 @@ class Harness:
     ``max_budget_usd`` too), clamped to what its parent has left. Budgets are checked
     before each model call, against that call's estimate (``engine/budget.py``), so the
     call that would pass one is never made.
+
+    Skills: the Agent Skills (``<name>/SKILL.md``) of ``.claude/skills`` and
+    ``.harness_nb/skills`` (and of ``~/.claude/skills`` and ``~/.harness_nb/skills`` with
+    ``include_user_agents``) are listed in the main agent's prompt by name and description
+    (``skill_catalog``) and loaded on demand by the read-only ``skill`` tool; ``skills``
+    names skills preloaded whole into the main agent's prompt.
 
     ``sandbox``: how ``bash`` runs (``tools/sandbox.py``): ``"auto"`` under bubblewrap where
     it works (else unsandboxed, with one warning), ``"bwrap"`` always (``ConfigError`` when
@@ -233,6 +241,8 @@ class Harness:
             extra_dirs=[Path(d).expanduser() for d in agent_dirs],
             include_user=include_user_agents,
         )
+        self.skill_catalog = SkillCatalog(self.workdir, home=Path.home() if include_user_agents else None)
+        """The Agent Skills of the workdir (and the user's, with ``include_user_agents``)."""
         self.tracker = TaskTracker()
         self.runner = SubagentRunner(self.models, max_depth=max_depth)
         self.router = MessageRouter([TrackerRoute(self.tracker)])
@@ -254,7 +264,7 @@ class Harness:
         if given is None or names:
             from .tools.builtin import builtin_tools
 
-            base = builtin_tools(sandbox=self.sandbox)
+            base = [*builtin_tools(sandbox=self.sandbox), SkillTool(self.skill_catalog)]
         self.tool_pool = ToolRegistry(
             [
                 *base,

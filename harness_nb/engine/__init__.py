@@ -26,6 +26,8 @@ from .limits import BUDGET_STOPS, EARLY_STOPS, Limits, RunResult, require_positi
 from .prompt import MAIN_SYSTEM_PROMPT, PromptBuilder
 from .session import MemorySession, load_transcript
 from .skill import SKILL_MAX_BYTES, load_skill, skill_dirs, skill_name_problem
+from .skill_catalog import Skill, SkillCatalog
+from .skill_tool import SkillTool
 from .summary import is_summary, summary_message
 
 __all__ = [
@@ -66,6 +68,9 @@ __all__ = [
     "RunContext",
     "Rule",
     "RunResult",
+    "Skill",
+    "SkillCatalog",
+    "SkillTool",
     "UsageAccount",
     "is_summary",
     "load_skill",

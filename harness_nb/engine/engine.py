@@ -194,6 +194,7 @@ class AgentEngine:
         self.keeper.pin(self.session.append(UserMessage(content=prompt)))
         try:
             async with asyncio.timeout(limits.wall_time):
+                await self.prompt_builder.refresh(self.tools)  # skills added or edited since the last run
                 while True:
                     if turns >= limits.max_turns:
                         raise LimitExceeded("max_turns", f"reached max_turns ({limits.max_turns})")
@@ -384,7 +385,7 @@ class AgentEngine:
     def _system_prompt(self) -> str:
         """The system prompt, scrubbed (a skill or AGENTS.md may quote a key) once per change
         of the prompt or of the secrets, not on every call."""
-        built, version = self.prompt_builder.build(), self.session.secrets.version
+        built, version = self.prompt_builder.build(self.tools), self.session.secrets.version
         if self._system is None or self._system[:2] != (built, version):
             self._system = (built, version, self.session.secrets.scrub(built))
         return self._system[2]

@@ -1,5 +1,6 @@
-"""System prompts: the agent's own prompt, the working directory, the environment and any
-preloaded skills, assembled once per engine."""
+"""System prompts: the agent's own prompt, the working directory, the environment, the
+catalog of skills (when the agent holds the ``skill`` tool) and any preloaded skills,
+assembled once and again only when the catalog changes."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from ..core import ConfigError
+from ..core import ConfigError, run_blocking
 from ..core.environment import current_environment_line
+from ..tools import ToolRegistry
 from .skill import load_skill, skill_dirs
+from .skill_tool import catalog_of
 
 __all__ = ["MAIN_SYSTEM_PROMPT", "PromptBuilder"]
 
@@ -25,9 +28,14 @@ with their paths."""
 
 
 class PromptBuilder:
-    """Builds the system prompt once: ``system_prompt`` + working directory + environment +
-    one section per preloaded skill (a skill that cannot be found or used is logged and
-    skipped).
+    """Builds the system prompt: ``system_prompt`` + working directory + environment + the
+    skill catalog + one section per preloaded skill (a skill that cannot be found or used is
+    logged and skipped).
+
+    The catalog is that of the ``skill`` tool among the tools ``build`` is given (none
+    without it: an agent is told of the skills it can load). The prompt is built once and
+    rebuilt only when the catalog's text changes, which ``refresh`` checks at the start of
+    a run: the same prompt turn after turn keeps the provider's prompt cache.
 
     ``environment_line`` gives the environment line (Python, system, today); tests pass
     their own to fix the day and the machine."""
@@ -48,18 +56,30 @@ class PromptBuilder:
         self.skill_texts = dict(skill_texts or {})
         self.environment = environment
         self.environment_line = environment_line
-        self._built: str | None = None
+        self._built: tuple[str, str] | None = None  # (catalog section, prompt)
 
-    def build(self) -> str:
-        if self._built is None:
-            self._built = self._assemble()
-        return self._built
+    def build(self, tools: ToolRegistry | None = None) -> str:
+        """The system prompt for an agent holding ``tools``."""
+        catalog = catalog_of(tools)
+        section = catalog.prompt_section() if catalog is not None else ""
+        if self._built is None or self._built[0] != section:
+            folders = catalog.preload_dirs() if catalog is not None else skill_dirs(self.workdir)
+            self._built = (section, self._assemble(section, folders))
+        return self._built[1]
 
-    def _assemble(self) -> str:
+    async def refresh(self, tools: ToolRegistry | None = None) -> None:
+        """Re-read the skills that changed on disk (off the event loop), so the next
+        ``build`` lists them."""
+        catalog = catalog_of(tools)
+        if catalog is not None:
+            await run_blocking(catalog.refresh)
+
+    def _assemble(self, catalog: str, folders: list[Path]) -> str:
         parts = [self.system_prompt.strip(), f"Working directory: {self.workdir}"]
         if self.environment:
             parts.append(self.environment_line())
-        folders = skill_dirs(self.workdir)
+        if catalog:
+            parts.append(catalog)
         for name in self.skills:
             try:
                 body = self.skill_texts.get(name) or load_skill(name, folders)

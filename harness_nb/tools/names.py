@@ -19,4 +19,5 @@ CLAUDE_TOOL_NAMES: dict[str, str] = {
     "ls": "ls",
     "task": "task",
     "agent": "task",
+    "skill": "skill",
 }
