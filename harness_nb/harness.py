@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
@@ -64,6 +64,7 @@ from .subagents import (
     TrackerRoute,
     coordination_tools,
 )
+from .subagents.agent_map import AgentMap, MapProgress, MapResult
 from .team import TeamManager
 from .tools import Sandbox, SandboxMode, Tool, ToolRegistry
 
@@ -296,6 +297,8 @@ class Harness:
         self.apply(settings, first=True)
         self.session = self._new_session()
         self._engine: AgentEngine | None = None
+        self.last_map: AgentMap | None = None
+        """The latest ``map``: its rows so far (``last_map.result()``), also after an interrupt."""
 
     def _capped(self, source: Injector) -> Injector:
         """``source`` with each text longer than ``offload_chars`` offloaded like a long tool
@@ -593,6 +596,49 @@ class Harness:
             definition, prompt, self.lead_context(approval), description=description, emit=on_event
         )
         return SubagentHandle(self.tracker, entry)
+
+    async def map(
+        self,
+        agent: str,
+        template: str,
+        rows: Any,
+        *,
+        concurrency: int = 8,
+        retries: int = 3,
+        budget_usd: float | None = None,
+        token_budget: int | None = None,
+        model: str | None = None,
+        approval: ApprovalChannel | None = None,
+        on_progress: Callable[[MapProgress], Any] | None = None,
+    ) -> MapResult:
+        """Run subagent ``agent`` once per row of ``rows`` (a list, a mapping, a pandas Series
+        or DataFrame) on ``template`` filled from the row (``{value}``, ``{index}``, column
+        names), at most ``concurrency`` at once, retrying rate limits and server errors with
+        a shared backoff (``subagents/agent_map.py``). ``budget_usd`` / ``token_budget``
+        bound the whole map (else the harness's run budgets do). Returns the rows in order
+        (``result.texts``, ``result.series()``, ``result.frame()``); interrupted, the rows
+        that finished stay in ``self.last_map.result()``."""
+        definition = self.registry.get(agent)
+        context = self.run_context(model=model, approval=approval)
+        if budget_usd is not None or token_budget is not None:
+            limits = replace(
+                context.limits,
+                budget_usd=budget_usd if budget_usd is not None else context.limits.budget_usd,
+                token_budget=token_budget if token_budget is not None else context.limits.token_budget,
+            )
+            context = replace(context, limits=limits)
+        mapped = AgentMap(
+            self.runner,
+            definition,
+            template,
+            rows,
+            self.engine.parent_context(context),
+            concurrency=concurrency,
+            retries=retries,
+            on_progress=on_progress,
+        )
+        self.last_map = mapped
+        return await mapped.run()
 
     async def aclose(self) -> None:
         """Cancel background tasks, close the providers' connections and the transcript."""

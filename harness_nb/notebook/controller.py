@@ -18,10 +18,12 @@ from ..core.secret import SECRETS
 from ..engine import RunResult, UsageAccount
 from ..harness import Harness
 from ..subagents import TaskEntry, TaskStatus, resolve_model
+from ..subagents.agent_map import MapResult
 from ..textview import TextView, terminal_approval
 from ..tools import Sandbox
 from .config import HarnessNB
 from .kernel_tools import kernel_tools
+from .map_view import MapView
 from .reply import AgentReply, MarkdownText
 from .view import RunView
 
@@ -270,6 +272,50 @@ class NotebookHarness:
         if isinstance(view, RunView) and result.account is not None:
             self._accounts[view] = result.account
         return AgentReply(result.final_text, usage=result.usage, result=result, task_id=result.task_id)
+
+    async def run_map(
+        self,
+        agent: str,
+        template: str,
+        rows: Any,
+        *,
+        concurrency: int,
+        retries: int,
+        budget_usd: float | None,
+    ) -> MapResult:
+        """``%agent map``: ``agent`` over ``rows`` with a live progress bar in this cell. Its
+        rows run without asking: a call that would ask is denied (there is nobody to answer
+        a thousand cards), so give the agent tools that need no approval, or allow rules."""
+        h = self.harness()
+        try:
+            h.registry.get(agent)
+        except HarnessError as exc:
+            raise UsageError(SECRETS.scrub(str(exc))) from None
+        rows = rows if hasattr(rows, "__len__") else list(rows)
+        view = MapView(agent, len(rows), rate=self.config.updates_per_second) if self.widgets_enabled else None
+        if view is not None:
+            display(view)
+        try:
+            result = await with_ticker(
+                h.map(
+                    agent,
+                    template,
+                    rows,
+                    concurrency=concurrency,
+                    retries=retries,
+                    budget_usd=budget_usd,
+                    on_progress=view.update if view is not None else None,
+                )
+            )
+        except asyncio.CancelledError:
+            if view is not None and h.last_map is not None:
+                view.finish(h.last_map.result())
+            raise
+        except HarnessError as exc:
+            raise UsageError(SECRETS.scrub(str(exc))) from None
+        if view is not None:
+            view.finish(result)
+        return result
 
     def start_background(self, agent: str, prompt: str) -> str:
         """Start ``agent`` in the background from this cell; its progress and result land

@@ -7,6 +7,7 @@ of top-level calls, so runs happen on the kernel's loop while the cell shows bus
 from __future__ import annotations
 
 import html
+import re
 import shlex
 from collections.abc import Sequence
 from argparse import ArgumentTypeError
@@ -29,7 +30,18 @@ if TYPE_CHECKING:
     from ..engine.resume import SessionSummary
     from ..subagents import TaskEntry
 
-_VALUE_OPTIONS = {"--model", "-m", "--max-turns", "--agent", "-a", "--timeout"}
+_VALUE_OPTIONS = {
+    "--model", "-m", "--max-turns", "--agent", "-a", "--timeout", "--over", "--concurrency", "--retries", "--budget",
+}
+_MAP = re.compile(r"^\s*map\s+(--|-h\b)")  # `%agent map --over …`; `%agent map the data` is a prompt
+
+
+def _unquoted(text: str) -> str:
+    """A template as written after the options, without one pair of surrounding quotes."""
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text
 
 
 def split_options(line: str) -> tuple[str, str]:
@@ -104,7 +116,11 @@ class HarnessMagics(Magics):
         %agent --sessions                                  this workdir's conversations on disk
         %agent --resume [SESSION]                          continue one (the newest by default)
         %agent --compact                                   compact the conversation now
+        %agent map --over EXPR [--agent NAME] "template with {value}"
+                                                           one subagent run per row (see %agent map -h)
         """
+        if _MAP.match(line):
+            return self._map(line.lstrip()[len("map") :])
         options, rest = split_options(line)
         args = parse_argstring(self.agent, options)
         prompt = cell if cell is not None else rest
@@ -139,6 +155,46 @@ class HarnessMagics(Magics):
         if not prompt.strip():
             return compacted
         return await self.controller.run_main(prompt, model=model, max_turns=max_turns)
+
+    @magic_arguments()
+    @argument("--over", metavar="EXPR", help="the rows: an expression of this notebook (a list, a Series, a DataFrame)")
+    @argument("--agent", "-a", default="general-purpose", help="the subagent each row runs (default general-purpose)")
+    @argument("--concurrency", type=int, default=8, help="most rows running at once (default 8)")
+    @argument("--retries", type=int, default=3, help="retries of a row on a rate limit or server error (default 3)")
+    @argument("--budget", type=float, default=None, metavar="USD", help="most the whole map may spend")
+    @argument("--last", action="store_true", help="the rows of the latest map so far (after an interrupt, say)")
+    def map_options(self, line: str) -> None:
+        """%agent map --over EXPR [--agent NAME] [--concurrency N] [--retries N] [--budget USD] "template"
+
+        Runs the subagent once per row of EXPR, the template filled from the row: {value}
+        (the row's value), {index} (its label) and, for a DataFrame, {column} names. Shows
+        a progress bar; returns the rows in order (.texts, .errors, .series(), .frame()).
+        Calls that would ask for approval are denied (nobody can answer one per row)."""
+
+    def _map(self, line: str) -> Pending:
+        options, rest = split_options(line)
+        args = parse_argstring(self.map_options, options)
+        c = self.controller
+        if args.last:
+            last = c.harness().last_map
+            if last is None:
+                raise UsageError("no map has run in this kernel yet")
+            return done(last.result())
+        if not args.over:
+            raise UsageError('%agent map needs --over EXPR, e.g. %agent map --over df.review "Label: {value}"')
+        template = _unquoted(rest)
+        if not template.strip():
+            raise UsageError('%agent map needs a template after the options, e.g. "Summarise: {value}"')
+        if self.shell is None:
+            raise UsageError("%agent map needs an IPython shell")
+        try:
+            rows = self.shell.ev(args.over)
+        except Exception as exc:
+            raise UsageError(f"--over {args.over}: {type(exc).__name__}: {exc}") from None
+        run = c.run_map(
+            args.agent, template, rows, concurrency=args.concurrency, retries=args.retries, budget_usd=args.budget
+        )
+        return Pending(run, "agent map")
 
     @magic_arguments()
     @argument("--reload", action="store_true", help="re-read the agent folders first")
