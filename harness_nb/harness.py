@@ -49,6 +49,7 @@ from .engine import (
     require_positive,
 )
 from .engine.resume import SessionSummary, list_sessions, read_session
+from .mcp import DEFAULT_START_TIMEOUT, McpManager, McpTool
 from .providers.base import Provider
 from .providers.options import ProviderOptions
 from .settings import ApprovalPolicy, RunSettings
@@ -141,6 +142,12 @@ class Harness:
     it works (else unsandboxed, with one warning), ``"bwrap"`` always (``ConfigError`` when
     it cannot), ``"off"`` never, or a ``Sandbox``; ``sandbox_network`` lets sandboxed
     commands use the network. ``self.sandbox.active`` says whether commands are confined.
+
+    MCP servers (``mcp/``): those of ``~/.harness_nb/mcp.json`` (with ``include_user_agents``),
+    ``<workdir>/.mcp.json`` and ``mcp_servers`` (``{"name": {"command": …} | {"type": "http",
+    "url": …}}``, Claude Code's format) start at the first run, each within
+    ``mcp_start_timeout`` seconds; their tools (``mcp__<server>__<tool>``) are offered with the
+    others, whatever ``tools`` names. ``self.mcp`` lists and restarts them; ``aclose`` stops them.
     """
 
     def __init__(
@@ -182,6 +189,8 @@ class Harness:
         sandbox_network: bool = False,
         context_window: int | None = None,
         compact_threshold: float = 0.8,
+        mcp_servers: Mapping[str, Any] | None = None,
+        mcp_start_timeout: float = DEFAULT_START_TIMEOUT,
     ) -> None:
         given = None if tools is None else list(tools)
         names = [t for t in given or () if isinstance(t, str)]
@@ -222,6 +231,7 @@ class Harness:
         require_positive("max_background", max_background, whole=True)
         require_positive("max_depth", max_depth, whole=True)
         require_positive("offload_chars", offload_chars, whole=True)
+        require_positive("mcp_start_timeout", mcp_start_timeout)
         self._settings = RunSettings()
         self._api_key = api_key
         self._base_url = base_url
@@ -245,7 +255,15 @@ class Harness:
         self.skill_catalog = SkillCatalog(self.workdir, home=Path.home() if include_user_agents else None)
         """The Agent Skills of the workdir (and the user's, with ``include_user_agents``)."""
         self.tracker = TaskTracker()
-        self.runner = SubagentRunner(self.models, max_depth=max_depth)
+        self.mcp = McpManager(
+            self.workdir,
+            servers=mcp_servers,
+            home=Path.home() if include_user_agents else None,
+            start_timeout=mcp_start_timeout,
+        )
+        """The MCP servers: started at the first run, stopped by ``aclose``; ``mcp.configure``
+        replaces the servers given in code."""
+        self.runner = SubagentRunner(self.models, max_depth=max_depth, mcp=self.mcp)
         self.router = MessageRouter([TrackerRoute(self.tracker)])
         self.task_tool = TaskTool(
             self.registry, self.runner, self.tracker, max_concurrency=max_concurrency, max_background=max_background
@@ -524,6 +542,20 @@ class Harness:
         the pool is an ``UnknownNameError`` listing those there are."""
         return self.tool_pool if names is None else self.tool_pool.pick([*names, *self._own_tools])
 
+    async def connect_mcp(self) -> list[McpTool]:
+        """Start the MCP servers that want a start (the first time: all of them; later, those
+        that crashed) and offer their tools; a server that fails to start is left out, its
+        error logged and shown by ``%mcp``. Every run does this first. Returns the MCP tools
+        now offered."""
+        tools = await self.mcp.tools()
+        names = {t.name for t in tools}
+        for registry in (self.tool_pool, self.tools):
+            for old in [t for t in registry if isinstance(t, McpTool) and t.name not in names]:
+                registry.remove(old.name)
+            for t in tools:
+                registry.add(t)
+        return tools
+
     async def compact(self, *, on_event: EventSink | None = None, model: str | None = None) -> Compacted:
         """Compact the conversation now: old tool results become stubs pointing at their
         offload files, the turns before the latest prompt a summary (written by the model,
@@ -549,6 +581,7 @@ class Harness:
         ``max_turns`` and ``approval`` apply to this run only (and to the background work it
         launches)."""
         context = self.run_context(model=model, max_turns=max_turns, approval=approval)
+        await self.connect_mcp()
         return await self.engine.run(prompt, on_event=on_event, context=context)
 
     async def run_stream(
@@ -561,6 +594,7 @@ class Harness:
     ) -> AsyncIterator[Event]:
         """Yield the events of a main-agent run as they happen."""
         context = self.run_context(model=model, max_turns=max_turns, approval=approval)
+        await self.connect_mcp()
         async for event in self.engine.run_stream(prompt, context=context):
             yield event
 
@@ -575,6 +609,7 @@ class Harness:
         """Run subagent ``name`` directly on ``prompt`` in the foreground, bypassing the main
         model (the ``%@name`` path). Its usage shows on its task entry (``fg-N``)."""
         definition = self.registry.get(name)
+        await self.connect_mcp()
         parent = self.lead_context(approval)
         _, result = await self.task_tool.run_child(definition, prompt, parent, emit=on_event, wrap=False)
         return result
@@ -641,10 +676,12 @@ class Harness:
         return await mapped.run()
 
     async def aclose(self) -> None:
-        """Cancel background tasks, close the providers' connections and the transcript."""
+        """Cancel background tasks, stop the MCP servers, close the providers' connections
+        and the transcript."""
         if self.teams is not None:
             await self.teams.aclose()
         await self.tracker.aclose()
+        await self.mcp.aclose()
         await self.models.aclose()
         self.session.close()
 

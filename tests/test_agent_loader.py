@@ -191,8 +191,8 @@ GOOD_CASES: dict[str, tuple[dict[str, Any], list[str] | None]] = {
         ["dropped names harness_nb has no tool for: WebFetch, WebSearch", "gets no tools"],
     ),
     "mixed-unknown-tools.md": (
-        {"name": "issue-filer", "tools": ["read_file", "task"]},
-        ["no tool for: WebFetch, TodoWrite, mcp__github__create_issue"],
+        {"name": "issue-filer", "tools": ["read_file", "mcp__github__create_issue", "task"]},
+        ["no tool for: WebFetch, TodoWrite"],
     ),
     "our-names.md": (
         {
@@ -473,7 +473,8 @@ def test_model_rejects_bad_names_and_empty_descriptions() -> None:
         ("Bash(git add, git commit:*), Read", ["bash", "read_file"], []),
         (["Task", "Agent"], ["task"], []),
         (["read_file, write_file", "my_tool"], ["read_file", "write_file", "my_tool"], []),
-        (["WebFetch", "mcp__x__y", "Read File"], [], ["WebFetch", "mcp__x__y", "Read File"]),
+        (["WebFetch", "mcp__x__y", "Read File"], ["mcp__x__y"], ["WebFetch", "Read File"]),
+        ("mcp__github__*, mcp__github, mcp__x__y z", ["mcp__github__*", "mcp__github"], ["mcp__x__y z"]),
         ("edit", ["edit_file"], []),
         (None, [], []),
     ],

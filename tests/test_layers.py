@@ -1,5 +1,5 @@
 """Imports point downward only (DESIGN.md §1): notebook → harness → team → subagents →
-engine → tools / providers → core. Only notebook/ imports IPython, ipywidgets or ipykernel.
+engine / mcp → tools / providers → core. Only notebook/ imports IPython, ipywidgets or ipykernel.
 
 The check reads every module's import statements (function-level imports included), so a
 lazy import cannot sneak a layer crossing past it.
@@ -19,6 +19,7 @@ RANK = {
     "providers": 1,
     "tools": 1,
     "engine": 2,
+    "mcp": 2,
     "subagents": 3,
     "team": 4,
     "harness": 5,
@@ -31,7 +32,7 @@ RANK = {
     "notebook": 6,
 }
 # same-rank layers that must not import each other
-SIBLINGS_FORBIDDEN = {("providers", "tools"), ("tools", "providers")}
+SIBLINGS_FORBIDDEN = {("providers", "tools"), ("tools", "providers"), ("engine", "mcp"), ("mcp", "engine")}
 NOTEBOOK_ONLY = {"IPython", "ipywidgets", "ipykernel", "traitlets", "comm"}
 CORE_ALLOWED_THIRD_PARTY = {"pydantic", "pydantic_core", "typing_extensions"}
 

@@ -14,8 +14,11 @@ Tool names (``normalize_tool_names``):
   does not enforce command patterns, so the pattern is reported, not silently trusted.
 - A lowercase ``snake_case`` name passes through unchanged: it is one of ours or a custom
   tool registered in code, and ``resolve_tools`` intersects with the parent's tools anyway.
-- Anything else (``WebFetch``, ``TodoWrite``, ``mcp__server__tool``, ...) names a tool
-  harness_nb does not have and is dropped, with a note the loader turns into a warning.
+- An MCP tool name passes through too, patterns included: ``mcp__github__create_issue``,
+  ``mcp__github__*``, ``mcp__github`` (every tool of that server); ``resolve_tools``
+  matches them against the parent's MCP tools.
+- Anything else (``WebFetch``, ``TodoWrite``, ...) names a tool harness_nb does not have
+  and is dropped, with a note the loader turns into a warning.
 
 ``tools`` is ``None`` when nothing was listed (inherit every tool of the parent). A list,
 even an empty one, is an allowlist: if every listed name was dropped the agent gets *no*
@@ -57,6 +60,7 @@ CLAUDE_MODEL_ALIASES: dict[str, str] = {
 }
 
 _OUR_TOOL_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+MCP_TOOL_PATTERN = re.compile(r"^mcp__[A-Za-z0-9_*-]+$")
 _PATTERN = re.compile(r"^\s*([A-Za-z_][\w-]*)\s*\((.*)\)\s*$", re.DOTALL)
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
@@ -109,7 +113,9 @@ def normalize_tool_names(raw: Any) -> ToolNames:
         match = _PATTERN.match(item)
         name = match.group(1) if match else item
         mapped = CLAUDE_TOOL_NAMES.get(name.lower())
-        if mapped is None and _OUR_TOOL_NAME.match(name) and not name.startswith("mcp__"):
+        if mapped is None and MCP_TOOL_PATTERN.match(name):
+            mapped = name
+        elif mapped is None and _OUR_TOOL_NAME.match(name) and not name.startswith("mcp__"):
             mapped = name
         if mapped is None:
             result.dropped.append(item)
@@ -158,7 +164,10 @@ class SubAgentDefinition(BaseModel):
     module docstring), ``disallowed_tools`` is always subtracted, ``model`` ``None`` means
     the parent's model, ``max_turns`` ``None`` means the engine's default,
     ``max_budget_usd`` (``maxBudgetUsd`` in a file) caps what one run of it may spend, in
-    USD — clamped further to what its parent has left. Keys the model does not know are
+    USD — clamped further to what its parent has left. ``mcp_servers`` (``mcpServers``)
+    lists MCP servers for it: names of configured servers, or ``{name: config}`` inline
+    configurations that live only while it runs (the runner gives it their tools, narrowed
+    by ``tools`` / ``disallowed_tools`` like the rest). Keys the model does not know are
     kept in ``extra``. camelCase and snake_case keys are both accepted.
     """
 
@@ -173,6 +182,7 @@ class SubAgentDefinition(BaseModel):
     max_turns: int | None = Field(default=None, ge=1)
     max_budget_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     skills: list[str] = Field(default_factory=list)
+    mcp_servers: list[str | dict[str, Any]] = Field(default_factory=list)
     background: bool = False
     color: str | None = None
     source: str = "builtin"
@@ -244,6 +254,29 @@ class SubAgentDefinition(BaseModel):
             if problem := skill_name_problem(name):
                 raise ValueError(problem)
         return names
+
+    @field_validator("mcp_servers", mode="before")
+    @classmethod
+    def _mcp_servers(cls, value: Any) -> list[str | dict[str, Any]]:
+        # The shape only: names are looked up, and inline configurations checked, when the
+        # agent runs (``SubagentRunner``), against the servers configured then.
+        if value is None:
+            return []
+        if isinstance(value, dict):
+            return [value]
+        if isinstance(value, str):
+            return list(split_names(value))
+        if not isinstance(value, list):
+            raise ValueError("mcpServers must be a list of server names or {name: config} entries")
+        items: list[str | dict[str, Any]] = []
+        for item in value:
+            if isinstance(item, str) and item.strip():
+                items.append(item.strip())
+            elif isinstance(item, dict) and item:
+                items.append(item)
+            else:
+                raise ValueError(f"mcpServers: {str(item)[:60]!r} is neither a server name nor {{name: config}}")
+        return items
 
     @field_validator("model", mode="before")
     @classmethod

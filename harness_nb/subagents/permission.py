@@ -10,6 +10,7 @@ and the team tools) — never a list of names that could fall out of step with t
 from __future__ import annotations
 
 from collections.abc import Iterable
+from fnmatch import fnmatchcase
 
 from ..tools import Tool
 from .definition import SubAgentDefinition
@@ -22,14 +23,26 @@ def resolve_tools(defn: SubAgentDefinition, parent_tools: Iterable[Tool]) -> lis
     − disallowed_tools − coordination tools``. The result is always a subset of
     ``parent_tools``, so a child can never hold a tool its parent lacks, and resolving
     again for a grandchild can only narrow further. ``defn.tools`` of ``None`` means no
-    allowlist; an empty list is an allowlist that allows nothing.
+    allowlist; an empty list is an allowlist that allows nothing. MCP entries may be
+    patterns (``names_tool``), in either list.
     """
-    allowed = None if defn.tools is None else set(defn.tools)
-    denied = set(defn.disallowed_tools)
     result: list[str] = []
     for t in parent_tools:
-        if t.coordination or t.name in denied or t.name in result:
+        if t.coordination or t.name in result or any(names_tool(d, t.name) for d in defn.disallowed_tools):
             continue
-        if allowed is None or t.name in allowed:
+        if defn.tools is None or any(names_tool(a, t.name) for a in defn.tools):
             result.append(t.name)
     return result
+
+
+def names_tool(entry: str, name: str) -> bool:
+    """Whether the tool-list entry ``entry`` names the tool ``name``: the same name; for MCP
+    tools also a glob (``mcp__github__*``, ``mcp__*__search``) or a server's name alone
+    (``mcp__github``: every tool of that server), as in permission rules."""
+    if entry == name:
+        return True
+    if not (entry.startswith("mcp__") and name.startswith("mcp__")):
+        return False
+    if "*" in entry:
+        return fnmatchcase(name, entry)
+    return entry.count("__") == 1 and name.startswith(entry + "__")

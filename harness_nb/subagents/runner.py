@@ -18,6 +18,11 @@ its own. Every call of the child is checked against the parent's budgets too, so
 children running in parallel cannot together overspend. A parent with nothing left
 starts no child (``BudgetSpentError``).
 
+MCP servers: a definition's ``mcp_servers`` names configured servers (started if need be)
+or holds inline configurations, whose servers are started for that run only and stopped
+after it; their tools join the child's, narrowed by the definition's ``tools`` /
+``disallowed_tools`` like every other tool.
+
 Approvals: a foreground subagent relays to the parent run's approval channel, so the person
 sees the request where the parent runs. A background subagent is denied (fail closed)
 unless ``background_approvals="ask"``, where the request goes to the launching run's
@@ -27,10 +32,12 @@ channel and times out to Denied.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
 from ..core import (
     ApprovalRequested,
@@ -59,6 +66,7 @@ from ..engine import (
     RunResult,
     UsageAccount,
 )
+from ..mcp import McpManager
 from ..tools import Tool
 from .definition import SubAgentDefinition
 from .model import ModelResolver
@@ -93,7 +101,8 @@ class SubagentRunner:
     ``models`` resolves a definition's model and keeps the providers it makes; the harness
     shares one resolver between its own runs and its subagents. ``subagent_budget_usd``
     caps what each subagent run may spend (``None``: only its definition's
-    ``max_budget_usd`` and its parent's budget do).
+    ``max_budget_usd`` and its parent's budget do). ``mcp`` holds the configured MCP
+    servers a definition's ``mcp_servers`` may name.
     """
 
     def __init__(
@@ -104,8 +113,10 @@ class SubagentRunner:
         background_approvals: BackgroundApprovals = "deny",
         approval_timeout: float = 300.0,
         subagent_budget_usd: float | None = None,
+        mcp: McpManager | None = None,
     ) -> None:
         self.models = models
+        self.mcp = mcp
         self.max_depth = max_depth
         self.background_approvals = background_approvals
         self.approval_timeout = approval_timeout
@@ -131,6 +142,7 @@ class SubagentRunner:
         session: MemorySession | None = None,
         extra_tools: Sequence[Tool] = (),
         agent: str | None = None,
+        mcp_tools: Sequence[Tool] = (),
     ) -> Child:
         """The child of ``parent`` for one run of ``definition`` (or, for a teammate, for
         all of its turns). ``account`` is the child's usage account (by default a new one
@@ -138,9 +150,12 @@ class SubagentRunner:
 
         ``extra_tools`` are added after narrowing and exempt from the coordination deny hook:
         a teammate's own ``send_message`` is the one coordination tool it is meant to hold.
+        ``mcp_tools`` are the tools of the definition's own MCP servers, narrowed by it here.
         """
         self.check_depth(parent)
         tools = parent.tools.subset(resolve_tools(definition, parent.tools))
+        for name in resolve_tools(definition, mcp_tools):
+            tools.add(next(t for t in mcp_tools if t.name == name))
         for extra in extra_tools:
             tools.add(extra)
         hooks = parent.hooks.with_hooks(DenyCoordinationHook(exempt=[t.name for t in extra_tools]))
@@ -240,18 +255,56 @@ class SubagentRunner:
         child events reach ``emit`` wrapped in ``SubagentUpdate`` (unwrapped with
         ``wrap=False``, for a direct ``%@name`` run where the subagent is the whole run).
         Exceptions propagate."""
-        child = self.build(
-            definition, parent, task_id=task_id, background=background, account=account, injectors=injectors
-        )
-        sink = emit or (lambda _e: None)
+        async with self._mcp_tools(definition, parent.workdir) as mcp_tools:
+            child = self.build(
+                definition,
+                parent,
+                task_id=task_id,
+                background=background,
+                account=account,
+                injectors=injectors,
+                mcp_tools=mcp_tools,
+            )
+            sink = emit or (lambda _e: None)
 
-        def forward(event: Event) -> None:
-            sink(SubagentUpdate(task_id=task_id, event=event, agent=definition.name))
+            def forward(event: Event) -> None:
+                sink(SubagentUpdate(task_id=task_id, event=event, agent=definition.name))
 
+            try:
+                return await child.engine.run(prompt, on_event=forward if wrap else sink, context=child.context)
+            finally:
+                child.engine.session.close()
+
+    @contextlib.asynccontextmanager
+    async def _mcp_tools(self, definition: SubAgentDefinition, workdir: Path) -> AsyncIterator[list[Tool]]:
+        """The tools of ``definition``'s MCP servers while it runs: the configured servers it
+        names, and its inline ones, started now and stopped when it ends. A name that is no
+        configured server, or a bad inline configuration, is a ``HarnessError`` naming it."""
+        if not definition.mcp_servers:
+            yield []
+            return
+        names = [s for s in definition.mcp_servers if isinstance(s, str)]
+        inline: dict[str, Any] = {}
+        for item in definition.mcp_servers:
+            if isinstance(item, dict):
+                inline.update(item)
+        tools: list[Tool] = []
+        if names:
+            if self.mcp is None:
+                raise HarnessError(f"agent {definition.name!r} names MCP servers, but this harness has none")
+            for name in names:
+                self.mcp.connection(name)  # an unknown name fails here, listing the configured ones
+            tools += await self.mcp.tools(names)
+        if not inline:
+            yield tools
+            return
+        base = self.mcp or McpManager(workdir, files=False)
+        scoped = base.scoped(inline, source=f"agent {definition.name}")
         try:
-            return await child.engine.run(prompt, on_event=forward if wrap else sink, context=child.context)
+            tools += await scoped.tools()
+            yield tools
         finally:
-            child.engine.session.close()
+            await scoped.aclose()
 
 
 def progress_line(event: Event) -> str | None:

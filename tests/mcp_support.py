@@ -1,0 +1,83 @@
+"""Shared pieces of the MCP tests: the demo server's configuration, and the demo server
+served over streamable HTTP on a loopback port."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+DEMO = Path(__file__).parent / "mcp_servers" / "demo.py"
+READY_WITHIN = 60.0  # seconds: a bound on waiting, not a measurement
+
+
+def stdio_demo(**env: str) -> dict[str, Any]:
+    """The ``.mcp.json`` entry of the demo server over stdio (``env`` for its process)."""
+    entry: dict[str, Any] = {"command": sys.executable, "args": [str(DEMO)]}
+    if env:
+        entry["env"] = env
+    return entry
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class HttpDemo:
+    """The demo server over streamable HTTP on ``port``, run as a process by the test;
+    ``start()`` returns once it accepts connections, ``stop()`` kills it."""
+
+    def __init__(self, port: int | None = None) -> None:
+        self.port = port or free_port()
+        self.process: asyncio.subprocess.Process | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def entry(self, **headers: str) -> dict[str, Any]:
+        """Its ``.mcp.json`` entry."""
+        entry: dict[str, Any] = {"type": "http", "url": self.url}
+        if headers:
+            entry["headers"] = headers
+        return entry
+
+    async def start(self) -> None:
+        self.process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(DEMO),
+            "--http",
+            str(self.port),
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        async with asyncio.timeout(READY_WITHIN):
+            while True:
+                if self.process.returncode is not None:
+                    raise RuntimeError(f"the HTTP demo server exited ({self.process.returncode})")
+                try:
+                    _, writer = await asyncio.open_connection("127.0.0.1", self.port)
+                except OSError:
+                    await asyncio.sleep(0.05)
+                    continue
+                writer.close()
+                await writer.wait_closed()
+                return
+
+    async def wait_exit(self) -> int:
+        """Wait for the process to end by itself (a crash the test caused)."""
+        assert self.process is not None
+        async with asyncio.timeout(READY_WITHIN):
+            return await self.process.wait()
+
+    async def stop(self) -> None:
+        if self.process is not None and self.process.returncode is None:
+            self.process.kill()
+        if self.process is not None:
+            await self.process.wait()
+        self.process = None
