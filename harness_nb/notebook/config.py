@@ -31,6 +31,7 @@ from traitlets.config import Config, Configurable
 
 from ..core import ConfigError, PriceTable
 from ..engine import POLICIES, parse_rule
+from ..mcp import check_servers
 from ..providers.factory import parse_model
 from ..providers.options import ProviderOptions
 from ..settings import ApprovalPolicy, RunSettings
@@ -69,6 +70,7 @@ _NUMBER_RULES: dict[str, tuple[Callable[[float], bool], str]] = {
     "max_background": (lambda n: n >= 1, "1 or more"),
     "context_window": (lambda n: n >= 0, "0 (the model's own window) or more tokens"),
     "compact_threshold": (lambda n: 0 < n <= 1, "a fraction of the window above 0 and at most 1 (e.g. 0.8)"),
+    "mcp_start_timeout": (lambda n: n > 0, "more than 0 seconds"),
 }
 
 
@@ -76,6 +78,7 @@ _NUMBER_RULES: dict[str, tuple[Callable[[float], bool], str]] = {
 _CHECKED_MAPPINGS: dict[str, Callable[[Any], Any]] = {
     "provider_options": ProviderOptions.of,
     "prices": PriceTable.of,
+    "mcp_servers": check_servers,
 }
 
 
@@ -204,6 +207,15 @@ class HarnessNB(Configurable):
         "notice), 'bwrap' (always; refused where bubblewrap cannot work), 'off' ($HARNESS_NB_SANDBOX).",
     ).tag(config=True)
     sandbox_network = Bool(False, help="Let sandboxed bash commands use the network.").tag(config=True)
+    mcp_servers = Dict(
+        help="MCP servers, in Claude Code's .mcp.json format, on top of <workdir>/.mcp.json and "
+        "~/.harness_nb/mcp.json: {'github': {'type': 'http', 'url': 'https://…/mcp', 'headers': "
+        "{'Authorization': 'Bearer ${GITHUB_TOKEN}'}}, 'files': {'command': 'npx', 'args': [...]}}. "
+        "Their tools are mcp__<server>__<tool>; %mcp lists them.",
+    ).tag(config=True)
+    mcp_start_timeout = Float(
+        30.0, help="Seconds an MCP server may take to start (spawn or connect, handshake, tool list)."
+    ).tag(config=True)
 
     tool_names: Callable[[], list[str]] | None = None
     """The names ``tools`` may hold (set by the extension, which knows the harness's tools);

@@ -125,6 +125,7 @@ class NotebookHarness:
         if self._harness is not None and key == self._harness_key:
             kept = self._harness.settings.tools if tools is None else tools
             self._harness.apply(c.run_settings(kept))
+            self._harness.mcp.configure(servers=c.mcp_servers, start_timeout=c.mcp_start_timeout)
             return self._harness
         if self._harness is not None:
             self._close_later(self._harness)
@@ -139,6 +140,8 @@ class NotebookHarness:
             max_background=c.max_background,
             teams=True,
             sandbox=Sandbox.create(str(c.sandbox), network=c.sandbox_network, hidden=_connection_file()),
+            mcp_servers=c.mcp_servers,
+            mcp_start_timeout=c.mcp_start_timeout,
         )
         self._harness_key = key
         self._harness.tracker.listeners.append(self._on_task_change)

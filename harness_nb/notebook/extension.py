@@ -12,6 +12,7 @@ from ..tools import kill_running_commands
 from .config import SettingsMagics
 from .controller import NotebookHarness
 from .magics import HarnessMagics, sync_agent_magics
+from .mcp_magics import McpMagics
 from .skill_magics import SkillMagics
 from .team_magics import TeamMagics
 from .transform import PromptMagicTransformer, await_our_magics
@@ -39,6 +40,7 @@ def load(shell: Any) -> None:
     shell.register_magics(HarnessMagics(shell, controller))
     shell.register_magics(TeamMagics(shell, controller))
     shell.register_magics(SkillMagics(shell, controller))
+    shell.register_magics(McpMagics(shell, controller))
     token_transformers = shell.input_transformer_manager.token_transformers
     if PromptMagicTransformer not in token_transformers:
         token_transformers.insert(0, PromptMagicTransformer)
@@ -73,7 +75,7 @@ def unload(shell: Any) -> None:
     if settings_magics is not None and magics["line"].get("config") == settings_magics.config_line:
         magics["line"]["config"] = settings_magics.ipython_config
     for kind in ("line", "cell"):
-        for name in [n for n in magics[kind] if n.startswith("@") or n in ("agent", "agents", "task", "team", "skills")]:
+        for name in [n for n in magics[kind] if n.startswith("@") or n in ("agent", "agents", "task", "team", "skills", "mcp")]:
             magics[kind].pop(name, None)
     if controller.config in shell.configurables:
         shell.configurables.remove(controller.config)
