@@ -393,7 +393,7 @@ async def test_in_the_sandbox_contained_commands_run_without_asking(workdir, com
 # ---------------------------------------------------------------------- agent and settings files
 @pytest.mark.parametrize(
     "path", [".claude/agents/x.md", "agents/helper.md", "skills/s/SKILL.md", ".harness_nb/settings.json",
-             ".claude/settings.local.json"]
+             ".claude/settings.local.json", ".mcp.json"]
 )
 async def test_writes_into_agent_skill_and_settings_folders_always_ask(workdir, path):
     for sandboxed in (False, True):

@@ -447,10 +447,12 @@ LOGGER_NAMES = (
 _FILTER = RedactingFilter(SECRETS)
 
 
-def protect_loggers() -> None:
-    """Put the redacting filter on every ``harness_nb`` logger that exists (a filter on a
-    parent logger does not see its children's records, so each gets its own)."""
-    names = {*LOGGER_NAMES, *(n for n in logging.root.manager.loggerDict if n.startswith("harness_nb."))}
+def protect_loggers(package: str = "harness_nb") -> None:
+    """Put the redacting filter on every logger of ``package`` that exists (a filter on a
+    parent logger does not see its children's records, so each gets its own). Another
+    package: a library harness_nb hands credentials to (the MCP SDK, its server headers)."""
+    known = LOGGER_NAMES if package == "harness_nb" else (package,)
+    names = {*known, *(n for n in logging.root.manager.loggerDict if n.startswith(package + "."))}
     for name in names:
         logger = logging.getLogger(name)
         if _FILTER not in logger.filters:

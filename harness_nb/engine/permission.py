@@ -6,8 +6,8 @@ For every call, in this order:
 1. **Deny rules** (any source) refuse it, naming the rule and where it came from.
 2. **Ask rules** (``permissions.ask`` in a settings file) ask.
 3. **Agent, skill and settings files** — a write into ``agents/``, ``skills/``,
-   ``.claude/``, ``.harness_nb/`` (and any other agent folder the harness names), into
-   ``.git/`` (its hooks and config run programs) or to ``.env`` / ``.ssh`` files, by a file
+   ``.claude/``, ``.harness_nb/`` (and any other agent folder the harness names), to
+   ``.mcp.json`` (it names the commands MCP servers run), into ``.git/`` (its hooks and config run programs) or to ``.env`` / ``.ssh`` files, by a file
    tool or by an unsandboxed shell command that says so — asks, whatever the policy says
    except ``never`` (the sandbox keeps these folders read-only for bash itself). Only an allow rule the person gave directly (``Approve for this session``,
    ``Harness(allow=…)``, ``%config HarnessNB.allow``) lets it run: a rule read from a
@@ -153,6 +153,8 @@ class PermissionHook(Hook):
             return PROTECTED
         if not target.is_relative_to(place.workdir):
             return None  # the tools refuse paths outside the workdir themselves
+        if target == place.workdir / ".mcp.json":  # it names commands the harness runs
+            return PROTECTED
         parts = target.relative_to(place.workdir).parts
         if ".git" in parts:
             return GIT_INTERNALS

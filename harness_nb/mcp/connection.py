@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..core import HarnessError, ToolError
-from ..core.secret import SECRETS
+from ..core.secret import SECRETS, protect_loggers
 from .config import HttpServer, ServerEntry, StdioServer
 from .stderr import StderrTail
 
@@ -148,11 +148,13 @@ class ServerConnection:
 
     async def _connect(self, stack: contextlib.AsyncExitStack) -> Any:
         from mcp import ClientSession
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+        from mcp.client.streamable_http import streamable_http_client
+
+        protect_loggers("mcp")  # the SDK's loggers exist now; its records may quote a header
 
         config = self.entry.config
         if isinstance(config, StdioServer):
-            from mcp.client.stdio import StdioServerParameters, stdio_client
-
             self._stderr = tail = StderrTail()
             errlog = await tail.open()
             stack.push_async_callback(tail.aclose)  # after the process is gone: its last words
@@ -169,7 +171,6 @@ class ServerConnection:
         else:
             assert isinstance(config, HttpServer)
             import httpx2
-            from mcp.client.streamable_http import streamable_http_client
 
             self._stderr = None
             # the SDK's own defaults: 30 s to connect and write, 300 s to read a stream

@@ -287,6 +287,7 @@ class Sandbox:
         if (workdir / ".git").is_dir():
             folders.append(workdir / ".git" / "hooks")
             protected.append(workdir / ".git" / "config")
+        protected.append(workdir / ".mcp.json")  # names the commands MCP servers run
         folders += [Path(p).resolve() for p in self.read_only if _inside(p, workdir)]
         interpreter = Path(sys.prefix).resolve()
         if _inside(interpreter, workdir):  # a venv inside the workdir: the kernel runs it
