@@ -662,6 +662,7 @@ class Harness:
                 token_budget=token_budget if token_budget is not None else context.limits.token_budget,
             )
             context = replace(context, limits=limits)
+        await self.connect_mcp()
         mapped = AgentMap(
             self.runner,
             definition,
