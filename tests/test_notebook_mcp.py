@@ -5,7 +5,9 @@ card in the running cell, ``%mcp`` lists the servers and restarts one, and a bad
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 
 import pytest
 
@@ -20,9 +22,12 @@ async def test_approval_for_a_non_read_only_mcp_tool_and_percent_mcp(tmp_path):
     script = {
         "agents": {
             "main": [
+                {"tool_calls": [{"name": "mcp__demo__pid", "arguments": {}}]},
                 {"tool_calls": [{"name": "mcp__demo__echo", "arguments": {"text": "hi"}}]},
                 {"tool_calls": [{"name": "mcp__demo__add_note", "arguments": {"text": "buy milk"}}]},
                 {"text": "Noted it."},
+                {"tool_calls": [{"name": "mcp__demo__pid", "arguments": {}}]},
+                {"text": "That is its pid."},
             ]
         }
     }
@@ -39,8 +44,9 @@ async def test_approval_for_a_non_read_only_mcp_tool_and_percent_mcp(tmp_path):
         assert cell.status == "ok", k.error(cell)
         assert result_text(cell) == "Noted it."
         requests = await model_requests(k, "main")
-        assert tool_results(requests[1]) == ["echo: hi"]  # read-only: no card
-        assert tool_results(requests[2])[-1] == "noted (1 notes)"
+        server_pid = int(tool_results(requests[1])[0])
+        assert tool_results(requests[2])[-1] == "echo: hi"  # read-only: no card
+        assert tool_results(requests[3])[-1] == "noted (1 notes)"
 
         listing = k.text(await k.run("%mcp"))
         row = next(line for line in listing.splitlines() if line.startswith("demo"))
@@ -55,3 +61,20 @@ async def test_approval_for_a_non_read_only_mcp_tool_and_percent_mcp(tmp_path):
         assert error_name(bad) == "UsageError"
         assert "MCP server 'x': \"command\" is missing" in k.error(bad)
         assert "HarnessNB.mcp_servers stays {}" in k.error(bad)
+        await _gone(server_pid)  # the restart replaced it
+
+        await k.run("%%agent\nwhich process serves you now?")
+        last = tool_results((await model_requests(k, "main"))[-1])[-1]
+        assert int(last) != server_pid
+    # the kernel is gone, and so is the server it ran
+    await _gone(int(last))
+
+
+async def _gone(pid: int) -> None:
+    async with asyncio.timeout(60):
+        while True:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+            await asyncio.sleep(0.05)
