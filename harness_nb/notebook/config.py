@@ -175,7 +175,7 @@ class HarnessNB(Configurable):
         help="Append every real model request/response to this cassette (JSONL) for later replay.",
     ).tag(config=True)
     updates_per_second = Float(8.0, help="Most widget refreshes per second per run view.").tag(config=True)
-    kernel_tools = Bool(True, help="Give the main agent list_variables, inspect_variable and run_python.").tag(
+    kernel_tools = Bool(True, help="Give the main agent list_variables, inspect_variable, run_python, notebook_history and propose_cell.").tag(
         config=True
     )
     context_window = Int(

@@ -22,7 +22,9 @@ from ..subagents.agent_map import MapResult
 from ..textview import TextView, terminal_approval
 from ..tools import Sandbox
 from .config import HarnessNB
+from .history import CellHistory
 from .kernel_tools import kernel_tools
+from .proposal import CellProposals
 from .map_view import MapView
 from .reply import AgentReply, MarkdownText
 from .view import RunView
@@ -84,6 +86,10 @@ class NotebookHarness:
         self.shell = shell
         self.config = HarnessNB(parent=shell)
         self.config.tool_names = self.tool_names
+        # what the notebook ran and failed, and cells proposed: fed by post_run_cell hooks
+        # from the load on, so they know the cells run before the first %%agent
+        self.history = CellHistory(shell)
+        self.proposals = CellProposals(shell)
         self._harness: Harness | None = None
         self._harness_key: tuple[Any, ...] | None = None
         self._views: weakref.WeakValueDictionary[str, RunView] = weakref.WeakValueDictionary()
@@ -132,7 +138,7 @@ class NotebookHarness:
         self._harness = Harness(
             workdir=workdir,
             settings=c.run_settings(tools),
-            extra_tools=kernel_tools(self.shell) if c.kernel_tools else [],
+            extra_tools=kernel_tools(self.shell, history=self.history, proposals=self.proposals) if c.kernel_tools else [],
             offload_chars=c.offload_chars,
             record_to=c.record_to,
             agent_dirs=c.agent_dirs,

@@ -2,6 +2,8 @@
 
 ``list_variables`` and ``inspect_variable`` are read-only and never dump megabytes;
 ``run_python`` executes code in the user namespace (the danger hook always asks first).
+``notebook_history`` (what ran, what failed) and ``propose_cell`` (code handed back as a new
+cell, never run) live in ``history`` and ``proposal``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from pydantic import Field
 
 from ..core import ToolError
 from ..tools import Tool, ToolContext, tool
+from .history import CellHistory, notebook_history_tool
+from .proposal import CellProposals, propose_cell_tool
 
 MAX_CHARS = 4_000
 
@@ -93,8 +97,10 @@ def describe(value: Any, rows: int = 5) -> str:
     return _clip("\n".join(lines))
 
 
-def kernel_tools(shell: Any) -> list[Tool]:
-    """The three namespace tools bound to an IPython ``shell``."""
+def kernel_tools(shell: Any, *, history: CellHistory, proposals: CellProposals) -> list[Tool]:
+    """The kernel tools bound to an IPython ``shell``: the three namespace tools, then
+    ``notebook_history`` over ``history`` and ``propose_cell`` into ``proposals`` (both
+    hooked to the shell's ``post_run_cell`` by the extension)."""
 
     @tool(name="list_variables", read_only=True)
     async def list_variables(ctx: ToolContext) -> str:
@@ -130,7 +136,7 @@ def kernel_tools(shell: Any) -> list[Tool]:
         kernel while it runs."""
         return run_code(shell.user_ns, code)
 
-    return [list_variables, inspect_variable, run_python]
+    return [list_variables, inspect_variable, run_python, notebook_history_tool(history), propose_cell_tool(proposals)]
 
 
 def run_code(namespace: dict[str, Any], code: str) -> str:

@@ -1,4 +1,4 @@
-"""The magics: ``%%agent``, ``%agent``, ``%@<name>``, ``%agents`` and ``%task``.
+"""The magics: ``%%agent``, ``%agent``, ``%fix``, ``%@<name>``, ``%agents`` and ``%task``.
 
 Every magic returns a ``Pending`` awaitable; the input transformer puts ``await`` in front
 of top-level calls, so runs happen on the kernel's loop while the cell shows busy.
@@ -24,6 +24,7 @@ from ..core.usage import usd
 from ..subagents import TaskStatus, describe_model
 from .config import number_problem
 from .controller import NotebookHarness, Pending, completion_markdown, done, with_ticker
+from .history import refers_to_error
 from .reply import AgentReply, MarkdownText
 
 if TYPE_CHECKING:
@@ -105,6 +106,7 @@ class HarnessMagics(Magics):
         help="compact the conversation now (old tool results become stubs, older turns a summary), "
         "then run the prompt if there is one",
     )
+    @argument("--fix", action="store_true", help="fix the last error: the last failed cell and its traceback go with the prompt")
     @no_var_expand
     @line_cell_magic
     def agent(self, line: str, cell: str | None = None) -> Pending:
@@ -112,6 +114,7 @@ class HarnessMagics(Magics):
 
         %%agent [--model M] [--max-turns N] [--new]       foreground, in the ongoing conversation
         %%agent --bg [--agent NAME]                        in the background; the result lands here
+        %%agent --fix                                      fix the last error (its cell and traceback go along)
         %agent --new                                       forget the conversation
         %agent --sessions                                  this workdir's conversations on disk
         %agent --resume [SESSION]                          continue one (the newest by default)
@@ -127,6 +130,8 @@ class HarnessMagics(Magics):
         if cell is not None and rest:
             raise UsageError(f"unexpected text after the options of %%agent: {rest!r}; put the prompt in the cell body")
         c = self.controller
+        if args.fix or refers_to_error(prompt):
+            prompt = c.history.prompt_with_error(prompt, fix=args.fix)
         if args.sessions:
             display(SessionTable(c.harness().sessions()))
             return done(None)
@@ -148,6 +153,14 @@ class HarnessMagics(Magics):
             task_id = c.start_background(args.agent, prompt)
             return done(None, f"background {task_id}")
         return Pending(c.run_main(prompt, model=args.model, max_turns=args.max_turns), "agent run")
+
+    @no_var_expand
+    @line_magic
+    def fix(self, line: str) -> Pending:
+        """Fix the last error: the main agent gets the last failed cell and its traceback,
+        and what you write after %fix (``%fix keep the column names``)."""
+        prompt = self.controller.history.prompt_with_error(line, fix=True)
+        return Pending(self.controller.run_main(prompt, model=None, max_turns=None), "fix run")
 
     async def _compact_then(self, prompt: str, *, model: str | None, max_turns: int | None) -> Any:
         """Compact the conversation; then run ``prompt`` in it, when there is one."""
