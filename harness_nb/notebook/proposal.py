@@ -121,7 +121,7 @@ def propose_cell_tool(proposals: CellProposals) -> Tool:
         cells, in order."""
         proposal = proposals.propose(code, explanation)
         where = (
-            "it appears below the running cell once that cell finishes"
+            "it appears below the cell running now (or, if none is, the next one to run) when that cell finishes"
             if proposal.after is None
             else f"it appears below Agent proposal {proposal.after} when the person runs that one"
         )
