@@ -8,6 +8,7 @@ approvals. Used by ``python -m harness_nb`` and by terminal IPython (no widgets 
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 from typing import TextIO
 
@@ -33,8 +34,9 @@ from .engine import ApprovalChannel, Approved, Denied, stop_label
 
 
 def terminal_approval(*, auto_yes: bool = False) -> ApprovalChannel:
-    """An approval channel that asks on the terminal (``y`` approves). Without a terminal
-    to ask on, it denies — unless ``auto_yes``, which approves everything."""
+    """An approval channel that asks on the terminal (``y`` approves; anything else denies,
+    see ``terminal_answer`` for the reason). Without a terminal to ask on, it denies —
+    unless ``auto_yes``, which approves everything."""
 
     async def ask(call: ToolCall, reason: str, risk: str) -> Approved | Denied:
         if auto_yes:
@@ -42,10 +44,23 @@ def terminal_approval(*, auto_yes: bool = False) -> ApprovalChannel:
         if not sys.stdin.isatty():
             return Denied("no terminal to ask: denied (use --yes to approve)")
         # input() blocks; in a thread the loop (and background tasks) keep running
-        answer = await asyncio.to_thread(input, f"Allow {call.brief(80)}? ({reason}, risk {risk}) [y/N] ")
-        return Approved() if answer.strip().lower() in {"y", "yes"} else Denied("denied at the terminal")
+        prompt = f"Allow {call.brief(80)}? ({reason}, risk {risk}) [y / N / n <reason>] "
+        return terminal_answer(await asyncio.to_thread(input, prompt))
 
     return ask
+
+
+_NO = re.compile(r"(?i)\s*no?\b[\s:,.;—-]*")
+
+
+def terminal_answer(text: str) -> Approved | Denied:
+    """What a line typed at the terminal answers: ``y`` / ``yes`` approve; anything else is
+    the person's denial, and the text is their reason, after a leading ``n`` / ``no``
+    (``n because the data is raw``, ``no: keep it``; a bare ``n`` or Enter gives none)."""
+    if text.strip().lower() in {"y", "yes"}:
+        return Approved()
+    match = _NO.match(text)
+    return Denied.by_the_person(text[match.end() :] if match else text)
 
 
 def preview(text: str, width: int = 100) -> str:
@@ -98,7 +113,8 @@ class TextView:
         elif isinstance(event, ApprovalRequested):
             self._line(f"{indent}? approval needed for {event.call.brief(90)} ({event.reason}, risk {event.risk})")
         elif isinstance(event, ApprovalDecided):
-            verdict = "approved" if event.approved else f"denied ({event.feedback})" if event.feedback else "denied"
+            verdict = "approved" if event.approved else "denied by you" if event.by_person else "denied"
+            verdict += f" ({event.feedback})" if event.feedback and not event.approved else ""
             self._line(f"{indent}  {verdict}: {event.call.name}")
         elif isinstance(event, MessagesInjected):
             for text in event.texts:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from harness_nb.notebook.approval import REASON_PLACEHOLDER
 from notebook_support import (
     comm_ids_showing,
     error_name,
@@ -45,8 +46,9 @@ def _busy_until_file(name: str) -> str:
 
 async def test_foreground_approve_then_deny(tmp_path):
     """A risky call shows an approval card in the running cell. Approve runs it, Deny does
-    not; the card then shows the decision, the model sees the outcome as the tool result, and
-    the final answer is the cell's value."""
+    not; the card then shows the decision, the model sees the outcome as the tool result —
+    for Deny, the reason typed into the card's box, cleaned — and the final answer is the
+    cell's value."""
     (tmp_path / "build").mkdir()
     (tmp_path / "dist").mkdir()
     script = {
@@ -76,18 +78,23 @@ async def test_foreground_approve_then_deny(tmp_path):
 
         deny_cell = k.execute("%%agent\nnow remove dist")
         await wait_for_widget_text(k, "rm -rf dist")
-        k.click(await k.wait_for_button("Deny"))
+        deny = await k.wait_for_button("Deny")
+        reason_box = {"_model_name": "TextModel", "placeholder": REASON_PLACEHOLDER, "disabled": False}
+        (box,) = await k.wait_for(lambda: k.find_models(**reason_box), what="the card's reason box")
+        k.set_state(box, {"value": "dist holds the \x1b[1mrelease\x1b[0m build, keep it"})  # as JupyterLab sends it
+        k.click(deny)
         await k.finished(deny_cell)
         assert deny_cell.status == "ok", k.error(deny_cell)
         assert result_text(deny_cell) == "Understood, I left dist alone."
-        assert widget_text(k, "<i>denied by the person</i>")
+        assert widget_text(k, "<i>Denied by you: dist holds the release build, keep it</i>")
         assert (tmp_path / "dist").is_dir()
 
         requests = await model_requests(k, "main")
         assert len(requests) == 4
         assert tool_results(requests[1]) == ["(no output)\nexit code: 0"]
         assert tool_results(requests[3])[-1] == (
-            "error: the call was denied: denied by the person. Do not retry it unchanged."
+            'error: the person denied this call. Their reason: "dist holds the release build, keep it". '
+            "Do not retry it unchanged: take their reason into account."
         )
 
 

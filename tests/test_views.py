@@ -415,9 +415,16 @@ async def wait_for_card(view: RunView) -> ApprovalCard:
     return card
 
 
+async def ask_in_view(view: RunView, call: ToolCall, reason: str, risk: str) -> tuple[asyncio.Task, ApprovalCard]:
+    """Ask through ``view``'s channel (no timeout): the pending answer and its card."""
+    ask = view.approval_channel(timeout=None, unattended=None)
+    answer = asyncio.create_task(ask(call, reason, risk), name="ask")
+    return answer, await wait_for_card(view)
+
+
 @pytest.mark.parametrize(
     ("button", "expected", "status"),
-    [("approve_button", Approved(), "approved"), ("deny_button", Denied("denied by the person"), "denied by the person")],
+    [("approve_button", Approved(), "approved"), ("deny_button", Denied("", by_person=True), "Denied by you")],
 )
 async def test_an_approval_card_is_answered_by_its_buttons(wire, clock, button, expected, status):
     view = RunView("main", "m", scheduler=clock)
@@ -441,11 +448,62 @@ async def test_an_approval_card_is_answered_by_its_buttons(wire, clock, button, 
     assert status in card.status.value
 
 
+async def test_a_reason_typed_into_the_card_goes_with_deny(wire, clock):
+    view = RunView("main", "m", scheduler=clock)
+    answer, card = await ask_in_view(view, bash_call("rm -rf data"), "bash needs approval", "high")
+    assert card.reason_box.placeholder == "Reason (optional) — tells the agent why"
+    (row,) = [c for c in card.children if card.deny_button in getattr(c, "children", ())]
+    buttons = list(row.children)
+    assert buttons.index(card.reason_box) == buttons.index(card.deny_button) + 1, "the box sits beside Deny"
+
+    wire.type_into(card.reason_box, "keep the raw data, it is the only copy")
+    assert not answer.done(), "typing alone decides nothing"
+    wire.click(card.deny_button)
+    async with asyncio.timeout(5):
+        assert await answer == Denied("keep the raw data, it is the only copy", by_person=True)
+    assert card.reason_box.disabled and card.deny_button.disabled
+    assert "Denied by you: keep the raw data, it is the only copy" in card.status.value
+    shown = wire.updates(card.status, "value")
+    assert shown and "Denied by you: keep the raw data" in shown[-1]["value"], "the frontend was told"
+    assert wire.updates(card.reason_box, "disabled")[-1]["disabled"] is True
+
+
+async def test_enter_in_the_reason_box_denies_with_the_reason(wire, clock):
+    card = ApprovalCard(bash_call("rm -rf data"), "bash needs approval", "high")
+    waiting = asyncio.create_task(card.decision(None), name="decision")
+    wire.type_into(card.reason_box, "not today")
+    wire.frontend(card.reason_box, {"method": "custom", "content": {"event": "submit"}})
+    async with asyncio.timeout(5):
+        assert await waiting == Denied("not today", by_person=True)
+    assert "Denied by you: not today" in card.status.value
+
+
+async def test_a_long_or_escaped_reason_is_cleaned_and_bounded(wire, clock):
+    card = ApprovalCard(bash_call("rm -rf data"), "bash needs approval", "high")
+    waiting = asyncio.create_task(card.decision(None), name="decision")
+    typed = "\x1b[31mstop\x1b[0m\nnow\u202e\x07 " + "x" * 2000
+    wire.type_into(card.reason_box, typed)
+    wire.click(card.deny_button)
+    async with asyncio.timeout(5):
+        answer = await waiting
+    assert isinstance(answer, Denied) and answer.by_person
+    assert answer.feedback.startswith("stop now x") and answer.feedback.endswith("…")
+    assert len(answer.feedback) == 500
+    assert not any(ord(c) < 32 or c == "\u202e" for c in answer.feedback)
+    assert "\x1b" not in card.status.value
+
+
+async def test_a_timeout_is_not_the_persons_denial_even_with_a_reason_typed(clock, wire):
+    card = ApprovalCard(bash_call(), "bash needs approval", "high")
+    wire.type_into(card.reason_box, "half-typed")
+    answer = await card.decision(0.01)
+    assert answer == Denied("nobody answered within 0.01 s: denied") and not answer.by_person
+    assert card.reason_box.disabled
+
+
 async def test_approve_for_this_session_answers_with_the_rule_the_card_shows(wire, clock):
     view = RunView("main", "m", scheduler=clock)
-    ask = view.approval_channel(timeout=None, unattended=None)
-    answer = asyncio.create_task(ask(bash_call("git push origin main"), "uses the network", "medium"), name="ask")
-    card = await wait_for_card(view)
+    answer, card = await ask_in_view(view, bash_call("git push origin main"), "uses the network", "medium")
     assert card.session_button.description == "Approve for this session"
     assert "<code" in card.session_rule_text.value and "Bash(git push origin main)" in card.session_rule_text.value
     assert "Bash(git push origin main)" in card.session_button.tooltip

@@ -54,10 +54,14 @@ class ApprovalRequested(_Event):
 
 
 class ApprovalDecided(_Event):
+    """How an approval ended. ``by_person``: the person denied it, and ``feedback`` is their
+    (cleaned) reason, maybe empty; otherwise ``feedback`` is the policy's words."""
+
     kind: Literal["approval_decided"] = "approval_decided"
     call: ToolCall
     approved: bool
     feedback: str = ""
+    by_person: bool = False
 
 
 class MessagesInjected(_Event):

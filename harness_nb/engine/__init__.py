@@ -18,6 +18,9 @@ from .hook import (
     HookRegistry,
     OffloadHook,
     RedactSecretsHook,
+    denial_line,
+    denial_result,
+    person_reason,
 )
 from .meter import ContextMeter
 from .permission import POLICIES, PermissionHook, Policy, remembering
@@ -72,10 +75,13 @@ __all__ = [
     "SkillCatalog",
     "SkillTool",
     "UsageAccount",
+    "denial_line",
+    "denial_result",
     "is_summary",
     "load_skill",
     "load_transcript",
     "parse_rule",
+    "person_reason",
     "remembering",
     "require_positive",
     "session_rule",

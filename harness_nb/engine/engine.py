@@ -53,7 +53,17 @@ from ..tools import ToolContext, ToolOutcome, ToolRegistry, invoke, own_timeout
 from .budget import BudgetScope, PromptTally
 from .compaction import ContextKeeper, FitContext
 from .context import ParentContext, RunContext, UsageAccount
-from .hook import NO_CHANNEL_FEEDBACK, ApprovalChannel, Approved, Ask, Deny, HookRegistry
+from .hook import (
+    NO_CHANNEL_FEEDBACK,
+    ApprovalChannel,
+    Approved,
+    Ask,
+    Denied,
+    Deny,
+    HookRegistry,
+    denial_result,
+    person_reason,
+)
 from .limits import Limits, RunResult
 from .prompt import PromptBuilder
 from .session import MemorySession
@@ -462,11 +472,12 @@ class AgentEngine:
             else:
                 answer = await context.approval(call, decision.reason, decision.risk)
             approved = isinstance(answer, Approved)
+            by_person = isinstance(answer, Denied) and answer.by_person
             feedback = answer.feedback if answer is not None else NO_CHANNEL_FEEDBACK
-            emit(ApprovalDecided(call=call, approved=approved, feedback=feedback, agent=self.agent))
+            feedback = person_reason(feedback) if by_person else feedback
+            emit(ApprovalDecided(call=call, approved=approved, feedback=feedback, by_person=by_person, agent=self.agent))
             if not approved:
-                why = f": {feedback}" if feedback else ""
-                return ToolOutcome(f"error: the call was denied{why}. Do not retry it unchanged.", True)
+                return ToolOutcome(denial_result(answer if isinstance(answer, Denied) else None), True)
         if tool.long_running:
             return await invoke(tool, call, ctx)
         deadline = context.limits.tool_timeout

@@ -5,6 +5,11 @@ may replace the outcome. ``Ask`` goes to the run's approval channel, an async ca
 ``(call, reason, risk) -> Approved | Denied``; with no channel the call is denied (fail
 closed). Approval is therefore a hook, never an ``if`` inside the loop. The permission hook
 that decides (rules, then the allow-list policy) is in ``permission.py``.
+
+A denial reads to the model in one of two ways (``denial_result``): the person said no
+(``Denied.by_the_person(reason)``: a card's Deny, ``n …`` at the terminal) — with their
+reason verbatim, cleaned by ``person_reason`` — or a policy did (a timeout, a background
+subagent, an unattended run, no channel), with the policy's words.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+import unicodedata
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,13 +66,62 @@ class Approved:
 
 @dataclass(frozen=True, slots=True)
 class Denied:
-    """The person (or a policy) denied the call; ``feedback`` reaches the model."""
+    """The call was denied; ``feedback`` reaches the model. ``by_person``: the person said
+    no, and ``feedback`` is their reason (may be empty; build it with ``by_the_person``);
+    otherwise a policy denied it (timeout, background, unattended) and ``feedback`` says
+    which."""
 
     feedback: str = ""
+    by_person: bool = False
+
+    @classmethod
+    def by_the_person(cls, reason: str = "") -> Denied:
+        """The person's own denial, with their typed ``reason`` cleaned (``person_reason``)."""
+        return cls(person_reason(reason), by_person=True)
 
 
 ApprovalChannel: TypeAlias = Callable[[ToolCall, str, str], Awaitable[Approved | Denied]]
 NO_CHANNEL_FEEDBACK = "no approval channel: denied"
+REASON_LIMIT = 500
+_ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|.?)|\x9b[0-?]*[ -/]*[@-~]")
+
+
+def person_reason(text: str, limit: int = REASON_LIMIT) -> str:
+    """A reason the person typed, safe to put in a tool result, a card or a log: terminal
+    escape sequences and control or format characters (bidi overrides, zero-width ones)
+    removed, whitespace runs (newlines too) made one space, secrets masked, at most
+    ``limit`` characters (cut with "…"). Idempotent."""
+    text = _ESCAPES.sub("", text)
+    text = "".join(" " if c.isspace() else c for c in text if c.isspace() or unicodedata.category(c) not in ("Cc", "Cf"))
+    text = SECRETS.scrub(" ".join(text.split()))
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def denial_result(answer: Denied | None) -> str:
+    """The tool result for a denied call (``None``: there was no approval channel). The
+    person's denial says so and quotes their reason; a policy's names the policy. Both tell
+    the model not to retry the call unchanged."""
+    if answer is not None and answer.by_person:
+        reason = person_reason(answer.feedback)
+        if reason:
+            return (
+                f'error: the person denied this call. Their reason: "{reason}". Do not retry it '
+                "unchanged: take their reason into account."
+            )
+        return (
+            "error: the person denied this call (they gave no reason). Do not retry it unchanged: "
+            "do it another way, or ask them what they want."
+        )
+    feedback = answer.feedback if answer is not None else NO_CHANNEL_FEEDBACK
+    why = f": {feedback}" if feedback else ""
+    return f"error: the call was denied{why}. Do not retry it unchanged."
+
+
+def denial_line(call: ToolCall, reason: str) -> str:
+    """One line naming a call the person denied, for the run above it (a subagent's
+    parent): ``the person denied bash(command='rm -rf data'): keep the raw data``."""
+    reason = person_reason(reason)
+    return f"the person denied {call.brief(80)}: {reason}" if reason else f"the person denied {call.brief(80)} (no reason given)"
 
 
 class Hook:

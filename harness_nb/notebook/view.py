@@ -204,7 +204,8 @@ class RunView(LiveBox):
             sub.state = "waiting"
         elif isinstance(inner, ApprovalDecided):
             sub.state = "running"
-            sub.last = f"{inner.call.name} {'approved' if inner.approved else 'denied'}"
+            verdict = "approved" if inner.approved else "denied by you" if inner.by_person else "denied"
+            sub.last = f"{inner.call.name} {verdict}"
         elif isinstance(inner, TurnFinished):
             sub.usage = inner.usage
         elif isinstance(inner, Compacted):
