@@ -25,9 +25,12 @@ from harness_nb.engine import (
     denial_result,
     person_reason,
 )
+from harness_nb.harness import Harness
 from harness_nb.providers.scripted import ScriptedProvider
+from harness_nb.subagents import SubAgentDefinition
 from harness_nb.textview import terminal_answer
 from harness_nb.tools import ToolContext, ToolRegistry, tool
+from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
 
 REASON = "keep the raw data: it is the only copy"
 
@@ -131,3 +134,120 @@ async def test_the_persons_reason_reaches_the_model_in_the_next_request():
     assert last.startswith('error: the person denied this call. Their reason: "keep the raw data".')
     (decided,) = [e for e in events if isinstance(e, ApprovalDecided)]
     assert decided.by_person and not decided.approved and decided.feedback == "keep the raw data"
+
+
+# ---------------------------------------------------------------------- subagents
+
+
+def harness(tmp_path, script, **kw) -> tuple[Harness, ScriptedProvider]:
+    provider = ScriptedProvider(script)
+    h = Harness(
+        provider,
+        workdir=tmp_path,
+        tools=[bash],
+        include_user_agents=False,
+        approval_policy="never",
+        hooks=[AskForBash()],
+        **kw,
+    )
+    h.registry.register(
+        SubAgentDefinition(name="cleaner", description="Cleans.", system_prompt="You clean.", tools=["bash"])
+    )
+    OPEN.append(h)
+    return h, provider
+
+
+def task(**args: object) -> dict:
+    return call("task", **args)
+
+
+GLOSSING = {
+    # the child's report does not mention the denial: the parent must learn it anyway
+    "cleaner": [{"tool_calls": [call("bash", command="rm -rf data")]}, {"text": "Tidied what I could."}],
+}
+
+
+async def test_a_subagents_denied_call_reaches_the_child_and_the_parent(tmp_path):
+    asked: list[str] = []
+    h, provider = harness(
+        tmp_path,
+        {"main": [{"tool_calls": [task(subagent_type="cleaner", prompt="clean")]}, {"text": "ok"}], **GLOSSING},
+    )
+    h.approval = answering(Denied.by_the_person(REASON), asked)
+    await h.run("go")
+    assert asked == ["[cleaner] bash needs approval"]
+    child = [r for r in provider.requests if r.agent == "cleaner"][1]
+    assert results(child.messages) == [
+        f'error: the person denied this call. Their reason: "{REASON}". Do not retry it unchanged: '
+        "take their reason into account."
+    ]
+    parent = [r for r in provider.requests if r.agent == "main"][1]
+    assert results(parent.messages) == [
+        '<task id="fg-1" state="completed"><task_result>Tidied what I could.</task_result>\n'
+        f"<denied_by_person>the person denied bash(command='rm -rf data'): {REASON}</denied_by_person></task>"
+    ]
+    entry = h.tracker.get("fg-1")
+    assert entry.denials == [f"the person denied bash(command='rm -rf data'): {REASON}"]
+    assert f"the person denied bash(command='rm -rf data'): {REASON}" in entry.log
+
+
+async def test_a_policy_denial_of_a_subagents_call_is_not_reported_as_the_persons(tmp_path):
+    h, provider = harness(
+        tmp_path,
+        {"main": [{"tool_calls": [task(subagent_type="cleaner", prompt="clean")]}, {"text": "ok"}], **GLOSSING},
+    )
+    h.approval = answering(Denied("nobody answered within 5 s: denied"))
+    await h.run("go")
+    parent = [r for r in provider.requests if r.agent == "main"][1]
+    assert "denied_by_person" not in results(parent.messages)[0]
+    assert h.tracker.get("fg-1").denials == []
+
+
+async def test_every_chain_steps_denial_reaches_the_parent(tmp_path):
+    h, provider = harness(
+        tmp_path,
+        {
+            "main": [
+                {"tool_calls": [task(chain=[{"subagent_type": "cleaner", "prompt": "a"}, {"subagent_type": "reader", "prompt": "b {previous}"}])]},
+                {"text": "ok"},
+            ],
+            **GLOSSING,
+            "reader": [{"text": "read it"}],
+        },
+    )
+    h.registry.register(SubAgentDefinition(name="reader", description="Reads.", system_prompt="You read.", tools=[]))
+    h.approval = answering(Denied.by_the_person())
+    await h.run("go")
+    parent = [r for r in provider.requests if r.agent == "main"][1]
+    assert results(parent.messages) == [
+        '<task id="fg-2" state="completed" steps="2"><task_result>read it</task_result>\n'
+        "<denied_by_person>the person denied bash(command='rm -rf data') (no reason given)</denied_by_person></task>"
+    ]
+
+
+async def test_a_background_subagents_denial_reaches_the_parents_next_prompt(tmp_path):
+    h, provider = harness(
+        tmp_path,
+        {
+            "main": [
+                {"tool_calls": [task(subagent_type="cleaner", prompt="clean", background=True)]},
+                {"text": "started it"},
+                {"text": "the person kept the data"},
+            ],
+            **GLOSSING,
+        },
+        background_approvals="ask",
+    )
+    h.approval = answering(Denied.by_the_person(REASON))
+    await h.run("go")
+    await h.tracker.wait("bg-1", 5)
+    child = [r for r in provider.requests if r.agent == "cleaner"][1]
+    assert f'Their reason: "{REASON}"' in results(child.messages)[0]
+    await h.run("what happened?")
+    last = [r for r in provider.requests if r.agent == "main"][-1]
+    injected = "\n".join(str(m.content) for m in last.messages)
+    assert (
+        '<background-task-completed id="bg-1" agent="cleaner" status="completed">Tidied what I could.\n'
+        f"<denied_by_person>the person denied bash(command='rm -rf data'): {REASON}</denied_by_person>"
+        "</background-task-completed>"
+    ) in injected

@@ -7,11 +7,17 @@
     <background-task-completed id="bg-1" agent="explore" status="completed">…</background-task-completed>
 
 The forms follow the seed articles. What a finished task says is ``TaskEntry.outcome``:
-its result when it completed, else its error.
+its result when it completed, else its error. When the person denied some of its calls, a
+``<denied_by_person>`` block follows, one line per call with their reason
+(``TaskEntry.denials``), so the parent knows even if the subagent's report glosses over it:
+
+    <task id="fg-1" state="completed"><task_result>…</task_result>
+    <denied_by_person>the person denied bash(command='rm -rf data'): keep the raw data</denied_by_person></task>
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -26,18 +32,28 @@ def task_state(status: str) -> str:
     return _STATES.get(str(status), str(status))
 
 
-def task_result(task_id: str, state: str, body: str, **attributes: str) -> str:
-    """``<task id=… state=…>``: a completed task's body is wrapped in ``<task_result>``."""
+def task_result(task_id: str, state: str, body: str, *, denials: Sequence[str] = (), **attributes: str) -> str:
+    """``<task id=… state=…>``: a completed task's body is wrapped in ``<task_result>``;
+    ``denials`` (calls the person denied) follow it."""
     extra = "".join(f' {k}="{v}"' for k, v in attributes.items())
     head = f'<task id="{task_id}" state="{state}"{extra}>' if task_id else f'<task state="{state}"{extra}>'
     if state == "completed":
-        return f"{head}<task_result>{body}</task_result></task>"
-    return f"{head}{body}</task>"
+        return f"{head}<task_result>{body}</task_result>{denied_block(denials)}</task>"
+    return f"{head}{body}{denied_block(denials)}</task>"
+
+
+def denied_block(denials: Sequence[str]) -> str:
+    """``<denied_by_person>`` with one line per denied call, on a line of its own (empty
+    when there were none)."""
+    if not denials:
+        return ""
+    lines = "\n".join(denials)
+    return f"\n<denied_by_person>{lines}</denied_by_person>"
 
 
 def finished_task(entry: TaskEntry) -> str:
     """A finished task as its result form (what ``task`` and ``task_output`` return)."""
-    return task_result(entry.id, task_state(entry.status), entry.outcome)
+    return task_result(entry.id, task_state(entry.status), entry.outcome, denials=entry.denials)
 
 
 def running_task(task_id: str) -> str:
@@ -58,5 +74,5 @@ def background_completed(entry: TaskEntry) -> str:
     """The block injected into the main agent's prompt when a background task has ended."""
     return (
         f'<background-task-completed id="{entry.id}" agent="{entry.agent}" status="{entry.status}">'
-        f"{entry.outcome}</background-task-completed>"
+        f"{entry.outcome}{denied_block(entry.denials)}</background-task-completed>"
     )

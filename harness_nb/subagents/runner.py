@@ -26,7 +26,9 @@ after it; their tools join the child's, narrowed by the definition's ``tools`` /
 Approvals: a foreground subagent relays to the parent run's approval channel, so the person
 sees the request where the parent runs. A background subagent is denied (fail closed)
 unless ``background_approvals="ask"``, where the request goes to the launching run's
-channel and times out to Denied.
+channel and times out to Denied. The person's answer, their reason for a denial included,
+comes back unchanged: the child's tool result quotes it, and the task's result tells the
+parent (``TaskEntry.denials``, rendered by ``render.py``).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..core import (
+    ApprovalDecided,
     ApprovalRequested,
     Event,
     HarnessError,
@@ -65,6 +68,7 @@ from ..engine import (
     RunContext,
     RunResult,
     UsageAccount,
+    denial_line,
 )
 from ..mcp import McpManager
 from ..tools import Tool
@@ -313,6 +317,8 @@ def progress_line(event: Event) -> str | None:
         return event.call.brief()
     if isinstance(event, ApprovalRequested):
         return f"waiting for approval: {event.call.brief()}"
+    if isinstance(event, ApprovalDecided) and event.by_person and not event.approved:
+        return denial_line(event.call, event.feedback)
     if isinstance(event, TurnFinished):
         return f"turn {event.turn} · {event.usage.tokens_label()}"
     if isinstance(event, RunFinished):

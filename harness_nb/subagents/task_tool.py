@@ -22,8 +22,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ..core import Event, HarnessError, SubagentUpdate, ToolError, ToolSpec
-from ..engine import BUDGET_STOPS, ParentContext, RunResult
+from ..core import ApprovalDecided, Event, HarnessError, SubagentUpdate, ToolError, ToolSpec
+from ..engine import BUDGET_STOPS, ParentContext, RunResult, denial_line
 from ..tools import Tool, ToolContext
 from .definition import SubAgentDefinition
 from .registry import AgentRegistry
@@ -274,13 +274,15 @@ class TaskTool(Tool):
         definitions = [self.registry.get(s.subagent_type) for s in steps]
         previous = ""
         last_id = ""
+        denials: list[str] = []  # every step's: the chain's result shows only the last text
         for n, (definition, step) in enumerate(zip(definitions, steps, strict=True), start=1):
             prompt = step.prompt.replace("{previous}", previous)
             outcome = await self._foreground(definition, prompt, step.description, parent, ctx)
             if outcome.result is None:
                 raise ToolError(f"chain stopped at step {n} of {len(steps)} ({definition.name}): {outcome.text}")
             previous, last_id = outcome.result.final_text, outcome.task_id
-        return task_result(last_id, "completed", previous, steps=str(len(steps)))
+            denials += self.tracker.get(last_id).denials
+        return task_result(last_id, "completed", previous, denials=denials, steps=str(len(steps)))
 
     async def _team(self, params: TaskParams, ctx: ToolContext) -> str:
         if self.team_spawner is None:
@@ -291,7 +293,8 @@ class TaskTool(Tool):
         return str(await self.team_spawner(definition, params, ctx))
 
     def _sink(self, task_id: str, emit: Callable[[Event], Any] | None) -> Callable[[Event], None]:
-        """Child events go to the parent's event stream and, as lines, to the task's log."""
+        """Child events go to the parent's event stream and, as lines, to the task's log; a
+        call the person denied is noted on the task entry, for its result."""
         tracker = self.tracker
 
         def sink(event: Event) -> None:
@@ -301,6 +304,8 @@ class TaskTool(Tool):
             line = progress_line(inner)
             if line is not None:
                 tracker.log(task_id, line)
+            if isinstance(inner, ApprovalDecided) and inner.by_person and not inner.approved:
+                tracker.note_denial(task_id, denial_line(inner.call, inner.feedback))
 
         return sink
 

@@ -37,8 +37,9 @@ class TaskStatus(StrEnum):
 class TaskEntry:
     """One tracked task. ``log`` keeps the last ``log_limit`` progress lines; ``usage`` is
     the task's live usage (its account's); ``run_result`` the subagent's whole result once
-    it completed. A teammate's entry also names its ``team``, its ``member`` name and its
-    ``member_state`` (working, idle, exited)."""
+    it completed; ``denials`` one line per call of it the person denied (``denial_line``),
+    which its result shows the run above it. A teammate's entry also names its ``team``, its
+    ``member`` name and its ``member_state`` (working, idle, exited)."""
 
     id: str
     kind: TaskKind
@@ -57,6 +58,7 @@ class TaskEntry:
     pending: list[str] = field(default_factory=list)
     task: asyncio.Task[Any] | None = None
     run_result: RunResult | None = None
+    denials: list[str] = field(default_factory=list)
     team: str | None = None
     member: str | None = None
     member_state: str | None = None
@@ -148,6 +150,13 @@ class TaskTracker:
         if entry is not None:
             entry.log.append(line)
             self._changed(entry)
+
+    def note_denial(self, task_id: str, line: str) -> None:
+        """Record that the person denied one of the task's calls (``line`` names it and
+        gives their reason); at most 20 are kept."""
+        entry = self._entries.get(task_id)
+        if entry is not None and len(entry.denials) < 20:
+            entry.denials.append(line)
 
     def finish(self, task_id: str, result: str, *, failed: bool = False) -> None:
         """Record the end of a task. Ignored when the task already ended (cancelled stays
