@@ -95,7 +95,8 @@ class Harness:
     channel: the ``approval=`` of that run, else the harness's ``approval`` (an async
     callable ``(call, reason, risk) -> Approved | Denied``); without one, asked calls are
     denied. ``Approved(remember=rule)`` ("Approve for this session") keeps ``rule`` in
-    ``permissions`` for the harness's life.
+    ``permissions`` for the harness's life; ``Denied.by_the_person(reason)`` is the
+    person's denial, whose reason the model reads.
 
     ``provider_options`` (a dict or ``ProviderOptions``: ``streaming``, ``max_tokens``,
     ``temperature``, ``tool_choice``, ``empty_content``, ``context_window``, ``extra``
