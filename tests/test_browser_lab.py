@@ -1,6 +1,7 @@
 """The quickstart notebook in a real JupyterLab, driven by Playwright in headless Chromium.
 
-What a person sees: a cell that needs approval shows an Approve button while it is busy;
+What a person sees: a cell that needs approval shows an Approve button (and a box for a
+denial's reason) while it is busy;
 clicking it in the page lets the run finish (and the command really runs); a delegated
 subagent's progress line and the final Markdown answer render; a background task's result
 appears in its own cell while a later cell is still busy.
@@ -266,6 +267,9 @@ def _drive(page: Any, server: Lab, notebook: Path) -> None:
             approve.wait_for(state="visible", timeout=30_000)
             expect(prompt(i)).to_have_text("[*]:")
             expect(cell(i)).to_contain_text("rm -rf scratch")
+            # the box for a denial's reason renders beside Deny (the kernel tests type into it)
+            reason = cell(i).locator(".jp-OutputArea input[placeholder='Reason (optional) — tells the agent why']")
+            expect(reason).to_be_visible()
             shot("1-approval-card", i)
             approve.click()
             finish(i)
@@ -273,6 +277,7 @@ def _drive(page: Any, server: Lab, notebook: Path) -> None:
             decided = cell(i).locator(".widget-html-content i").filter(has_text=re.compile(r"^approved$"))
             expect(decided).to_have_count(1)  # the card records the decision
             expect(approve).to_be_disabled()
+            expect(reason).to_be_disabled()
             shot("2-approved", i)
         elif i == meanwhile:
             # While this foreground run is busy, the background task's result lands in ITS cell.
