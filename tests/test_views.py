@@ -452,9 +452,8 @@ async def test_a_reason_typed_into_the_card_goes_with_deny(wire, clock):
     view = RunView("main", "m", scheduler=clock)
     answer, card = await ask_in_view(view, bash_call("rm -rf data"), "bash needs approval", "high")
     assert card.reason_box.placeholder == "Reason (optional) — tells the agent why"
-    (row,) = [c for c in card.children if card.deny_button in getattr(c, "children", ())]
-    buttons = list(row.children)
-    assert buttons.index(card.reason_box) == buttons.index(card.deny_button) + 1, "the box sits beside Deny"
+    (row,) = [c for c in card.children[1].children if card.deny_button in getattr(c, "children", ())]
+    assert row.children == (card.deny_button, card.reason_box), "the box sits beside Deny, and wraps with it"
 
     wire.type_into(card.reason_box, "keep the raw data, it is the only copy")
     assert not answer.done(), "typing alone decides nothing"

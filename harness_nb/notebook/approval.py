@@ -75,14 +75,9 @@ class ApprovalCard(PlainTextBox):
         self.session_button.on_click(lambda _b: self._resolve("session"))
         self.deny_button.on_click(lambda _b: self._resolve("deny"))
         self.reason_box.on_msg(self._on_reason_message)
-        buttons = [
-            self.approve_button,
-            self.session_button,
-            self.session_rule_text,
-            self.deny_button,
-            self.reason_box,
-            self.status,
-        ]
+        # Deny and its reason box wrap onto the next line together, never apart
+        deny = widgets.HBox([self.deny_button, self.reason_box])
+        buttons = [self.approve_button, self.session_button, self.session_rule_text, deny, self.status]
         super().__init__([self.summary, widgets.HBox(buttons, layout=widgets.Layout(flex_flow="row wrap"))])
 
     def _on_reason_message(self, _box: widgets.Widget, content: dict[str, object], _buffers: object) -> None:
