@@ -35,6 +35,7 @@ from .event import (
 )
 from .fs import NotRegularFileError, file_kind, open_regular, read_regular
 from .ids import new_id
+from .media import DisplayData, ImagePart
 from .message import (
     AssistantMessage,
     Message,
@@ -59,8 +60,10 @@ __all__ = [
     "CompactionStarted",
     "ConfigError",
     "ContextMeasured",
+    "DisplayData",
     "Event",
     "HarnessError",
+    "ImagePart",
     "LimitExceeded",
     "Message",
     "MessagesInjected",

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from .media import DisplayData, ImagePart
 from .message import ToolCall
 from .usage import Usage, plural, usd
 
@@ -39,11 +40,16 @@ class ToolCallStarted(_Event):
 
 
 class ToolCallFinished(_Event):
+    """A tool call's result: the text and ``images`` the model gets, and the ``displays``
+    the tool made for the person (a DataFrame's HTML, a figure), which a view shows."""
+
     kind: Literal["tool_call_finished"] = "tool_call_finished"
     call: ToolCall
     result: str
     is_error: bool = False
     duration: float = 0.0
+    images: tuple[ImagePart, ...] = ()
+    displays: tuple[DisplayData, ...] = ()
 
 
 class ApprovalRequested(_Event):

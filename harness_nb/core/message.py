@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SerializerFunctionWrapHandler, model_serializer
+
+from .media import ImagePart
 
 
 class _Frozen(BaseModel):
@@ -84,11 +86,25 @@ class AssistantMessage(_Frozen):
 
 
 class ToolResultMessage(_Frozen):
+    """A tool's answer to one call: ``content`` (text, what every model reads) and the
+    ``images`` that go with it (see ``core.media``: sent as image parts to a model that
+    takes images, as a text placeholder to one that does not)."""
+
     role: Literal["tool"] = "tool"
     tool_call_id: str
     name: str
     content: str
     is_error: bool = False
+    images: tuple[ImagePart, ...] = ()
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A result without images is dumped as before images existed: transcripts stay as
+        # they were, and a cassette's request hashes do not change.
+        data: dict[str, Any] = handler(self)
+        if not self.images:
+            data.pop("images", None)
+        return data
 
 
 Message = Annotated[

@@ -286,7 +286,7 @@ class ContextKeeper:
                 break
             message = messages[i]
             assert isinstance(message, ToolResultMessage)
-            if i in latest or is_stub(message) or len(message.content) < _MIN_STUB_CHARS:
+            if i in latest or is_stub(message) or (len(message.content) < _MIN_STUB_CHARS and not message.images):
                 continue
             path = offload_path(folder, message.tool_call_id)
             whole.append((message.tool_call_id, message.content))
@@ -362,9 +362,13 @@ def _latest_results(messages: Sequence[Message]) -> set[int]:
 
 
 def _stub_text(message: ToolResultMessage, shown: str) -> str:
+    """The stub of a cleared result. Its images are dropped, not kept in a file: read_file
+    could not show them to the model anyway."""
+    count = len(message.images)
+    images = f"; its {count} image{'s' if count > 1 else ''} {'were' if count > 1 else 'was'} dropped" if count else ""
     return (
         f"{STUB_PREFIX} this {message.name} result ({len(message.content):,} characters) is in "
-        f"{shown}; read it with read_file if you need it again]"
+        f"{shown}; read it with read_file if you need it again{images}]"
     )
 
 

@@ -48,6 +48,7 @@ from ..core import (
     UserMessage,
     new_id,
 )
+from ..core.media import bound_images
 from ..providers.base import ModelRequest, ModelResponse, Provider, TextChunk
 from ..tools import ToolContext, ToolOutcome, ToolRegistry, invoke, own_timeout
 from .budget import BudgetScope, PromptTally
@@ -438,12 +439,23 @@ class AgentEngine:
         ctx = ToolContext(workdir=self.workdir, call=call, agent=self.agent, emit=emit, tool=tool, parent=parent)
         outcome = await self._outcome(call, stop_reason, ctx, emit, context)
         outcome = await self.hooks.after_tool(call, outcome, ctx)
+        # Bounded here, where every tool's result (a kernel plot, an MCP screenshot) passes.
+        images, left_out = bound_images(outcome.images)
+        content = f"{outcome.content}\n{left_out}".strip() if left_out else outcome.content
         emit(
             ToolCallFinished(
-                call=call, result=outcome.content, is_error=outcome.is_error, duration=outcome.duration, agent=self.agent
+                call=call,
+                result=content,
+                is_error=outcome.is_error,
+                duration=outcome.duration,
+                images=images,
+                displays=outcome.displays,
+                agent=self.agent,
             )
         )
-        return ToolResultMessage(tool_call_id=call.id, name=call.name, content=outcome.content, is_error=outcome.is_error)
+        return ToolResultMessage(
+            tool_call_id=call.id, name=call.name, content=content, is_error=outcome.is_error, images=images
+        )
 
     async def _outcome(
         self, call: ToolCall, stop_reason: str, ctx: ToolContext, emit: EventSink, context: RunContext

@@ -198,7 +198,7 @@ class RedactSecretsHook(Hook):
         clean = self.secrets.scrub(outcome.content)
         if clean == outcome.content:
             return outcome
-        return ToolOutcome(clean, outcome.is_error, outcome.duration)
+        return outcome.with_content(clean)  # images cannot be scrubbed: they go as they are
 
 
 class OffloadHook(Hook):
@@ -215,7 +215,7 @@ class OffloadHook(Hook):
         if len(text) <= self.limit:
             return outcome
         path = await run_blocking(self._write, call.id, text)
-        return ToolOutcome(self._pointer(text, path, ctx.workdir), outcome.is_error, outcome.duration)
+        return outcome.with_content(self._pointer(text, path, ctx.workdir))
 
     def shorten(self, name: str, text: str, workdir: Path) -> str:
         """``text`` itself when short enough, else its head and tail with the path of the

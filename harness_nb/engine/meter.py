@@ -9,7 +9,9 @@ are measured, so a call costs the same at turn 5 and at turn 500. Before any ans
 first call, or a server that reports no usage) the whole request is estimated once.
 
 Characters are counted the way the request carries them, roughly: a message's text, a tool
-call's name and arguments, a tool's name, description and JSON schema. The ratio is
+call's name and arguments, a tool's name, description and JSON schema, and an image at
+four characters per token of its estimate (``ImagePart.token_estimate``; counted whether
+or not the model takes images, so a text-only model's estimate is on the high side). The ratio is
 learnt against the same count, so whatever the count leaves out (JSON punctuation, role
 markers) is absorbed into it.
 """
@@ -23,6 +25,7 @@ from ..core import AssistantMessage, Message, ToolResultMessage, ToolSpec, Usage
 from ..providers.base import Provider
 
 MESSAGE_OVERHEAD = 12  # characters: a role and the separators around a message
+IMAGE_CHARS_PER_TOKEN = 4  # an image's token estimate in the characters the ratio counts
 
 
 def message_chars(message: Message) -> int:
@@ -35,6 +38,9 @@ def message_chars(message: Message) -> int:
             chars += sum(len(c.id) + len(c.name) + len(c.arguments) for c in message.tool_calls)
         elif isinstance(message, ToolResultMessage):
             chars += len(message.tool_call_id)
+            # An image is counted at its token estimate, in characters: not its base64
+            # length, which is no measure of what the model reads.
+            chars += sum(IMAGE_CHARS_PER_TOKEN * image.token_estimate() for image in message.images)
         cache["chars"] = chars
     return int(chars)
 

@@ -126,7 +126,8 @@ def _entry(message: Message) -> str:
     """``message`` as one entry of the transcript the summariser reads (bounded)."""
     if isinstance(message, ToolResultMessage):
         flag = " (error)" if message.is_error else ""
-        text = f"Result of {message.name}{flag}: {_bounded(message.content, _RESULT_CHARS)}"
+        images = "".join(f" [{image.describe()}]" for image in message.images)  # the summariser reads text
+        text = f"Result of {message.name}{flag}: {_bounded(message.content, _RESULT_CHARS)}{images}"
     elif isinstance(message, AssistantMessage):
         lines = [f"Agent: {message.content}"] if message.content else []
         lines += [f"Agent called {c.name}({_bounded(c.arguments, 300)})" for c in message.tool_calls]

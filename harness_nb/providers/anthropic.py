@@ -37,6 +37,7 @@ from ..core import (
     Usage,
     UserMessage,
 )
+from ..core.media import with_placeholders
 from .base import ModelRequest, ModelResponse
 from .http import HTTPProvider, Payload, RetryPolicy, stream_cut
 from .options import ProviderOptions
@@ -52,7 +53,7 @@ EPHEMERAL = {"type": "ephemeral"}
 
 
 def wire_messages(
-    system: str, messages: Sequence[Message], *, breakpoints: bool = False
+    system: str, messages: Sequence[Message], *, breakpoints: bool = False, vision: bool = True
 ) -> tuple[str, EncodedList]:
     """``(system, messages)`` for the API. Empty text blocks are dropped (the API rejects
     them), same-role neighbours merged, and a system message inside the history is added
@@ -61,7 +62,11 @@ def wire_messages(
 
     With ``breakpoints``, the last block of the latest turn and of the turn before it
     (``[-3]``: user turns alternate with the model's) carries ``cache_control``. The marked
-    form is cached beside the plain one, so a message is encoded at most twice, ever."""
+    form is cached beside the plain one, so a message is encoded at most twice, ever.
+
+    A tool result's images are ``image`` blocks in its ``tool_result`` content with
+    ``vision``, text placeholders in it without."""
+    key = "anthropic" if vision else "anthropic:text"
     systems = [system] if system else []
     out = EncodedList()
     blocks_json: list[list[bytes]] = []  # per message of ``out``: its blocks, encoded
@@ -71,13 +76,13 @@ def wire_messages(
             systems.append(message.content)
             continue
         cache = message.wire
-        form, data = cache.get("anthropic"), cache.get("anthropic:json")
+        form, data = cache.get(key), cache.get(f"{key}:json")
         if form is None or data is None:
             # Both are made before either is stored: a failure in between must not leave
             # a form without its encoding for every later request to trip over.
-            form = _blocks(message)
+            form = _blocks(message, vision)
             data = b",".join(to_json(b) for b in form[1])
-            cache["anthropic"], cache["anthropic:json"] = form, data
+            cache[key], cache[f"{key}:json"] = form, data
         role, blocks = form
         if not blocks:
             continue
@@ -91,7 +96,7 @@ def wire_messages(
             last.append(message)
     for index in (-3, -1) if breakpoints else ():
         if len(out) >= -index:
-            block, data = _marked(last[index])
+            block, data = _marked(last[index], key)
             out[index]["content"][-1] = block
             blocks_json[index][-1] = data
     out.parts = [
@@ -101,25 +106,40 @@ def wire_messages(
     return "\n\n".join(systems), out
 
 
-def _marked(message: Message) -> tuple[dict[str, Any], bytes]:
+def _marked(message: Message, key: str = "anthropic") -> tuple[dict[str, Any], bytes]:
     """``message``'s last block with ``cache_control``, and all its blocks so encoded
-    (cached on the message beside the plain form)."""
+    (cached on the message beside the plain form, which ``key`` names)."""
     cache = message.wire
-    block, data = cache.get("anthropic:marked"), cache.get("anthropic:marked:json")
+    block, data = cache.get(f"{key}:marked"), cache.get(f"{key}:marked:json")
     if block is None or data is None:
-        blocks = cache["anthropic"][1]
+        blocks = cache[key][1]
         block = {**blocks[-1], "cache_control": EPHEMERAL}
         data = b",".join(to_json(b) for b in (*blocks[:-1], block))
-        cache["anthropic:marked"], cache["anthropic:marked:json"] = block, data
+        cache[f"{key}:marked"], cache[f"{key}:marked:json"] = block, data
     return block, data
 
 
-def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
+def _result_content(message: ToolResultMessage, vision: bool) -> str | list[dict[str, Any]]:
+    """A ``tool_result``'s content: its text, then its images as ``image`` blocks (with
+    ``vision``) or as placeholders in the text (without)."""
+    if not message.images:
+        return message.content
+    if not vision:
+        return with_placeholders(message.content, message.images)
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": message.content}] if message.content else []
+    blocks += [
+        {"type": "image", "source": {"type": "base64", "media_type": image.media_type, "data": image.data}}
+        for image in message.images
+    ]
+    return blocks
+
+
+def _blocks(message: Message, vision: bool = True) -> tuple[str, list[dict[str, Any]]]:
     if isinstance(message, ToolResultMessage):
         block: dict[str, Any] = {
             "type": "tool_result",
             "tool_use_id": message.tool_call_id,
-            "content": message.content,
+            "content": _result_content(message, vision),
         }
         if message.is_error:
             block["is_error"] = True
@@ -311,7 +331,9 @@ class AnthropicProvider(HTTPProvider):
     def body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
         """The request body for ``request``."""
         caching = self.cache_writes
-        system, messages = wire_messages(request.system, request.messages, breakpoints=caching)
+        system, messages = wire_messages(
+            request.system, request.messages, breakpoints=caching, vision=self.vision
+        )
         options = self.options
         tools = wire_tools(request.tools, mark_last=caching)
         body: dict[str, Any] = {

@@ -64,13 +64,16 @@ class Provider(ABC):
     ``offline`` marks a provider that answers without a server (never recorded to a
     cassette); ``cache_writes`` one that writes each prompt to a prompt cache at the
     cache-write price (Anthropic with ``cache_control``), which a budget's estimate of a
-    call counts."""
+    call counts; ``vision`` whether the model is sent the images of tool results (else a
+    text placeholder for each: ``ImagePart.placeholder``), the ``vision`` option's value
+    when set, else the provider's default."""
 
     name: ClassVar[str] = "provider"
     offline: ClassVar[bool] = False
     streaming: bool = True
     context_window: int | None = None
     cache_writes: bool = False
+    vision: bool = True
 
     def __init__(self, model: str, *, options: ProviderOptions | None = None) -> None:
         self.model = model
@@ -79,6 +82,8 @@ class Provider(ABC):
             if options.streaming is not None:
                 self.streaming = options.streaming
             self.context_window = options.context_window
+            if options.vision is not None:
+                self.vision = options.vision
 
     async def discover_window(self) -> int | None:
         """The model's context window in tokens, or ``None`` when unknown. By default

@@ -8,7 +8,8 @@ A cassette is JSONL, one line per LLM call::
 
 A request is matched by the sha256 of the canonical JSON of its system prompt, messages
 and tool specs: not the model name (a cassette recorded on one model replays under any
-name) and not the calling agent. The working directory's path is written as
+name) and not the calling agent; a tool result's image by its type and size, not its
+bytes. The working directory's path is written as
 ``{workdir}`` so that a cassette recorded on one machine replays on another, and every
 secret the process knows (``core.secret.SECRETS``: provider keys, credential-like
 environment variables, ``.env`` values, key-shaped strings) is redacted before anything is
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..core import ConfigError, ProviderError, json_line, run_blocking
+from ..core import ConfigError, Message, ProviderError, ToolResultMessage, json_line, run_blocking
 from ..core.environment import normalise_environment
 from ..core.secret import SECRETS, scrub
 from .base import ModelRequest, ModelResponse, Provider, StreamItem, TextChunk, under
@@ -42,7 +43,7 @@ def request_record(
     workdir as ``{workdir}``, every known secret (and ``secrets``) redacted."""
     record = {
         "system": request.system,
-        "messages": [m.model_dump(mode="json") for m in request.messages],
+        "messages": [_message_record(m) for m in request.messages],
         "tools": [
             {"name": t.name, "description": t.description, "parameters": t.parameters}
             for t in request.tools
@@ -56,6 +57,18 @@ def request_record(
 
     result: dict[str, Any] = _map_strings(record, clean)
     return result
+
+
+def _message_record(message: Message) -> dict[str, Any]:
+    """``message`` as JSON; a tool result's images as their type and size, without the
+    data: a PNG's bytes change with the version of the library that drew it, and a
+    cassette should replay a run that plotted the same figure, and stay small."""
+    record: dict[str, Any] = message.model_dump(mode="json")
+    if isinstance(message, ToolResultMessage) and message.images:
+        record["images"] = [
+            {"media_type": i.media_type, "width": i.width, "height": i.height} for i in message.images
+        ]
+    return record
 
 
 def matchable(record: dict[str, Any]) -> dict[str, Any]:
@@ -98,6 +111,7 @@ class RecordingProvider(Provider):
         self.workdir = workdir
         self.streaming = inner.streaming
         self.context_window = inner.context_window
+        self.vision = inner.vision  # the request is made for the wrapped model
         self.token_ratio = inner.token_ratio  # one calibration, whoever calls
         self._lock = asyncio.Lock()
 

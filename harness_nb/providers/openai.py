@@ -27,6 +27,7 @@ from ..core import (
     Usage,
     new_id,
 )
+from ..core.media import with_placeholders
 from .base import ModelRequest, ModelResponse
 from .http import HTTPProvider, Payload, RetryPolicy, stream_cut
 from .options import EmptyContent, ProviderOptions
@@ -43,34 +44,72 @@ STOP_REASONS = {
 
 
 def wire_messages(
-    system: str, messages: Sequence[Message], empty_content: EmptyContent
+    system: str, messages: Sequence[Message], empty_content: EmptyContent, *, vision: bool = True
 ) -> EncodedList:
     """The ``messages`` array: the system prompt first, then the history. Each message's
     form and its JSON encoding are cached on the message, so a long history is neither
-    rebuilt nor re-encoded on every turn."""
+    rebuilt nor re-encoded on every turn.
+
+    A ``tool`` message holds text only, so with ``vision`` the images of tool results go
+    as ``image_url`` parts of one ``user`` message after the run of results they belong
+    to (a message between two results would part them from their call); without it each
+    image is a text placeholder in its result."""
     out = EncodedList()
     if system:
         head = {"role": "system", "content": system}
         out.append(head)
         out.parts.append(to_json(head))
-    key, key_json = f"openai:{empty_content}", f"openai:{empty_content}:json"
+    key = f"openai:{empty_content}" if vision else f"openai:{empty_content}:text"
+    key_json = f"{key}:json"
+    with_images: list[ToolResultMessage] = []  # results of the current run that hold images
     for message in messages:
+        if with_images and not isinstance(message, ToolResultMessage):
+            _append_images(out, with_images)
+            with_images = []
         cache = message.wire
         form, data = cache.get(key), cache.get(key_json)
         if form is None or data is None:
             # Both are made before either is stored: a failure in between must not leave
             # a form without its encoding for every later request to trip over.
-            form = _wire_message(message, empty_content)
+            form = _wire_message(message, empty_content, vision)
             data = to_json(form)
             cache[key], cache[key_json] = form, data
         out.append(form)
         out.parts.append(data)
+        if vision and isinstance(message, ToolResultMessage) and message.images:
+            with_images.append(message)
+    if with_images:
+        _append_images(out, with_images)
     return out
 
 
-def _wire_message(message: Message, empty_content: EmptyContent) -> dict[str, Any]:
+def _append_images(out: EncodedList, results: Sequence[ToolResultMessage]) -> None:
+    """One ``user`` message holding the images of ``results``, each result's introduced by
+    a line naming its call (the parts and their encodings cached on each result)."""
+    content: list[dict[str, Any]] = []
+    encoded: list[bytes] = []
+    for result in results:
+        cache = result.wire
+        parts, data = cache.get("openai:images"), cache.get("openai:images:json")
+        if parts is None or data is None:
+            count = len(result.images)
+            label = f"The image{'s' if count > 1 else ''} from the {result.name} result (call {result.tool_call_id}):"
+            parts = [{"type": "text", "text": label}]
+            parts += [{"type": "image_url", "image_url": {"url": image.data_url()}} for image in result.images]
+            data = b",".join(to_json(p) for p in parts)
+            cache["openai:images"], cache["openai:images:json"] = parts, data
+        content.extend(parts)
+        encoded.append(data)
+    out.append({"role": "user", "content": content})
+    out.parts.append(b'{"role":"user","content":[' + b",".join(encoded) + b"]}")
+
+
+def _wire_message(message: Message, empty_content: EmptyContent, vision: bool = True) -> dict[str, Any]:
     if isinstance(message, ToolResultMessage):
-        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+        content = message.content
+        if message.images and not vision:
+            content = with_placeholders(content, message.images)
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": content}
     if isinstance(message, AssistantMessage) and message.tool_calls:
         wire: dict[str, Any] = {"role": "assistant"}
         # An assistant turn that is only tool calls: "" is accepted everywhere (OpenAI
@@ -307,7 +346,7 @@ class OpenAIProvider(HTTPProvider):
         """The request body for ``request``."""
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": wire_messages(request.system, request.messages, self.empty_content),
+            "messages": wire_messages(request.system, request.messages, self.empty_content, vision=self.vision),
         }
         options = self.options
         if request.tools:
@@ -363,6 +402,7 @@ class OpenAICompatibleProvider(OpenAIProvider):
 
     name: ClassVar[str] = "openai-compatible"
     default_base_url: ClassVar[str | None] = None
+    vision = False  # many local servers serve text-only models: the vision option turns it on
     max_tokens_field: ClassVar[str] = "max_tokens"
     asks_window: ClassVar[bool] = True
 
@@ -387,6 +427,7 @@ class OllamaProvider(OpenAIProvider):
     a longer prompt silently instead of failing: set the ``context_window`` option to it."""
 
     name: ClassVar[str] = "ollama"
+    vision = False  # llava and friends take images (set the vision option); most models do not
     key_hint: ClassVar[str] = "the api_key setting (Ollama needs none; a proxy in front may)"
     base_url_hint: ClassVar[str] = "that Ollama runs (`ollama serve`) and OLLAMA_HOST"
     max_tokens_field: ClassVar[str] = "max_tokens"

@@ -22,11 +22,15 @@ extra           merged into every request body                  the same
 max_retries     retries of a failure that may pass              the same
 timeout         seconds per request (connecting: at most 10)    the same
 context_window  stored as ``provider.context_window``           the same
+vision          images of tool results as ``image_url`` parts   ``image`` blocks in the
+                of a user message after the results (default:   ``tool_result`` (default
+                on for openai, off for openai-compatible and    on); off: a text placeholder
+                ollama); off: a text placeholder per image      per image
 ==============  ==============================================  ===============================
 
 A value given with a request (``ModelRequest.max_tokens``, ``.temperature``) wins over the
-option. Offline models (``scripted/``, ``replay/``) take ``streaming`` and
-``context_window`` and ignore the rest: those shape a request to a server, and a scripted
+option. Offline models (``scripted/``, ``replay/``) take ``streaming``, ``context_window``
+and ``vision`` and ignore the rest: those shape a request to a server, and a scripted
 or recorded answer is the same whatever they say, so one set of options serves a notebook
 whether it runs live or replays.
 """
@@ -73,6 +77,7 @@ class ProviderOptions(BaseModel):
     stream_usage: bool | None = None
     prompt_caching: bool | None = None
     context_window: Annotated[int, Field(gt=0)] | None = None
+    vision: bool | None = None
     max_retries: Annotated[int, Field(ge=0)] | None = None
     timeout: Annotated[float, Field(gt=0)] | None = None
     extra: dict[str, Any] = Field(default_factory=dict)

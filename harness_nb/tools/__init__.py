@@ -1,6 +1,6 @@
 """Tool base, registry and the built-in tools."""
 
-from .base import FunctionTool, Tool, ToolContext, ToolOutcome, ToolRegistry, invoke, own_timeout, tool
+from .base import FunctionTool, Tool, ToolContext, ToolOutcome, ToolOutput, ToolRegistry, invoke, own_timeout, tool
 from .builtin import READ_ONLY_TOOLS, builtin_tools
 from .files import edit_file, ls, read_file, write_file
 from .path import display_path, resolve_in_workdir
@@ -15,6 +15,7 @@ __all__ = [
     "Tool",
     "ToolContext",
     "ToolOutcome",
+    "ToolOutput",
     "ToolRegistry",
     "Sandbox",
     "SandboxMode",

@@ -8,6 +8,7 @@ every failure becomes a result the model can read.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import time
 from abc import ABC, abstractmethod
@@ -18,7 +19,7 @@ from typing import Any, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from ..core import Event, HarnessError, ToolCall, ToolSpec, UnknownNameError, escape_surrogates
+from ..core import DisplayData, Event, HarnessError, ImagePart, ToolCall, ToolSpec, UnknownNameError, escape_surrogates
 
 
 @dataclass(frozen=True)
@@ -36,13 +37,33 @@ class ToolContext:
     parent: Any = None
 
 
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """What a tool may return instead of plain text: the ``text`` the model reads, the
+    ``images`` it sees when its model takes images (a text placeholder otherwise), and
+    ``displays`` the cell shows the person (a DataFrame's HTML) and the model never sees.
+    See ``core.media`` for the bounds."""
+
+    text: str
+    images: tuple[ImagePart, ...] = ()
+    displays: tuple[DisplayData, ...] = ()
+
+
 @dataclass(slots=True)
 class ToolOutcome:
-    """The text the model sees for one call, and whether it is an error."""
+    """The text the model sees for one call, whether it is an error, and the images and
+    displays that go with it. A hook that changes the text keeps the rest
+    (``with_content``)."""
 
     content: str
     is_error: bool = False
     duration: float = 0.0
+    images: tuple[ImagePart, ...] = ()
+    displays: tuple[DisplayData, ...] = ()
+
+    def with_content(self, content: str) -> ToolOutcome:
+        """This outcome with ``content`` as its text; images, displays and the rest kept."""
+        return dataclasses.replace(self, content=content)
 
 
 class Tool(ABC):
@@ -79,8 +100,9 @@ class Tool(ABC):
         return self._spec
 
     @abstractmethod
-    async def run(self, params: Any, ctx: ToolContext) -> str:
-        """Do the work and return the text the model reads. Raise ``ToolError`` to refuse."""
+    async def run(self, params: Any, ctx: ToolContext) -> str | ToolOutput:
+        """Do the work and return the text the model reads (or a ``ToolOutput``: text with
+        images and displays). Raise ``ToolError`` to refuse."""
 
     def __repr__(self) -> str:
         return f"<tool {self.name}>"
@@ -99,11 +121,12 @@ def _schema(model: type[BaseModel]) -> dict[str, Any]:
 
 
 class FunctionTool(Tool):
-    """A tool made from ``async def fn(ctx: ToolContext, <typed params>) -> str``."""
+    """A tool made from ``async def fn(ctx: ToolContext, <typed params>) -> str`` (or
+    ``-> ToolOutput``)."""
 
     def __init__(
         self,
-        fn: Callable[..., Awaitable[str]],
+        fn: Callable[..., Awaitable[str | ToolOutput]],
         *,
         name: str | None = None,
         read_only: bool = False,
@@ -122,7 +145,7 @@ class FunctionTool(Tool):
         self.coordination = coordination
         self.Params = _params_model(fn, self.name)
 
-    async def run(self, params: Any, ctx: ToolContext) -> str:
+    async def run(self, params: Any, ctx: ToolContext) -> str | ToolOutput:
         return await self.fn(ctx, **dict(params))
 
 
@@ -140,7 +163,7 @@ def _params_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:
 
 
 def tool(
-    fn: Callable[..., Awaitable[str]] | None = None,
+    fn: Callable[..., Awaitable[str | ToolOutput]] | None = None,
     *,
     name: str | None = None,
     read_only: bool = False,
@@ -150,7 +173,7 @@ def tool(
 ) -> Any:
     """Decorator: turn a typed async function into a ``FunctionTool``."""
 
-    def wrap(f: Callable[..., Awaitable[str]]) -> FunctionTool:
+    def wrap(f: Callable[..., Awaitable[str | ToolOutput]]) -> FunctionTool:
         return FunctionTool(
             f,
             name=name,
@@ -268,4 +291,7 @@ async def invoke(t: Tool, call: ToolCall, ctx: ToolContext) -> ToolOutcome:
             time.perf_counter() - start,
         )
     # A non-UTF-8 name in any tool's output reaches the model as visible text (\xff).
-    return ToolOutcome(escape_surrogates(content), False, time.perf_counter() - start)
+    duration = time.perf_counter() - start
+    if isinstance(content, ToolOutput):
+        return ToolOutcome(escape_surrogates(content.text), False, duration, content.images, content.displays)
+    return ToolOutcome(escape_surrogates(content), False, duration)

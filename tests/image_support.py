@@ -1,0 +1,17 @@
+"""Images for the tests: real PNG files made in memory."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+
+def png(width: int, height: int) -> bytes:
+    """A real (grey) PNG of ``width`` × ``height``."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    rows = b"".join(b"\x00" + b"\x80" * width for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
