@@ -110,6 +110,8 @@ class TextView:
         elif isinstance(event, ToolCallFinished):
             mark = "✗" if event.is_error else "←"
             self._line(f"{indent}{mark} {event.call.name}: {preview(event.result)}")
+            for image in event.images:  # a terminal cannot show them; say they were there
+                self._line(f"{indent}  [{image.describe()}]")
         elif isinstance(event, ApprovalRequested):
             self._line(f"{indent}? approval needed for {event.call.brief(90)} ({event.reason}, risk {event.risk})")
         elif isinstance(event, ApprovalDecided):

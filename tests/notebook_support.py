@@ -78,10 +78,14 @@ async def kernel_json(k: KernelDriver, expr: str, *, setup: str = "") -> Any:
 
 async def model_requests(k: KernelDriver, agent: str | None = None) -> list[dict[str, Any]]:
     """Every request the scripted model received, oldest first, as
-    ``{"agent": …, "messages": [{"role": …, "content": …}, …]}``."""
+    ``{"agent": …, "messages": [{"role": …, "content": …, "images": […]}, …]}``; a tool
+    result's images as ``{"media_type", "width", "height", "bytes"}`` (the data left in
+    the kernel)."""
     requests: list[dict[str, Any]] = await kernel_json(
         k,
-        "[{'agent': r.agent, 'messages': [{'role': m.role, 'content': getattr(m, 'content', '')} "
+        "[{'agent': r.agent, 'messages': [{'role': m.role, 'content': getattr(m, 'content', ''), "
+        "'images': [{'media_type': i.media_type, 'width': i.width, 'height': i.height, 'bytes': i.nbytes} "
+        "for i in getattr(m, 'images', ())]} "
         f"for m in r.messages]}} for r in {HARNESS}.provider.requests]",
     )
     return [r for r in requests if agent is None or r["agent"] == agent]
@@ -90,6 +94,22 @@ async def model_requests(k: KernelDriver, agent: str | None = None) -> list[dict
 def last_user_text(request: dict[str, Any]) -> str:
     """The latest user message of a recorded request (the prompt or an injected message)."""
     return next(m["content"] for m in reversed(request["messages"]) if m["role"] == "user")
+
+
+def tool_images(request: dict[str, Any]) -> list[dict[str, Any]]:
+    """The images of the tool results a recorded request showed the model."""
+    return [image for m in request["messages"] if m["role"] == "tool" for image in m["images"]]
+
+
+def displayed(k: KernelDriver, kind: str) -> list[dict[str, Any]]:
+    """Every output of kind ``kind`` (``image/png``, ``text/html``) the frontend holds in
+    a widget Output (a run view shows a tool's displays in one)."""
+    return [
+        out
+        for state in k.models.values()
+        for out in state.get("outputs", ()) or ()
+        if kind in out.get("data", {})
+    ]
 
 
 def tool_results(request: dict[str, Any]) -> list[str]:

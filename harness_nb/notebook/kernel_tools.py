@@ -1,7 +1,9 @@
 """Tools over the kernel's own namespace — the notebook's advantage over a terminal agent.
 
 ``list_variables`` and ``inspect_variable`` are read-only and never dump megabytes;
-``run_python`` executes code in the user namespace (the danger hook always asks first).
+``run_python`` executes code in the user namespace (the danger hook always asks first) and
+captures what it shows: printed text, displays (a DataFrame as HTML for the cell, as text
+for the model) and matplotlib figures as PNG images (``core.media``).
 ``notebook_history`` (what ran, what failed) and ``propose_cell`` (code handed back as a new
 cell, never run) live in ``history`` and ``proposal``.
 """
@@ -11,18 +13,22 @@ from __future__ import annotations
 import ast
 import contextlib
 import io
+import sys
 import traceback
 import types
 from typing import Annotated, Any
 
+from IPython.utils.capture import capture_output
 from pydantic import Field
 
-from ..core import ToolError
-from ..tools import Tool, ToolContext, tool
+from ..core import DisplayData, ImagePart, ToolError
+from ..core.media import MAX_IMAGES
+from ..tools import Tool, ToolContext, ToolOutput, tool
 from .history import CellHistory, notebook_history_tool
 from .proposal import CellProposals, propose_cell_tool
 
 MAX_CHARS = 4_000
+MAX_FIGURE_PIXELS = 4096 * 4096  # a figure larger than this is not drawn (time and memory)
 
 
 def _clip(text: str, limit: int = MAX_CHARS) -> str:
@@ -130,17 +136,23 @@ def kernel_tools(shell: Any, *, history: CellHistory, proposals: CellProposals) 
     async def run_python(
         ctx: ToolContext,
         code: Annotated[str, Field(description="Python code to run in the notebook's namespace.")],
-    ) -> str:
+    ) -> ToolOutput:
         """Run Python code in the notebook's namespace (variables persist, like a cell). Returns
-        what it printed and the value of its last expression. Keep it short; it blocks the
-        kernel while it runs."""
-        return run_code(shell.user_ns, code)
+        what it printed, what it displayed and the value of its last expression; matplotlib
+        figures it draws are shown in the notebook and, when you can take images, to you. Keep
+        it short; it blocks the kernel while it runs."""
+        return run_code(shell.user_ns, code, shell=shell)
 
     return [list_variables, inspect_variable, run_python, notebook_history_tool(history), propose_cell_tool(proposals)]
 
 
-def run_code(namespace: dict[str, Any], code: str) -> str:
-    """Execute ``code`` in ``namespace``; return its output and last expression's repr."""
+def run_code(namespace: dict[str, Any], code: str, *, shell: Any = None) -> ToolOutput:
+    """Execute ``code`` in ``namespace``. The text is what it printed, the text form of
+    what it displayed and its last expression's; the displays (shown in the cell) are what
+    it displayed through IPython (captured from ``shell``'s display machinery), the rich
+    form of its last value (a DataFrame's HTML) and each matplotlib figure it opened, drawn
+    to PNG and closed; the images are the displays' images. A failure is a ``ToolError``
+    with the traceback (its figures are closed, not shown)."""
     try:
         tree = ast.parse(code, mode="exec")
     except SyntaxError as exc:
@@ -150,16 +162,117 @@ def run_code(namespace: dict[str, Any], code: str) -> str:
         tail = tree.body.pop()
         assert isinstance(tail, ast.Expr)
         last = ast.Expression(tail.value)
+    figures_before = _open_figures()
     buffer = io.StringIO()
+    # capture_output takes what IPython's display() publishes (and plt.show() under the
+    # inline backend); print() goes to our buffer, stdout and stderr in the order written.
+    capture = capture_output(stdout=False, stderr=False, display=True) if shell is not None else contextlib.nullcontext()
     try:
-        with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+        with capture as captured, contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
             exec(compile(tree, "<run_python>", "exec"), namespace)
             value = eval(compile(last, "<run_python>", "eval"), namespace) if last is not None else None
     except Exception as exc:
+        _close(_new_figures(figures_before))
         frames = traceback.format_exception(type(exc), exc, exc.__traceback__)
         relevant = [f for f in frames if "<run_python>" in f or f is frames[-1]]
         raise ToolError(_clip(buffer.getvalue() + "".join(relevant).rstrip())) from None
-    out = buffer.getvalue()
-    if value is not None:
-        out += ("" if not out or out.endswith("\n") else "\n") + repr(value)
-    return _clip(out) if out else "(no output)"
+    texts = [buffer.getvalue().rstrip("\n")]
+    displays: list[DisplayData] = []
+    for output in getattr(captured, "outputs", ()):
+        texts.append(str(output.data.get("text/plain", "")))
+        shown = DisplayData.bounded(output.data, output.metadata)
+        if shown is not None:
+            displays.append(shown)
+    figures = _new_figures(figures_before)
+    if value is not None and _is_figure(value):
+        if all(f is not value for f in figures):
+            figures.append(value)
+    elif value is not None:
+        text, shown = _value_display(value, shell)
+        texts.append(text)
+        if shown is not None:
+            displays.append(shown)
+    figure_displays, notes = _draw(figures)
+    displays += figure_displays
+    texts += [str(d.data.get("text/plain", "")) for d in figure_displays] + notes
+    out = "\n".join(t for t in texts if t)
+    images = tuple(image for d in displays if (image := d.image()) is not None)
+    return ToolOutput(_clip(out) if out else "(no output)", images, tuple(displays))
+
+
+def _value_display(value: Any, shell: Any) -> tuple[str, DisplayData | None]:
+    """The text of a last expression's value for the model, and its rich form (HTML, an
+    image) for the cell when it has one beyond text."""
+    if shell is None:
+        return repr(value), None
+    try:
+        data, metadata = shell.display_formatter.format(value)
+    except Exception:  # a broken _repr_html_ must not lose the value's text
+        return repr(value), None
+    text = str(data.get("text/plain") or repr(value))
+    if not set(data) - {"text/plain"}:
+        return text, None
+    return text, DisplayData.bounded(data, metadata)
+
+
+def _pyplot() -> Any:
+    """matplotlib.pyplot if the notebook uses it (never imported here: it is slow and may
+    not be installed)."""
+    return sys.modules.get("matplotlib.pyplot")
+
+
+def _open_figures() -> set[int]:
+    pyplot = _pyplot()
+    return set(pyplot.get_fignums()) if pyplot is not None else set()
+
+
+def _new_figures(before: set[int]) -> list[Any]:
+    """The matplotlib figures opened since ``before`` (figure numbers) and still open."""
+    pyplot = _pyplot()
+    if pyplot is None:
+        return []
+    from matplotlib._pylab_helpers import Gcf
+
+    managers = [Gcf.get_fig_manager(n) for n in pyplot.get_fignums() if n not in before]
+    return [m.canvas.figure for m in managers if m is not None]
+
+
+def _is_figure(value: Any) -> bool:
+    figure = sys.modules.get("matplotlib.figure")
+    return figure is not None and isinstance(value, figure.Figure)
+
+
+def _close(figures: list[Any]) -> None:
+    pyplot = _pyplot()
+    for fig in figures if pyplot is not None else ():
+        pyplot.close(fig)
+
+
+def _draw(figures: list[Any]) -> tuple[list[DisplayData], list[str]]:
+    """Each figure drawn to PNG, as a display, and closed (so the inline backend does not
+    show it again when the cell ends); notes on those not drawn. Bounded: at most
+    ``MAX_IMAGES`` figures, each at most ``MAX_FIGURE_PIXELS``."""
+    shown: list[DisplayData] = []
+    notes: list[str] = []
+    try:
+        for n, fig in enumerate(figures):
+            width, height = (int(x) for x in fig.get_size_inches() * fig.dpi)
+            if n >= MAX_IMAGES:
+                notes.append(f"[{len(figures) - n} more figures closed, not drawn: at most {MAX_IMAGES} per call]")
+                break
+            if width * height > MAX_FIGURE_PIXELS:
+                notes.append(f"[a {width}×{height} figure was closed, not drawn: over {MAX_FIGURE_PIXELS:,} pixels]")
+                continue
+            buffer = io.BytesIO()
+            try:
+                fig.savefig(buffer, format="png", bbox_inches="tight")
+            except Exception as exc:  # a figure that cannot draw must not lose the text
+                notes.append(f"[a figure could not be drawn: {type(exc).__name__}: {exc}]")
+                continue
+            image = ImagePart.from_bytes(buffer.getvalue())
+            display = DisplayData.bounded({"image/png": image.data, "text/plain": repr(fig)})
+            if display is not None:
+                shown.append(display)
+    finally:
+        _close(figures)
+    return shown, notes

@@ -2,7 +2,8 @@
 
     header        agent · model · state · tokens · turns · elapsed · cost · context gauge
     stream        the current answer, rendered as Markdown while it streams
-    activity      narration, tool calls (arguments, result preview), one line per subagent
+    activity      narration, tool calls (arguments, result preview, what they displayed:
+                  a DataFrame's HTML, a figure), one line per subagent
     approvals     Approve / Deny cards
     completions   background results posted later into this cell
 
@@ -73,6 +74,24 @@ def _markdown_output(text: str) -> tuple[dict[str, Any], ...]:
         return ()
     text = SECRETS.scrub(text)  # the last line of defence: widget state is saved in the .ipynb
     return ({"output_type": "display_data", "data": {"text/markdown": text, "text/plain": text}, "metadata": {}},)
+
+
+def tool_outputs(event: ToolCallFinished) -> tuple[dict[str, Any], ...]:
+    """The ``display_data`` outputs that show a finished tool call's displays in a cell, or
+    its images when it made no displays. Text is scrubbed of secrets (widget state is saved
+    in the .ipynb); images cannot be."""
+    if event.displays:
+        shown = [(d.data, d.metadata) for d in event.displays]
+    else:
+        shown = [({i.media_type: i.data, "text/plain": f"[{i.describe()}]"}, {}) for i in event.images]
+    return tuple(
+        {
+            "output_type": "display_data",
+            "data": {k: v if k.startswith("image/") and k != "image/svg+xml" else SECRETS.scrub(v) for k, v in data.items()},
+            "metadata": dict(metadata),
+        }
+        for data, metadata in shown
+    )
 
 
 @dataclass
@@ -166,6 +185,7 @@ class RunView(LiveBox):
             entry = self._tool_lines.get(event.call.id)
             if entry is not None:
                 entry[0].value = self._tool_html(event.call, event.result, event.is_error)
+            self._show_outputs(event, entry[0] if entry is not None else None)
         elif isinstance(event, TurnFinished):
             self.usage = event.usage
             self.mark("header")
@@ -247,6 +267,18 @@ class RunView(LiveBox):
             f"{html.escape(self.state)} · {self.usage.tokens_label()} · {plural(self.usage.turns, 'turn')} · "
             f"{elapsed:.1f} s{cost}{gauge}"
         )
+
+    def _show_outputs(self, event: ToolCallFinished, line: widgets.Widget | None) -> None:
+        """What the tool displayed (a DataFrame's HTML, a figure), or else the images of its
+        result, in an Output right below its line in the activity log."""
+        outputs = tool_outputs(event)
+        if not outputs:
+            return
+        out = widgets.Output()
+        out.outputs = outputs
+        children = list(self.activity.children)
+        at = children.index(line) + 1 if line in children else len(children)
+        self.activity.children = (*children[:at], out, *children[at:])
 
     def _add_note(self, text: str) -> None:
         note = widgets.HTML(f"<i>{html.escape(SECRETS.scrub(text))}</i>")
