@@ -7,7 +7,9 @@ kernel restart loses nothing; ``load_transcript`` reads the messages back.
 Every message is scrubbed of secrets once, as it joins the session (``Secrets``): the
 history a model is sent and the transcript on disk are the same scrubbed text, and no call
 re-scrubs the whole history — unless the set of secrets changed (a key exported
-mid-conversation), which ``rescrub`` catches up with once.
+mid-conversation), which ``rescrub`` catches up with once. A tool result's images are
+written as they are, base64 in the line (bounded where results are made: ``core.media``),
+so a resumed conversation still has them; images cannot be scrubbed.
 
 Compaction (``compaction.py``) replaces ``messages`` — what the next request sends — with a
 shorter history through ``rewrite``; ``history`` and the transcript keep every message as
