@@ -88,13 +88,16 @@ async def test_results_text_image_and_resources(tmp_path):
     manager = McpManager(tmp_path, servers={"demo": stdio_demo()})
     try:
         picture = by_name(await manager.tools())["mcp__demo__picture"]
-        text, failed = await call(picture, tmp_path)
+        c = ToolCall(id="c1", name=picture.name, arguments="{}")
+        outcome = await invoke(picture, c, ToolContext(workdir=tmp_path, call=c, tool=picture))
     finally:
         await manager.aclose()
+    text, failed = outcome.content, outcome.is_error
     assert not failed
+    assert [(i.media_type, i.data) for i in outcome.images] == [("image/png", "iVBORw0KGgo=")]
     assert text.splitlines() == [
         "a red dot",
-        "[image/png, 8 bytes]",
+        f"[{outcome.images[0].describe()}: attached]",
         "[resource file:///notes.txt]",
         "resource body",
         "[resource file:///data.bin, application/octet-stream, 3 bytes]",
@@ -199,6 +202,30 @@ async def test_harness_run_over_http_sends_the_mcp_result_to_the_model(tmp_path)
     assert '"echo: ping"' in h.session.transcript.read_text()
     await h.aclose()
     assert h.mcp.connection("demo").state == "stopped"
+
+
+async def test_an_mcp_image_reaches_a_model_that_takes_images(tmp_path):
+    """An image the server returns goes to Anthropic as an image block of the tool result."""
+    script = [
+        {"tool_calls": [{"name": "mcp__demo__picture", "arguments": {}, "id": "toolu_1"}]},
+        {"text": "A red dot."},
+    ]
+    async with FakeLLMServer(script) as srv:
+        h = Harness(
+            "anthropic/claude-haiku-4-5",
+            workdir=tmp_path,
+            base_url=srv.url,
+            api_key="sk-ant-test-not-a-real-key-000",
+            include_user_agents=False,
+            mcp_servers={"demo": stdio_demo()},
+        )
+        OPEN.append(h)
+        assert (await h.run("Show me the picture.")).final_text == "A red dot."
+        second = srv.requests[1].body
+    result = second["messages"][-1]["content"][-1]
+    assert result["type"] == "tool_result" and result["tool_use_id"] == "toolu_1"
+    images = [b for b in result["content"] if b["type"] == "image"]
+    assert images == [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}]
 
 
 async def test_mcp_tools_go_through_the_permission_rules_and_approvals(tmp_path):

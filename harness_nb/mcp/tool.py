@@ -8,9 +8,10 @@ asks under the default policy. The server checks the arguments against its schem
 answer becomes the tool result:
 
 - text content → the text; an embedded text resource → its text, under its URI;
-- images and audio → a placeholder naming the type and size (``[image/png, 12,345
-  bytes]``): harness_nb's tool results are text, so a model is told an image was there
-  rather than shown it;
+- images (PNG, JPEG, GIF, WebP) → image parts of the result, which a model that takes
+  images sees (and any other reads as a placeholder); the text says where each one was;
+- audio, and images of another type or not base64 → a line naming the type and size
+  (``[audio/wav, 12,345 bytes]``);
 - other embedded resources and resource links → a line naming them;
 - ``isError`` → a tool error (``error: …``) the model reads.
 """
@@ -24,7 +25,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from ..core import ToolError, ToolSpec
-from ..tools import Tool, ToolContext
+from ..core.media import IMAGE_TYPES, ImagePart
+from ..tools import Tool, ToolContext, ToolOutput
 from .connection import RemoteTool, ServerConnection
 
 MAX_NAME = 64  # OpenAI's limit on a function name (Anthropic's is longer)
@@ -67,12 +69,13 @@ class McpTool(Tool):
             self._spec = ToolSpec(name=self.name, description=self.description, parameters=schema)
         return self._spec
 
-    async def run(self, params: Any, ctx: ToolContext) -> str:
+    async def run(self, params: Any, ctx: ToolContext) -> str | ToolOutput:
         result = await self.connection.call(self.remote.name, params.model_dump())
         text = render_result(result)
         if result.is_error:
             raise ToolError(f"{self.name} failed: {text}")
-        return text
+        images = result_images(result)
+        return ToolOutput(text, images=images) if images else text
 
     def __repr__(self) -> str:
         return f"<MCP tool {self.name}>"
@@ -86,10 +89,27 @@ def render_result(result: Any) -> str:
     return "\n".join(parts) or "(no output)"
 
 
+def result_images(result: Any) -> tuple[ImagePart, ...]:
+    """The images of a ``CallToolResult`` a model can be shown, in order (the engine bounds
+    how many and how large)."""
+    return tuple(image for block in result.content if (image := _image(block)) is not None)
+
+
+def _image(block: Any) -> ImagePart | None:
+    if getattr(block, "type", "") != "image" or block.mime_type not in IMAGE_TYPES:
+        return None
+    try:
+        return ImagePart.from_base64(block.data, block.mime_type)
+    except ValueError:
+        return None
+
+
 def _render(block: Any) -> str:
     kind = getattr(block, "type", "")
     if kind == "text":
         return str(block.text)
+    if (image := _image(block)) is not None:
+        return f"[{image.describe()}: attached]"
     if kind in ("image", "audio"):
         return f"[{block.mime_type}, {_decoded_size(block.data):,} bytes]"
     if kind == "resource":
