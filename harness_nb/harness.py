@@ -96,7 +96,9 @@ class Harness:
     callable ``(call, reason, risk) -> Approved | Denied``); without one, asked calls are
     denied. ``Approved(remember=rule)`` ("Approve for this session") keeps ``rule`` in
     ``permissions`` for the harness's life; ``Denied.by_the_person(reason)`` is the
-    person's denial, whose reason the model reads.
+    person's denial, whose reason the model reads. ``allow_bypass_permissions`` lets an
+    agent file's ``permissionMode: bypassPermissions`` take effect (off: the usual policy,
+    with a warning); the other modes need no permission, as none widens a deny or ask rule.
 
     ``provider_options`` (a dict or ``ProviderOptions``: ``streaming``, ``max_tokens``,
     ``temperature``, ``tool_choice``, ``empty_content``, ``context_window``, ``extra``
@@ -182,6 +184,7 @@ class Harness:
         agent_dirs: Iterable[str | Path] = (),
         include_user_agents: bool = True,
         background_approvals: BackgroundApprovals = "deny",
+        allow_bypass_permissions: bool = False,
         max_concurrency: int = 4,
         max_background: int = 8,
         max_depth: int = 3,
@@ -205,6 +208,7 @@ class Harness:
                 allow=tuple(allow),
                 deny=tuple(deny),
                 background_approvals=background_approvals,
+                allow_bypass_permissions=allow_bypass_permissions,
                 max_turns=max_turns,
                 token_budget=token_budget,
                 budget_usd=budget_usd,
@@ -467,6 +471,7 @@ class Harness:
         subagent_budget_usd: float | None = None,
         prices: Mapping[str, Any] | None = None,
         background_approvals: BackgroundApprovals | None = None,
+        allow_bypass_permissions: bool | None = None,
         provider_options: Mapping[str, Any] | None = None,
         allow: Iterable[str] | None = None,
         deny: Iterable[str] | None = None,
@@ -490,6 +495,7 @@ class Harness:
                 subagent_budget_usd=subagent_budget_usd,
                 prices=prices,
                 background_approvals=background_approvals,
+                allow_bypass_permissions=allow_bypass_permissions,
                 provider_options=provider_options,
                 allow=None if allow is None else tuple(allow),
                 deny=None if deny is None else tuple(deny),
@@ -522,6 +528,7 @@ class Harness:
             self.tools.hold(offered)
         self.runner.subagent_budget_usd = settings.subagent_budget_usd
         self.runner.background_approvals = settings.background_approvals
+        self.runner.allow_bypass_permissions = settings.allow_bypass_permissions
         self.compaction = settings.compaction(self.state_dir / "offload")
         self._settings = settings
 

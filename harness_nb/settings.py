@@ -58,6 +58,8 @@ class RunSettings:
     """Permission rules that let calls run without asking (``Bash(git status:*)``)."""
     deny: tuple[str, ...] = ()
     background_approvals: BackgroundApprovals = "deny"
+    allow_bypass_permissions: bool = False
+    """Whether an agent file's ``permissionMode: bypassPermissions`` takes effect."""
     max_turns: int = 50
     token_budget: int | None = None
     budget_usd: float | None = None

@@ -191,8 +191,8 @@ GOOD_CASES: dict[str, tuple[dict[str, Any], list[str] | None]] = {
         ["dropped names harness_nb has no tool for: WebFetch, WebSearch", "gets no tools"],
     ),
     "mixed-unknown-tools.md": (
-        {"name": "issue-filer", "tools": ["read_file", "mcp__github__create_issue", "task"]},
-        ["no tool for: WebFetch, TodoWrite"],
+        {"name": "issue-filer", "tools": ["read_file", "mcp__github__create_issue"], "delegation": ["Task"]},
+        ["no tool for: WebFetch, TodoWrite", "Task dropped: subagents never delegate"],
     ),
     "our-names.md": (
         {
@@ -264,7 +264,9 @@ def test_loading_a_tree_continues_past_bad_files_in_sorted_order() -> None:
     result = load_agent_dir(FILES, label="agents")
 
     names = [d.name for d in result.definitions]
-    assert sorted(names) == sorted(expected["name"] for expected, _ in GOOD_CASES.values())
+    # agent_files/fields: one agent per Claude Code field (test_agent_fields.py)
+    fields = ["dispatcher", "misspelt", "odd-values", "plan-reviewer", "release-checker"]
+    assert sorted(names) == sorted([*fields, *(expected["name"] for expected, _ in GOOD_CASES.values())])
     sources = [Path(d.source).relative_to(FILES).parts for d in result.definitions]
     assert sources == sorted(sources)
     skipped = [w for w in result.warnings if ": skipped: " in w]
@@ -471,7 +473,7 @@ def test_model_rejects_bad_names_and_empty_descriptions() -> None:
         ("Read, Grep, Glob", ["read_file", "grep", "glob"], []),
         (["LS", "NotebookRead", "Read"], ["ls", "read_file"], []),
         ("Bash(git add, git commit:*), Read", ["bash", "read_file"], []),
-        (["Task", "Agent"], ["task"], []),
+        (["Task", "Agent(reviewer)", "Read"], ["read_file"], []),
         (["read_file, write_file", "my_tool"], ["read_file", "write_file", "my_tool"], []),
         (["WebFetch", "mcp__x__y", "Read File"], ["mcp__x__y"], ["WebFetch", "Read File"]),
         ("mcp__github__*, mcp__github, mcp__x__y z", ["mcp__github__*", "mcp__github"], ["mcp__x__y z"]),

@@ -23,7 +23,7 @@ from .hook import (
     person_reason,
 )
 from .meter import ContextMeter
-from .permission import POLICIES, PermissionHook, Policy, remembering
+from .permission import PERMISSION_MODES, POLICIES, PermissionHook, PermissionMode, Policy, remembering
 from .rule import PermissionRules, Rule, parse_rule, session_rule
 from .limits import BUDGET_STOPS, EARLY_STOPS, Limits, RunResult, require_positive, stop_label
 from .prompt import MAIN_SYSTEM_PROMPT, PromptBuilder
@@ -64,6 +64,8 @@ __all__ = [
     "ParentContext",
     "PermissionHook",
     "PermissionRules",
+    "PERMISSION_MODES",
+    "PermissionMode",
     "Policy",
     "PromptBuilder",
     "PromptTally",

@@ -111,6 +111,7 @@ class AgentEngine:
         agent: str = "main",
         depth: int = 0,
         injectors: Sequence[Injector] = (),
+        roots: Sequence[Path] = (),
     ) -> None:
         self.provider = provider
         self.tools = tools
@@ -123,6 +124,7 @@ class AgentEngine:
         self.agent = agent
         self.depth = depth
         self.injectors = list(injectors)
+        self.roots = tuple(roots)  # folders outside the workdir its file tools may use
         self.tally = PromptTally()
         self._lock = asyncio.Lock()
         self._system: tuple[str, int, str] | None = None  # (built, secrets version, scrubbed)
@@ -436,7 +438,9 @@ class AgentEngine:
     ) -> ToolResultMessage:
         emit(ToolCallStarted(call=call, agent=self.agent))
         tool = self.tools.get(call.name)
-        ctx = ToolContext(workdir=self.workdir, call=call, agent=self.agent, emit=emit, tool=tool, parent=parent)
+        ctx = ToolContext(
+            workdir=self.workdir, call=call, agent=self.agent, emit=emit, tool=tool, parent=parent, roots=self.roots
+        )
         outcome = await self._outcome(call, stop_reason, ctx, emit, context)
         outcome = await self.hooks.after_tool(call, outcome, ctx)
         # Bounded here, where every tool's result (a kernel plot, an MCP screenshot) passes.

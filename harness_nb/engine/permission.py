@@ -28,6 +28,26 @@ For every call, in this order:
    - ``"always"``: every tool that is not read-only asks.
    - ``"never"``: nothing asks (deny rules still refuse).
 
+**Permission modes** (Claude Code's ``permissionMode``, for a subagent: ``for_subagent``)
+change steps 3-5 for one agent, never step 1 — a mode cannot widen what the person's deny
+rules forbid, nor their ask rules:
+
+- ``"default"``: the policy as it is.
+- ``"acceptEdits"``: ``write_file`` / ``edit_file`` run without asking, also under
+  ``"always"`` (the tools keep them inside the workdir; agent and settings files still ask).
+- ``"plan"``: read only. Every call that is not read-only is denied with a reason, bash
+  runs only commands known to be read-only; writes inside ``writable`` (the agent's
+  memory folder) are the one exception.
+- ``"dontAsk"``: whatever would ask is denied instead.
+- ``"bypassPermissions"``: the policy asks nothing (``"never"``); agent, skill and settings
+  files and ask rules still ask. Whether an agent may have it is the caller's decision
+  (``subagents.permission.effective_mode``: only when the person enabled it).
+- ``"auto"`` (Claude Code's classifier) is not supported here and acts as ``"default"``.
+
+``writable`` folders (an agent's memory) are written without the agent-file ask, and may
+lie outside the workdir; ``writes_only_in`` confines every file-tool write to such folders
+(for file tools an agent holds only because of its memory).
+
 ``remembering(channel, rules)`` wraps an approval channel so that an answer of
 ``Approved(remember=rule)`` adds ``rule`` to the session's rules.
 """
@@ -37,7 +57,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, get_args
 
 from ..core import ToolCall, ToolError, run_blocking
 from ..tools import ToolContext, ToolOutcome
@@ -51,8 +71,11 @@ logger = logging.getLogger("harness_nb.permission")
 
 Policy: TypeAlias = Literal["allowlist", "dangerous", "always", "never"]
 POLICIES: tuple[str, ...] = ("allowlist", "dangerous", "always", "never")
+PermissionMode: TypeAlias = Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"]
+PERMISSION_MODES: tuple[str, ...] = get_args(PermissionMode)
 SENSITIVE = Reason("writes a sensitive file")
 FILE_TOOLS = frozenset({"write_file", "edit_file"})
+PLAN_ONLY_READS = "this agent may only read (permissionMode: plan)"
 
 
 class PermissionHook(Hook):
@@ -60,7 +83,8 @@ class PermissionHook(Hook):
     ``sandboxed`` tells whether bash runs in the sandbox (``None``: ask the tool, its
     ``Tool.sandboxed``); ``protected`` adds agent folders to the sandbox's
     ``PROTECTED_FOLDERS`` (the same folders it keeps read-only); ``always_ask`` names tools
-    that always ask."""
+    that always ask; ``mode``, ``writable`` and ``writes_only_in`` are a subagent's (see
+    the module doc and ``for_subagent``)."""
 
     def __init__(
         self,
@@ -72,6 +96,9 @@ class PermissionHook(Hook):
         always_ask: Iterable[str] = ("run_python",),
         home: Path | None = None,
         written: dict[Path, bool] | None = None,
+        mode: PermissionMode = "default",
+        writable: Iterable[Path] = (),
+        writes_only_in: Iterable[Path] | None = None,
     ) -> None:
         if policy not in POLICIES:
             raise ValueError(f"approval policy must be one of {', '.join(POLICIES)}, not {policy!r}")
@@ -84,18 +111,43 @@ class PermissionHook(Hook):
         # files the agent wrote with the file tools this session: resolved path -> created
         self.written: dict[Path, bool] = {} if written is None else written
         self._existed: dict[str, tuple[Path, bool]] = {}
+        if mode not in PERMISSION_MODES:
+            raise ValueError(f"permission mode must be one of {', '.join(PERMISSION_MODES)}, not {mode!r}")
+        self.mode: PermissionMode = mode
+        self.writable = tuple(_real(p) for p in writable)
+        self.writes_only_in = None if writes_only_in is None else tuple(_real(p) for p in writes_only_in)
 
     def with_policy(self, policy: Policy) -> PermissionHook:
         """The same hook under another policy (same rules, sandbox and session files)."""
-        return PermissionHook(
-            policy,
-            rules=self.rules,
-            sandboxed=self.sandboxed,
-            protected=self.protected,
-            always_ask=self.always_ask,
-            home=self.home,
-            written=self.written,
-        )
+        return self._copy(policy=policy)
+
+    def for_subagent(
+        self,
+        mode: PermissionMode = "default",
+        *,
+        writable: Iterable[Path] = (),
+        writes_only_in: Iterable[Path] | None = None,
+    ) -> PermissionHook:
+        """This hook for a subagent in permission ``mode`` that may write ``writable``
+        folders (its memory) — same policy, rules, sandbox and session files."""
+        return self._copy(mode=mode, writable=writable, writes_only_in=writes_only_in)
+
+    def _copy(self, **changes: object) -> PermissionHook:
+        settings: dict[str, object] = {
+            "policy": self.policy,
+            "rules": self.rules,
+            "sandboxed": self.sandboxed,
+            "protected": self.protected,
+            "always_ask": self.always_ask,
+            "home": self.home,
+            "written": self.written,
+            "mode": self.mode,
+            "writable": self.writable,
+            "writes_only_in": self.writes_only_in,
+        }
+        settings.update(changes)
+        policy = settings.pop("policy")
+        return PermissionHook(policy, **settings)  # type: ignore[arg-type]
 
     def place(self, workdir: Path) -> Place:
         root = workdir.resolve()
@@ -113,6 +165,12 @@ class PermissionHook(Hook):
 
     def decide(self, call: ToolCall, ctx: ToolContext) -> Decision:
         """Allow, Deny or Ask for ``call`` (see the module doc for the order)."""
+        decision = self._decide(call, ctx)
+        if self.mode == "dontAsk" and isinstance(decision, Ask):
+            return Deny(f"would ask ({decision.reason}), and this agent never asks (permissionMode: dontAsk)")
+        return decision
+
+    def _decide(self, call: ToolCall, ctx: ToolContext) -> Decision:
         try:
             args = call.parsed_arguments()
         except ValueError:
@@ -124,6 +182,9 @@ class PermissionHook(Hook):
         denied = first_match(rules.deny, call, args, workdir=workdir, home=self.home, unsure=True)
         if denied is not None:
             return Deny(_by(denied, "denied"))
+        refused = self._mode_refusal(call, args, ctx)
+        if refused is not None:
+            return Deny(refused)
         asked = first_match(rules.ask, call, args, workdir=workdir, home=self.home, unsure=True)
         if asked is not None:
             return Ask(_by(asked, "asks"), "medium")
@@ -141,12 +202,31 @@ class PermissionHook(Hook):
             return ALLOW
         return self._policy(call, ctx)
 
+    def _mode_refusal(self, call: ToolCall, args: dict[str, object], ctx: ToolContext) -> str | None:
+        """Why this agent's mode or memory-only file tools refuse ``call`` (not bash)."""
+        tool = ctx.tool
+        path = args.get("path")
+        in_writable = call.name in FILE_TOOLS and isinstance(path, str) and self._in_writable(ctx.workdir, path)
+        if self.mode == "plan" and not in_writable:
+            if tool is None or not (tool.read_only or tool.coordination):
+                return f"{call.name} changes files or state; {PLAN_ONLY_READS}"
+        if self.writes_only_in is not None and call.name in FILE_TOOLS and not in_writable:
+            folders = ", ".join(map(str, self.writes_only_in)) or "(none)"
+            return f"{call.name}: this agent may write only in its memory folder ({folders})"
+        return None
+
+    def _in_writable(self, workdir: Path, path: str) -> bool:
+        target = _resolved(workdir.resolve(), path)
+        return any(target.is_relative_to(folder) for folder in self.writable)
+
     def _file_reason(self, call: ToolCall, args: dict[str, object], ctx: ToolContext) -> Reason | None:
         """Why a write by a file tool (any tool that is not read-only and names a
         ``path``) always asks, if it does."""
         path = args.get("path")
         if not isinstance(path, str) or (ctx.tool is not None and ctx.tool.read_only):
             return None
+        if call.name in FILE_TOOLS and self._in_writable(ctx.workdir, path):
+            return None  # the agent's own memory folder
         place = self.place(ctx.workdir)
         target = _resolved(place.workdir, path)
         if any(target.is_relative_to(p.resolve()) for p in place.protected):
@@ -168,6 +248,8 @@ class PermissionHook(Hook):
         denied = _bash_match(rules.deny, texts)
         if denied is not None:
             return Deny(_by(denied, "denied"))
+        if self.mode == "plan" and assess(command, self.place(ctx.workdir)).asks(sandboxed=False):
+            return Deny(f"not a command known to be read-only; {PLAN_ONLY_READS}")
         asked = _bash_match(rules.ask, texts)
         if asked is not None:
             return Ask(_by(asked, "asks"), "medium")
@@ -183,7 +265,7 @@ class PermissionHook(Hook):
             return _ask(planted)
         if allowed is not None:
             return ALLOW
-        if self.policy != "allowlist":
+        if self.policy != "allowlist" or self.mode == "bypassPermissions":
             return self._policy(call, ctx)
         asks = assessment.asks(sandboxed=sandboxed)
         return _ask(asks) if asks else ALLOW
@@ -213,7 +295,9 @@ class PermissionHook(Hook):
     def _policy(self, call: ToolCall, ctx: ToolContext) -> Decision:
         tool = ctx.tool
         read_only = tool is not None and tool.read_only
-        if self.policy == "never" or read_only:
+        if self.policy == "never" or read_only or self.mode == "bypassPermissions":
+            return ALLOW
+        if self.mode == "acceptEdits" and call.name in FILE_TOOLS:
             return ALLOW
         if self.policy == "always":
             return Ask(f"{call.name} changes files or state", "medium")
@@ -259,6 +343,13 @@ def _resolved(root: Path, path: str) -> Path:
         return (p if p.is_absolute() else root / p).resolve(strict=False)
     except (OSError, RuntimeError, ValueError):
         return root / p
+
+
+def _real(folder: Path) -> Path:
+    try:
+        return folder.expanduser().resolve(strict=False)
+    except (OSError, RuntimeError, ValueError):
+        return folder
 
 
 def _by(sourced: Sourced, verb: str) -> str:

@@ -140,6 +140,12 @@ class HarnessNB(Configurable):
         default_value=_env("background_approvals", "deny"),
         help="Background subagents: 'deny' risky calls (fail closed) or 'ask' in the launching cell.",
     ).tag(config=True)
+    allow_bypass_permissions = Bool(
+        False,
+        help="Let an agent file's permissionMode: bypassPermissions take effect (its subagent then asks for "
+        "nothing; deny rules, ask rules and agent and settings files still hold). Off: such an agent runs "
+        "under the usual policy, with a warning.",
+    ).tag(config=True)
     max_turns = Int(50, help="Most LLM calls one run may make (1 or more).").tag(config=True)
     max_background = Int(
         8, help="Most background subagents running at once; the others wait, queued (1 or more)."
@@ -243,6 +249,7 @@ class HarnessNB(Configurable):
             allow=tuple(self.allow),
             deny=tuple(self.deny),
             background_approvals=cast(BackgroundApprovals, self.background_approvals),
+            allow_bypass_permissions=self.allow_bypass_permissions,
             max_turns=self.max_turns,
             token_budget=self.token_budget or None,
             budget_usd=self.budget_usd or None,

@@ -191,8 +191,18 @@ class NotebookHarness:
             entry = tracker.find(task_id) if tracker is not None else None
             return entry.description if entry is not None else ""
 
+        def color_of(name: str) -> str | None:
+            registry = harness.registry if harness is not None else None
+            return registry.get(name).color if registry is not None and name in registry else None
+
         view = RunView(
-            agent, model, title=title, rate=self.config.updates_per_second, own_task=own_task, describe_task=describe
+            agent,
+            model,
+            title=title,
+            rate=self.config.updates_per_second,
+            own_task=own_task,
+            describe_task=describe,
+            color_of=color_of,
         )
         display(view)
         return view

@@ -9,8 +9,9 @@ from __future__ import annotations
 import html
 import re
 import shlex
-from collections.abc import Sequence
 from argparse import ArgumentTypeError
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,11 +22,15 @@ from IPython.display import display
 
 from ..core import HarnessError, UnknownNameError, Usage
 from ..core.usage import usd
-from ..subagents import TaskStatus, describe_model
+from ..providers.effort import effort_note
+from ..subagents import SubAgentDefinition, TaskStatus, describe_model, resolve_model, resolve_tools
+from ..subagents.memory import MEMORY_FILE, memory_folder
+from ..subagents.permission import effective_mode, memory_only_writes
 from .config import number_problem
 from .controller import NotebookHarness, Pending, completion_markdown, done, with_ticker
 from .history import refers_to_error
 from .reply import AgentReply, MarkdownText
+from .view import css_color
 
 if TYPE_CHECKING:
     from ..engine.resume import SessionSummary
@@ -213,8 +218,10 @@ class HarnessMagics(Magics):
     @argument("--reload", action="store_true", help="re-read the agent folders first")
     @line_magic
     def agents(self, line: str) -> Pending:
-        """List the registered subagents: name, source file, tools, model, budget (an agent
-        file's maxBudgetUsd); and the warnings of agent files that could not be (fully)
+        """List the registered subagents: name, source file, effective tools (narrowed
+        against the main agent's current tools), model, and what else its file sets
+        (budget, permission mode, background, memory, effort, colour) or holds but is
+        not acted on here; then the warnings of agent files that could not be (fully)
         loaded."""
         args = parse_argstring(self.agents, line)
         h = self.controller.harness()
@@ -300,14 +307,25 @@ class HarnessMagics(Magics):
 
 
 def make_direct_magic(controller: NotebookHarness, name: str) -> Any:
-    """The ``%@name`` / ``%%@name`` magic for subagent ``name``."""
+    """The ``%@name`` / ``%%@name`` magic for subagent ``name``: ``--bg`` / ``--fg`` first
+    on the line choose the run mode, else the agent's own ``background`` field does."""
 
     @no_var_expand
     def direct(line: str, cell: str | None = None) -> Pending:
-        prompt = line if cell is None else (f"{line}\n{cell}" if line.strip() else cell)
-        return Pending(controller.run_direct(name, prompt.strip()), f"%@{name}")
+        words = line.split(maxsplit=1)
+        flag = words[0] if words and words[0] in ("--bg", "--fg") else None
+        if flag is not None:
+            line = words[1] if len(words) > 1 else ""
+        prompt = (line if cell is None else (f"{line}\n{cell}" if line.strip() else cell)).strip()
+        background = flag == "--bg" if flag else controller.harness().registry.get(name).background
+        if background:
+            return done(None, f"background {controller.start_background(name, prompt)}")
+        return Pending(controller.run_direct(name, prompt), f"%@{name}")
 
-    direct.__doc__ = f"Run subagent {name!r} directly on the prompt (foreground), bypassing the main agent."
+    direct.__doc__ = (
+        f"Run subagent {name!r} directly on the prompt, bypassing the main agent: in the foreground, "
+        "or in the background with --bg (or when the agent's file says background: true; --fg overrides)."
+    )
     return direct
 
 
@@ -342,51 +360,103 @@ def shown_source(source: str, workdir: Path) -> str:
     return source
 
 
+@dataclass(frozen=True)
+class AgentRow:
+    """One agent as ``%agents`` shows it. ``tools`` are its effective tools (narrowed
+    against the main agent's current ones); ``notes`` the lines under it: its mode, run
+    mode, memory, effort, colour, and the fields it does not act on."""
+
+    name: str
+    source: str
+    tools: str
+    model: str
+    budget: str
+    color: str | None
+    notes: tuple[tuple[str, str], ...]
+
+
+def agent_row(definition: SubAgentDefinition, harness: Any) -> AgentRow:
+    """How ``%agents`` shows ``definition`` under ``harness`` as it is configured now."""
+    d = definition
+    workdir = Path(harness.workdir)
+    tools = resolve_tools(d, harness.tools)
+    shown = ", ".join(tools) or "(none)"
+    if d.tools is None:
+        shown = f"(all of the main agent's) {shown}"
+    if memory_only_writes(d):
+        shown += " (write_file, edit_file: its memory only)"
+    notes: list[tuple[str, str]] = []
+    mode, why = effective_mode(d, allow_bypass=harness.runner.allow_bypass_permissions)
+    if d.permission_mode:
+        notes.append(("mode", d.permission_mode if why is None else f"{d.permission_mode} → {mode}: {why}"))
+    if d.background:
+        notes.append(("runs", "in the background unless told otherwise"))
+    if d.memory:
+        home = harness.runner.home or Path.home()
+        folder = memory_folder(d.memory, d.name, workdir=workdir, home=home)
+        notes.append(("memory", f"{d.memory}, {shown_source(str(folder / MEMORY_FILE), workdir)}"))
+    main = harness.model
+    if d.effort:
+        model = resolve_model(d.model, main) if main else None
+        notes.append(("effort", (effort_note(model, d.effort) if model else None) or f"{d.effort} (no model configured)"))
+    if d.color:
+        notes.append(("color", d.color))
+    if d.unsupported():
+        notes.append(("not supported here", ", ".join(d.unsupported())))
+    ignored = [f"{', '.join(d.delegation)} in tools (subagents never delegate)"] if d.delegation else []
+    if d.extra:
+        ignored.append("unknown keys " + ", ".join(sorted(d.extra)))
+    if ignored:
+        notes.append(("ignored", "; ".join(ignored)))
+    budget = f"{usd(d.max_budget_usd)} a run" if d.max_budget_usd is not None else ""
+    if budget:
+        notes.insert(0, ("budget", budget))
+    source = shown_source(str(d.source), workdir)
+    return AgentRow(d.name, source, shown, describe_model(d, main), budget, css_color(d.color), tuple(notes))
+
+
 class AgentTable:
-    """``%agents`` output: an HTML table and a plain-text table, then the warnings: agent
-    files that could not be (fully) loaded, and ``bash`` running unsandboxed."""
+    """``%agents`` output: an HTML table and a plain-text listing (``agent_row`` for each
+    agent), then the warnings: agent files that could not be (fully) loaded, and ``bash``
+    running unsandboxed."""
 
     def __init__(self, harness: Any) -> None:
-        self.definitions = harness.registry.list()
+        self.rows = [agent_row(d, harness) for d in harness.registry.list()]
         self.warnings = list(harness.registry.warnings)
         if not harness.sandbox.active:
             self.warnings.append(harness.sandbox.describe())
-        self.main_model = harness.model
-        self.workdir = Path(harness.workdir)
-
-    def _rows(self) -> list[tuple[str, str, str, str, str]]:
-        rows = []
-        for d in self.definitions:
-            tools = "(all of the main agent's)" if d.tools is None else (", ".join(d.tools) or "(none)")
-            source = shown_source(str(d.source), self.workdir)
-            budget = f"{usd(d.max_budget_usd)} a run" if d.max_budget_usd is not None else ""
-            rows.append((d.name, source, tools, describe_model(d, self.main_model), budget))
-        return rows
 
     def __repr__(self) -> str:
-        lines = [
-            f"{name}  [{source}]\n    tools: {tools}\n    model: {model}" + (f"\n    budget: {budget}" if budget else "")
-            for name, source, tools, model, budget in self._rows()
-        ]
+        lines = []
+        for r in self.rows:
+            lines.append(f"{r.name}  [{r.source}]\n    tools: {r.tools}\n    model: {r.model}")
+            lines.extend(f"    {label}: {text}" for label, text in r.notes)
         lines += [f"warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        rows = self._rows()
-        budgets = any(b for *_, b in rows)  # a budget column only when some agent has one
+        budgets = any(r.budget for r in self.rows)  # a budget column only when some agent has one
 
-        def budget_cell(text: str) -> str:
-            return f"<td>{html.escape(text)}</td>" if budgets else ""
+        def name_cell(r: AgentRow) -> str:
+            style = f' style="color: {r.color}"' if r.color else ""
+            return f"<td><b{style}>@{html.escape(r.name)}</b></td>"
+
+        def notes_cell(r: AgentRow) -> str:
+            notes = [f"{label}: {text}" for label, text in r.notes if label != "budget"]
+            return "<td>" + "<br>".join(html.escape(n) for n in notes) + "</td>"
 
         cells = "".join(
-            f"<tr><td><b>@{html.escape(n)}</b></td><td><code>{html.escape(s)}</code></td>"
-            f"<td>{html.escape(t)}</td><td>{html.escape(m)}</td>{budget_cell(b)}</tr>"
-            for n, s, t, m, b in rows
+            f"<tr>{name_cell(r)}<td><code>{html.escape(r.source)}</code></td>"
+            f"<td>{html.escape(r.tools)}</td><td>{html.escape(r.model)}</td>"
+            + (f"<td>{html.escape(r.budget)}</td>" if budgets else "")
+            + notes_cell(r)
+            + "</tr>"
+            for r in self.rows
         )
         warn = "".join(f"<li>{html.escape(w)}</li>" for w in self.warnings)
         warn_html = f"<p><b>Warnings:</b></p><ul>{warn}</ul>" if warn else ""
         head = "<th>agent</th><th>source</th><th>tools</th><th>model</th>" + ("<th>budget</th>" if budgets else "")
-        return f"<table><tr>{head}</tr>{cells}</table>{warn_html}"
+        return f"<table><tr>{head}<th>notes</th></tr>{cells}</table>{warn_html}"
 
 
 class Table:

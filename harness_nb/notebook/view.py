@@ -15,6 +15,7 @@ form is stable (what nbval compares and what a non-widget frontend shows).
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,6 +70,39 @@ def limit_state(stop_reason: str) -> str | None:
     return None if label == "done" else label
 
 
+# Claude Code's agent colours, as CSS; an agent file's ``color`` is one of these or #rrggbb.
+AGENT_COLORS = {
+    "red": "#c62828",
+    "orange": "#ef6c00",
+    "yellow": "#f9a825",
+    "green": "#2e7d32",
+    "cyan": "#00838f",
+    "blue": "#1565c0",
+    "purple": "#6a1b9a",
+    "magenta": "#ad1457",
+    "pink": "#d81b60",
+    "gray": "#616161",
+    "grey": "#616161",
+    "white": "#9e9e9e",  # white on a white notebook would hide the name
+}
+_HEX_COLOR = re.compile(r"^#(?:[0-9a-fA-F]{3}){1,2}$")
+
+
+def css_color(color: str | None) -> str | None:
+    """The CSS colour for an agent file's ``color`` (a Claude Code colour name or
+    ``#rrggbb``), ``None`` for anything else: the value comes from a file and goes into a
+    ``style`` attribute, so only these forms ever reach it."""
+    if not color:
+        return None
+    text = color.strip()
+    return AGENT_COLORS.get(text.lower()) or (text if _HEX_COLOR.match(text) else None)
+
+
+def _name_html(name: str, color: str | None) -> str:
+    style = f" style='color:{color}'" if color else ""
+    return f"<b{style}>{html.escape(name)}</b>"
+
+
 def _markdown_output(text: str) -> tuple[dict[str, Any], ...]:
     if not text:
         return ()
@@ -106,20 +140,23 @@ class _SubLine:
     last: str = "starting"
     state: str = "running"
     usage: Usage = field(default_factory=Usage)
+    color: str | None = None  # CSS, from the agent's ``color`` (``css_color``)
 
     def render(self, now: float) -> str:
         icon = state_icon(self.state)
         title = f" — {html.escape(self.description)}" if self.description else ""
         cost = self.usage.cost_label()
         return (
-            f"<code>{icon} <b>{html.escape(self.agent)}</b>{title} · {html.escape(SECRETS.scrub(self.last))} · "
+            f"<code>{icon} {_name_html(self.agent, self.color)}{title} · {html.escape(SECRETS.scrub(self.last))} · "
             f"{plural(self.tools, 'tool')} · {self.usage.tokens_label()} · {now - self.started:.1f} s"
             f"{' · ' + html.escape(cost) if cost else ''}</code>"
         )
 
 
 class RunView(LiveBox):
-    """The widget of one run. Feed it events with ``view(event)``."""
+    """The widget of one run. Feed it events with ``view(event)``. ``color_of`` gives an
+    agent's ``color`` by name: its subagents' progress lines (and its own name, for a
+    subagent's run) are drawn in it."""
 
     def __init__(
         self,
@@ -130,9 +167,11 @@ class RunView(LiveBox):
         rate: float = 8.0,
         own_task: str | None = None,
         describe_task: Callable[[str], str] | None = None,
+        color_of: Callable[[str], str | None] | None = None,
         scheduler: Scheduler | None = None,
     ) -> None:
         self.agent = agent
+        self.color_of = color_of or (lambda _agent: None)
         self.model = model
         self.title = title
         self.own_task = own_task
@@ -212,7 +251,13 @@ class RunView(LiveBox):
         inner = update.event
         sub = self._subs.get(update.task_id)
         if sub is None:
-            sub = _SubLine(update.agent, self.describe_task(update.task_id), widgets.HTML(), started=self.now())
+            sub = _SubLine(
+                update.agent,
+                self.describe_task(update.task_id),
+                widgets.HTML(),
+                started=self.now(),
+                color=css_color(self.color_of(update.agent)),
+            )
             self._subs[update.task_id] = sub
             self._freeze_narration()
             self.activity.children = (*self.activity.children, sub.widget)
@@ -262,8 +307,10 @@ class RunView(LiveBox):
         title = f" — {html.escape(self.title)}" if self.title else ""
         gauge = f" · {html.escape(self.context.label())}" if self.context is not None else ""
         cost = f" · {html.escape(label)}" if (label := self.usage.cost_label()) else ""
+        color = css_color(self.color_of(self.agent))
+        agent = f"<span style='color:{color}'>{html.escape(self.agent)}</span>" if color else html.escape(self.agent)
         self.header.value = (
-            f"<b>{icon} {html.escape(self.agent)}</b>{title} · <code>{html.escape(self.model)}</code> · "
+            f"<b>{icon} {agent}</b>{title} · <code>{html.escape(self.model)}</code> · "
             f"{html.escape(self.state)} · {self.usage.tokens_label()} · {plural(self.usage.turns, 'turn')} · "
             f"{elapsed:.1f} s{cost}{gauge}"
         )

@@ -8,17 +8,25 @@ Tool names (``normalize_tool_names``):
 
 - Claude Code names map onto ours, case-insensitively: ``Read``/``NotebookRead`` ->
   ``read_file``, ``Write`` -> ``write_file``, ``Edit``/``MultiEdit`` -> ``edit_file``,
-  ``Bash`` -> ``bash``, ``Glob`` -> ``glob``, ``Grep`` -> ``grep``, ``LS`` -> ``ls``,
-  ``Task``/``Agent`` -> ``task`` (which ``resolve_tools`` always strips again).
+  ``Bash`` -> ``bash``, ``Glob`` -> ``glob``, ``Grep`` -> ``grep``, ``LS`` -> ``ls``.
+- ``Task``/``Agent`` (also ``Task(reviewer)``, Claude Code's "which subagents it may
+  start") are recognised and dropped into ``ToolNames.delegation``: subagents never
+  delegate here, so the loader says so instead of calling them unknown.
 - A permission pattern such as ``Bash(git:*)`` reduces to its tool (``bash``). harness_nb
   does not enforce command patterns, so the pattern is reported, not silently trusted.
 - A lowercase ``snake_case`` name passes through unchanged: it is one of ours or a custom
   tool registered in code, and ``resolve_tools`` intersects with the parent's tools anyway.
+  So does a glob of such names (``kernel_*``), matched against the parent's tools.
 - An MCP tool name passes through too, patterns included: ``mcp__github__create_issue``,
   ``mcp__github__*``, ``mcp__github`` (every tool of that server); ``resolve_tools``
   matches them against the parent's MCP tools.
 - Anything else (``WebFetch``, ``TodoWrite``, ...) names a tool harness_nb does not have
   and is dropped, with a note the loader turns into a warning.
+
+Frontmatter fields: ``CLAUDE_FIELDS`` lists every field of a Claude Code agent file (as
+documented late 2026) and what harness_nb does with it; each one has a field here, so
+none is dropped. ``hooks``, ``isolation`` and ``initialPrompt`` are kept but not acted on
+(``SubAgentDefinition.unsupported`` names them; ``%agents`` shows them).
 
 ``tools`` is ``None`` when nothing was listed (inherit every tool of the parent). A list,
 even an empty one, is an allowlist: if every listed name was dropped the agent gets *no*
@@ -28,10 +36,11 @@ reason an explicit ``tools: []`` means "no tools"; leave the key out to inherit.
 
 from __future__ import annotations
 
+import difflib
 import logging
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -42,6 +51,7 @@ from pydantic import (
     model_validator,
 )
 
+from ..engine.permission import PERMISSION_MODES, PermissionMode
 from ..engine.skill import skill_name_problem
 from ..tools.names import CLAUDE_TOOL_NAMES
 
@@ -59,8 +69,41 @@ CLAUDE_MODEL_ALIASES: dict[str, str] = {
     "haiku": "claude-haiku-4-5",
 }
 
-_OUR_TOOL_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+MemoryScope = Literal["user", "project", "local"]
+Effort = Literal["low", "medium", "high", "max"]
+MEMORY_SCOPES: tuple[str, ...] = get_args(MemoryScope)
+EFFORTS: tuple[str, ...] = get_args(Effort)
+
+HONOURED = "honoured"
+NOT_SUPPORTED = "not supported here"
+# Every frontmatter field of a Claude Code agent file (its spelling), and what harness_nb
+# does with it. The one list: the loader's did-you-mean, the README's table and the test
+# that every field is accounted for all read it.
+CLAUDE_FIELDS: dict[str, str] = {
+    "name": HONOURED,
+    "description": HONOURED,
+    "tools": HONOURED,
+    "disallowedTools": HONOURED,
+    "model": HONOURED,
+    "permissionMode": HONOURED,
+    "maxTurns": HONOURED,
+    "skills": HONOURED,
+    "mcpServers": HONOURED,
+    "hooks": NOT_SUPPORTED,
+    "memory": HONOURED,
+    "background": HONOURED,
+    "effort": HONOURED,
+    "isolation": NOT_SUPPORTED,
+    "initialPrompt": NOT_SUPPORTED,
+    "color": HONOURED,
+}
+# harness_nb's own fields, beyond Claude Code's.
+OWN_FIELDS: dict[str, str] = {"systemPrompt": HONOURED, "maxBudgetUsd": HONOURED}
+
+# one of our names, or a glob of them (``kernel_*``), which ``resolve_tools`` matches
+_OUR_TOOL_NAME = re.compile(r"^[a-z*?][a-z0-9_*?]*$")
 MCP_TOOL_PATTERN = re.compile(r"^mcp__[A-Za-z0-9_*-]+$")
+_DELEGATION_NAMES = frozenset({"task", "agent"})
 _PATTERN = re.compile(r"^\s*([A-Za-z_][\w-]*)\s*\((.*)\)\s*$", re.DOTALL)
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
@@ -68,11 +111,13 @@ _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 @dataclass
 class ToolNames:
     """Result of ``normalize_tool_names``: our names, the names dropped because harness_nb
-    has no such tool, and the ``Tool(pattern)`` entries reduced to their whole tool."""
+    has no such tool, the ``Tool(pattern)`` entries reduced to their whole tool, and the
+    ``Task``/``Agent`` entries dropped because subagents never delegate."""
 
     names: list[str]
     dropped: list[str] = field(default_factory=list)
     patterns: list[str] = field(default_factory=list)
+    delegation: list[str] = field(default_factory=list)
 
 
 def split_names(raw: Any) -> list[str]:
@@ -112,6 +157,9 @@ def normalize_tool_names(raw: Any) -> ToolNames:
     for item in split_names(raw):
         match = _PATTERN.match(item)
         name = match.group(1) if match else item
+        if name.lower() in _DELEGATION_NAMES:
+            result.delegation.append(item)
+            continue
         mapped = CLAUDE_TOOL_NAMES.get(name.lower())
         if mapped is None and MCP_TOOL_PATTERN.match(name):
             mapped = name
@@ -156,6 +204,38 @@ def canonical_key(key: str) -> str:
     return _CAMEL_BOUNDARY.sub("_", key.strip()).replace("-", "_").lower()
 
 
+# canonical field name -> its Claude Code (camelCase) spelling
+CAMEL_NAMES: dict[str, str] = {canonical_key(k): k for k in (*CLAUDE_FIELDS, *OWN_FIELDS)}
+
+
+def normalize_permission_mode(raw: Any) -> tuple[PermissionMode | None, str | None]:
+    """``(mode, note)``: Claude Code's ``permissionMode`` value, matched case-insensitively.
+    A value it does not have is ``None`` (the parent's policy) with a note."""
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return None, None
+    text = str(raw).strip()
+    for mode in get_args(PermissionMode):
+        if text.lower() == mode.lower():
+            return mode, None
+    close = difflib.get_close_matches(text, PERMISSION_MODES, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return None, (
+        f"permissionMode {text!r} is not one of {', '.join(PERMISSION_MODES)}{hint}; "
+        "using the parent's policy"
+    )
+
+
+def normalize_choice(key: str, raw: Any, choices: tuple[str, ...]) -> tuple[str | None, str | None]:
+    """``(value, note)`` for a field that takes one of ``choices`` (``memory``,
+    ``effort``), matched case-insensitively; anything else is ``None`` with a note."""
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return None, None
+    text = str(raw).strip().lower()
+    if text in choices:
+        return text, None
+    return None, f"{CAMEL_NAMES.get(key, key)} {raw!r} is not one of {', '.join(choices)}; ignored"
+
+
 class SubAgentDefinition(BaseModel):
     """One kind of subagent: who it is, what it may use and how it is told to behave.
 
@@ -169,6 +249,14 @@ class SubAgentDefinition(BaseModel):
     configurations that live only while it runs (the runner gives it their tools, narrowed
     by ``tools`` / ``disallowed_tools`` like the rest). Keys the model does not know are
     kept in ``extra``. camelCase and snake_case keys are both accepted.
+
+    Claude Code's other fields: ``permission_mode`` (``None``: the parent's policy; see
+    ``subagents.permission.effective_mode``), ``background`` (its run mode when the caller
+    does not say), ``memory`` (a ``MEMORY.md`` per scope, see ``subagents.memory``),
+    ``effort`` (the provider's reasoning effort, where the model has one), ``color`` (its
+    progress line's colour). ``hooks``, ``isolation`` and ``initial_prompt`` are kept, not acted on: ``unsupported``
+    names the ones set. ``delegation`` keeps the ``Task``/``Agent`` entries of ``tools``,
+    dropped because subagents never delegate.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -183,8 +271,15 @@ class SubAgentDefinition(BaseModel):
     max_budget_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     skills: list[str] = Field(default_factory=list)
     mcp_servers: list[str | dict[str, Any]] = Field(default_factory=list)
+    permission_mode: PermissionMode | None = None
     background: bool = False
+    memory: MemoryScope | None = None
+    effort: Effort | None = None
     color: str | None = None
+    hooks: Any = None
+    isolation: str | None = None
+    initial_prompt: str | None = None
+    delegation: list[str] = Field(default_factory=list)
     source: str = "builtin"
     extra: dict[str, Any] = Field(default_factory=dict)
 
@@ -284,9 +379,28 @@ class SubAgentDefinition(BaseModel):
         text = None if value is None else str(value).strip()
         return None if not text or text.lower() == "inherit" else text
 
-    @field_validator("color", mode="before")
+    @field_validator("color", "isolation", "initial_prompt", mode="before")
     @classmethod
-    def _color(cls, value: Any) -> str | None:
-        # YAML reads "color: 0xff0000" or "color: 123" as a number; a color is a string.
+    def _string(cls, value: Any) -> str | None:
+        # YAML reads "color: 0xff0000" or "color: 123" as a number; these are strings.
         return None if value is None else str(value)
+
+    @field_validator("permission_mode", mode="before")
+    @classmethod
+    def _permission_mode(cls, value: Any) -> Any:
+        mode, note = normalize_permission_mode(value)
+        if note:
+            raise ValueError(note)
+        return mode
+
+    @field_validator("memory", "effort", mode="before")
+    @classmethod
+    def _lowercase(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
+
+    def unsupported(self) -> list[str]:
+        """The fields set here that harness_nb keeps but does not act on, in Claude Code's
+        spelling (``hooks``, ``isolation``, ``initialPrompt``)."""
+        values = {"hooks": self.hooks, "isolation": self.isolation, "initialPrompt": self.initial_prompt}
+        return [name for name, value in values.items() if value not in (None, "", [], {})]
 

@@ -20,6 +20,15 @@ YAML aliases and deep nesting are refused before anything expands (``frontmatter
 a skill name that is a path (``skills: [../../etc/passwd]``) is dropped with a warning and
 never read, and at most ``MAX_FILES`` files are read from one folder.
 
+Every field of a Claude Code agent file is accounted for (``definition.CLAUDE_FIELDS``): a
+field harness_nb acts on is read into the definition; ``hooks``, ``isolation`` and
+``initialPrompt`` are kept there too and named in the file's note as not supported here;
+``Task``/``Agent`` in ``tools`` are dropped with a note (subagents never delegate); a value
+a field cannot take (``permissionMode: plann``) is dropped with a note. A key that is no
+field but close to one (``disalowedTools``, ``maxturns``) stays in ``extra`` with a
+did-you-mean warning; one spelt another way than Claude Code spells it
+(``permission-mode``) is read, with a warning that Claude Code would not read it.
+
 Nothing here raises for a bad file: each file that is skipped, or only partly understood,
 gives exactly one warning string naming the file and the reason, and loading goes on —
 even when the parser itself fails (RecursionError, MemoryError, anything): one bad file
@@ -29,6 +38,7 @@ Reads are synchronous on purpose: this runs once at start-up over a few small fi
 
 from __future__ import annotations
 
+import difflib
 import re
 import textwrap
 from dataclasses import dataclass, field
@@ -41,10 +51,15 @@ from pydantic import ValidationError
 from ..core import NotRegularFileError, read_regular
 from ..engine.skill import skill_name_problem
 from .definition import (
+    CAMEL_NAMES,
+    EFFORTS,
+    MEMORY_SCOPES,
     NAME_RULE,
     SubAgentDefinition,
     canonical_key,
+    normalize_choice,
     normalize_model,
+    normalize_permission_mode,
     normalize_tool_names,
     split_names,
 )
@@ -57,15 +72,18 @@ MAX_FILES = 1000
 SKIPPED = ": skipped: "
 # A skill name that is a path, in a file that loaded: worth a warning too.
 DROPPED_SKILL = "skills: dropped: "
+# A misspelt field, or one Claude Code would not read: a warning as well.
+DID_YOU_MEAN = "did you mean"
+NOT_CLAUDE_SPELLING = "Claude Code reads only"
+NOT_SUPPORTED_NOTE = "kept but not supported here: "
 
 _TOOL_FIELDS = ("tools", "disallowed_tools")
 _LIST_FIELDS = frozenset({"tools", "disallowed_tools", "skills"})
-_FIELD_KEYS = frozenset(SubAgentDefinition.model_fields) - {"source", "extra"}
+_FIELD_KEYS = frozenset(SubAgentDefinition.model_fields) - {"source", "extra", "delegation"}
 # Extra keys seen in real agent collections; the lenient reader only starts a new key at
 # a known name, so that "user: ..." lines inside an <example> stay part of the description.
-_COMMON_EXTRA_KEYS = frozenset(
-    {"category", "version", "tags", "author", "permission_mode", "hooks", "mcp_servers"}
-)
+_COMMON_EXTRA_KEYS = frozenset({"category", "version", "tags", "author"})
+_SQUASHED = {canon.replace("_", ""): canon for canon in _FIELD_KEYS}
 _KEY_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*)\s*:(?:\s+(.*))?$")
 
 
@@ -182,6 +200,9 @@ def _parse(text: str, source: str, notes: list[str]) -> SubAgentDefinition:
         canon = canonical_key(str(key))
         if canon in _FIELD_KEYS:
             fields[canon] = value
+            if str(key) not in (canon, CAMEL_NAMES.get(canon)):
+                camel = CAMEL_NAMES.get(canon, canon)
+                notes.append(f"{key} read as {camel} ({NOT_CLAUDE_SPELLING} {camel}: write it so)")
         else:
             extra[str(key)] = value
 
@@ -195,23 +216,51 @@ def _parse(text: str, source: str, notes: list[str]) -> SubAgentDefinition:
 
     for key in _TOOL_FIELDS:
         if key in fields and not _blank(fields[key]):
-            fields[key] = _tool_list(key, fields[key], notes)
+            fields[key] = _tool_list(key, fields[key], notes, fields)
     if "skills" in fields:
         fields["skills"] = _skill_list(fields["skills"], notes)
     if "model" in fields:
         fields["model"], note = normalize_model(fields["model"])
         if note:
             notes.append(note)
+    if "permission_mode" in fields:
+        fields["permission_mode"], note = normalize_permission_mode(fields["permission_mode"])
+        if note:
+            notes.append(note)
+    for key, choices in (("memory", MEMORY_SCOPES), ("effort", EFFORTS)):
+        if key in fields:
+            fields[key], note = normalize_choice(key, fields[key], choices)
+            if note:
+                notes.append(note)
     # A prompt in the frontmatter and one in the body are both kept, frontmatter first.
     prompt_parts = [_text(fields.pop("system_prompt", None)), body.strip()]
     fields["system_prompt"] = "\n\n".join(p for p in prompt_parts if p)
 
-    if extra:
-        notes.append("unknown keys kept in extra: " + ", ".join(sorted(extra)))
+    unknown = sorted(extra)
+    for key in unknown:
+        close = _close_field(key)
+        if close is not None:
+            notes.append(f"unknown key {key!r} kept in extra ({DID_YOU_MEAN} {close}?)")
+    plain = [k for k in unknown if _close_field(k) is None]
+    if plain:
+        notes.append("unknown keys kept in extra: " + ", ".join(plain))
     try:
-        return SubAgentDefinition.model_validate({**fields, "extra": extra, "source": source})
+        defn = SubAgentDefinition.model_validate({**fields, "extra": extra, "source": source})
     except ValidationError as exc:
         raise _Skip(_describe(exc)) from exc
+    if defn.unsupported():
+        notes.append(NOT_SUPPORTED_NOTE + ", ".join(defn.unsupported()))
+    return defn
+
+
+def _close_field(key: str) -> str | None:
+    """The field (Claude Code's spelling) that ``key`` is a misspelling of, if any."""
+    squashed = canonical_key(key).replace("_", "")
+    close = difflib.get_close_matches(squashed, _SQUASHED, n=1, cutoff=0.8)
+    if not close:
+        return None
+    canon = _SQUASHED[close[0]]
+    return CAMEL_NAMES.get(canon, canon)
 
 
 def _split_frontmatter(text: str) -> tuple[str, str, int]:
@@ -318,8 +367,11 @@ def _unquote(text: str) -> str:
     return text
 
 
-def _tool_list(key: str, raw: Any, notes: list[str]) -> list[str]:
+def _tool_list(key: str, raw: Any, notes: list[str], fields: dict[str, Any]) -> list[str]:
     result = normalize_tool_names(raw)
+    if result.delegation and key == "tools":
+        fields["delegation"] = result.delegation
+        notes.append(f"tools: {', '.join(result.delegation)} dropped: subagents never delegate here")
     # An unknown name in disallowed_tools blocks a tool we do not have: nothing to say.
     if result.dropped and key == "tools":
         note = f"tools: dropped names harness_nb has no tool for: {', '.join(result.dropped)}"
@@ -328,7 +380,8 @@ def _tool_list(key: str, raw: Any, notes: list[str]) -> list[str]:
             note += " (no listed tool is left, so this agent gets no tools)"
         notes.append(note)
     elif key == "tools" and not result.names:
-        notes.append("tools is an empty list, so this agent gets no tools (omit it to inherit)")
+        what = "no other tool is listed" if result.delegation else "tools is an empty list"
+        notes.append(f"{what}, so this agent gets no tools (omit it to inherit)")
     if result.patterns:
         effect = "allows" if key == "tools" else "blocks"
         notes.append(

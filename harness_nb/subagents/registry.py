@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..core import UnknownNameError
 from .definition import SubAgentDefinition
-from .loader import DROPPED_SKILL, SKIPPED, LoadResult, agent_files, load_agent_dir
+from .loader import DID_YOU_MEAN, DROPPED_SKILL, NOT_CLAUDE_SPELLING, SKIPPED, LoadResult, agent_files, load_agent_dir
 
 logger = logging.getLogger("harness_nb.subagents")
 
@@ -138,10 +138,10 @@ class AgentRegistry:
         for defn in (*BUILTIN_AGENTS, *loaded.definitions, *self._registered.values()):
             self._put(defs, defn)
         for warning in loaded.warnings:
-            # A skipped file is a problem, and so is a skill name that tried to be a path; a
-            # note on a loaded one (a Claude Code model alias, say) is not, and a collection
-            # of 80 agents would flood stderr with it.
-            problem = SKIPPED in warning or DROPPED_SKILL in warning
+            # A skipped file is a problem, and so are a skill name that tried to be a path and
+            # a misspelt field; a note on a loaded one (a Claude Code model alias, say) is
+            # not, and a collection of 80 agents would flood stderr with it.
+            problem = any(marker in warning for marker in (SKIPPED, DROPPED_SKILL, DID_YOU_MEAN, NOT_CLAUDE_SPELLING))
             level = logging.WARNING if problem else logging.INFO
             logger.log(level, "%s", warning)
         self.warnings = loaded.warnings

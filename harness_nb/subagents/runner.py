@@ -23,6 +23,12 @@ or holds inline configurations, whose servers are started for that run only and 
 after it; their tools join the child's, narrowed by the definition's ``tools`` /
 ``disallowed_tools`` like every other tool.
 
+Permission mode and memory: a definition's ``permissionMode`` (``effective_mode``:
+``bypassPermissions`` only with ``allow_bypass_permissions``) and its memory folder
+(``memory.py``) go into the child's own copy of the parent's ``PermissionHook``
+(``for_subagent``); the rest of the parent's hooks are shared as they are. Its memory's
+first lines join its system prompt, and its file tools may reach that folder.
+
 Approvals: a foreground subagent relays to the parent run's approval channel, so the person
 sees the request where the parent runs. A background subagent is denied (fail closed)
 unless ``background_approvals="ask"``, where the request goes to the launching run's
@@ -60,10 +66,14 @@ from ..engine import (
     Denied,
     DenyCoordinationHook,
     EventSink,
+    Hook,
+    HookRegistry,
     Injector,
     Limits,
     MemorySession,
     ParentContext,
+    PermissionHook,
+    PermissionMode,
     PromptBuilder,
     RunContext,
     RunResult,
@@ -73,8 +83,9 @@ from ..engine import (
 from ..mcp import McpManager
 from ..tools import Tool
 from .definition import SubAgentDefinition
+from .memory import Memory, load_memory
 from .model import ModelResolver
-from .permission import resolve_tools
+from .permission import effective_mode, memory_only_writes, resolve_tools
 
 log = logging.getLogger("harness_nb.subagents")
 
@@ -106,7 +117,9 @@ class SubagentRunner:
     shares one resolver between its own runs and its subagents. ``subagent_budget_usd``
     caps what each subagent run may spend (``None``: only its definition's
     ``max_budget_usd`` and its parent's budget do). ``mcp`` holds the configured MCP
-    servers a definition's ``mcp_servers`` may name.
+    servers a definition's ``mcp_servers`` may name. ``allow_bypass_permissions``: whether a
+    definition's ``permissionMode: bypassPermissions`` is honoured (the person's choice,
+    off by default). ``home`` is where user-scope memory lives (default: the home folder).
     """
 
     def __init__(
@@ -118,6 +131,8 @@ class SubagentRunner:
         approval_timeout: float = 300.0,
         subagent_budget_usd: float | None = None,
         mcp: McpManager | None = None,
+        allow_bypass_permissions: bool = False,
+        home: Path | None = None,
     ) -> None:
         self.models = models
         self.mcp = mcp
@@ -125,6 +140,8 @@ class SubagentRunner:
         self.background_approvals = background_approvals
         self.approval_timeout = approval_timeout
         self.subagent_budget_usd = subagent_budget_usd
+        self.allow_bypass_permissions = allow_bypass_permissions
+        self.home = home
 
     def check_depth(self, parent: ParentContext) -> None:
         """Refuse a spawn deeper than ``max_depth`` with a clear error."""
@@ -162,7 +179,14 @@ class SubagentRunner:
             tools.add(next(t for t in mcp_tools if t.name == name))
         for extra in extra_tools:
             tools.add(extra)
-        hooks = parent.hooks.with_hooks(DenyCoordinationHook(exempt=[t.name for t in extra_tools]))
+        memory = load_memory(definition, workdir=parent.workdir, home=self.home)
+        writable = [memory.folder] if memory is not None and memory.writable else []
+        hooks = HookRegistry(
+            [
+                *self.permission_hooks(definition, parent.hooks.hooks, writable),
+                DenyCoordinationHook(exempt=[t.name for t in extra_tools]),
+            ]
+        )
         if session is None:
             transcript = None
             if parent.transcript is not None:
@@ -176,7 +200,7 @@ class SubagentRunner:
             hooks=hooks,
             session=session,
             prompt_builder=PromptBuilder(
-                definition.system_prompt or DEFAULT_SUBAGENT_PROMPT,
+                _with_memory(definition.system_prompt or DEFAULT_SUBAGENT_PROMPT, memory, parent.workdir),
                 workdir=parent.workdir,
                 skills=definition.skills,
             ),
@@ -185,6 +209,7 @@ class SubagentRunner:
             agent=agent or definition.name,
             depth=parent.depth + 1,
             injectors=injectors,
+            roots=writable,
         )
         approval = self._approval_for(definition.name, parent.approval, background)
         context = RunContext(
@@ -197,6 +222,22 @@ class SubagentRunner:
             parent_budget=parent.budget,
         )
         return Child(engine, context)
+
+    def permission_hooks(
+        self, definition: SubAgentDefinition, hooks: Sequence[Hook], writable: Sequence[Path] = ()
+    ) -> list[Hook]:
+        """The parent's ``hooks`` for a child of ``definition``: each ``PermissionHook`` in
+        the child's permission mode, writing its memory folders ``writable``. Without one
+        (an engine built bare) a ``plan`` agent still gets one that refuses every change."""
+        mode: PermissionMode
+        mode, note = effective_mode(definition, allow_bypass=self.allow_bypass_permissions)
+        if note:
+            log.warning("agent %s: %s", definition.name, note)
+        only = writable if memory_only_writes(definition) else None
+        out = [h.for_subagent(mode, writable=writable, writes_only_in=only) if isinstance(h, PermissionHook) else h for h in hooks]
+        if mode == "plan" and not any(isinstance(h, PermissionHook) for h in hooks):
+            out.append(PermissionHook("never", mode="plan", writable=writable))
+        return out
 
     def child_limits(self, definition: SubAgentDefinition, parent: ParentContext) -> Limits:
         """The limits of a child of ``parent``: the parent's, with the definition's
@@ -309,6 +350,10 @@ class SubagentRunner:
             yield tools
         finally:
             await scoped.aclose()
+
+
+def _with_memory(prompt: str, memory: Memory | None, workdir: Path) -> str:
+    return prompt if memory is None else f"{prompt}\n\n{memory.prompt_section(workdir.resolve())}"
 
 
 def progress_line(event: Event) -> str | None:

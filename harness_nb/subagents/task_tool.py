@@ -3,8 +3,9 @@
 Its schema is generated from the registry (``subagent_type`` is an enum of the registered
 names; the description lists each agent), so a new agent file is delegable at once.
 Modes, checked in this order: team (``team_name``), chain, parallel (``tasks``), single;
-``background`` works with one task or with ``tasks`` (each its own background task). The
-result forms are in ``render.py``.
+``background`` works with one task or with ``tasks`` (each its own background task); left
+out for one task, the agent's own ``background`` field decides (parallel tasks and chains
+run in the foreground unless told). The result forms are in ``render.py``.
 
 Subagents start from ``ToolContext.parent``, the calling run's ``ParentContext``: its
 provider, tools, hooks, limits, approval channel, usage account and budget scope, fixed
@@ -49,7 +50,7 @@ class TaskParams(BaseModel):
     subagent_type: str | None = None
     prompt: str | None = None
     description: str = ""
-    background: bool = False
+    background: bool | None = None  # None: the agent's own default (its ``background`` field)
     tasks: list[_Item] | None = None
     chain: list[_Item] | None = None
     team_name: str | None = None
@@ -135,7 +136,7 @@ class TaskTool(Tool):
                 "give `subagent_type` and `prompt` (one task), `tasks` (parallel) or `chain` (sequential)"
             )
         definition = self.registry.get(params.subagent_type)
-        if params.background:
+        if definition.background if params.background is None else params.background:
             entry = self.launch_background(definition, params.prompt, parent, description=params.description, emit=ctx.emit)
             return running_task(entry.id)
         outcome = await self._foreground(definition, params.prompt, params.description, parent, ctx)
@@ -317,7 +318,10 @@ def _check_count(items: list[_Item]) -> None:
 
 def _build_spec(definitions: list[SubAgentDefinition]) -> ToolSpec:
     names = [d.name for d in definitions]
-    listing = "\n".join(f"- {d.name}: {' '.join(d.description.split())}" for d in definitions)
+    listing = "\n".join(
+        f"- {d.name}: {' '.join(d.description.split())}" + (" (runs in the background unless background=false)" if d.background else "")
+        for d in definitions
+    )
     agent = {"type": "string", "enum": names, "description": "Which subagent runs the task."}
     prompt = {
         "type": "string",
@@ -349,7 +353,10 @@ def _build_spec(definitions: list[SubAgentDefinition]) -> ToolSpec:
                 "subagent_type": agent,
                 "prompt": prompt,
                 "description": title,
-                "background": {"type": "boolean", "description": "Run in the background and return at once."},
+                "background": {
+                    "type": "boolean",
+                    "description": "Run in the background and return at once (one task; default: the agent's own setting).",
+                },
                 "tasks": {"type": "array", "items": item, "maxItems": MAX_PARALLEL_TASKS, "description": "Parallel tasks."},
                 "chain": {"type": "array", "items": item, "description": "Sequential steps; {previous} = last result."},
                 "team_name": {"type": "string", "description": "Spawn a long-lived teammate in this team."},

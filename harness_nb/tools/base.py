@@ -27,7 +27,8 @@ class ToolContext:
     """What a running tool may use: the working directory, the call, the calling agent, the
     event sink, the tool itself, and ``parent``: the calling run as a subagent would inherit
     it (an ``engine.ParentContext``, typed loosely so that tools need not import the engine;
-    the delegation tool starts its subagents from it)."""
+    the delegation tool starts its subagents from it). ``roots`` are folders outside the
+    workdir that the file tools may use too (a subagent's memory folder)."""
 
     workdir: Path
     call: ToolCall
@@ -35,6 +36,7 @@ class ToolContext:
     emit: Callable[[Event], Any] = lambda _event: None
     tool: Tool | None = None
     parent: Any = None
+    roots: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -210,7 +210,7 @@ async def read_file(
     refused. Read a file before editing it, and copy text for edit_file from this output
     without the line-number prefix.
     """
-    p = resolve_in_workdir(ctx.workdir, path)
+    p = resolve_in_workdir(ctx.workdir, path, roots=ctx.roots)
     return await run_blocking(_read, p, path, offset, limit)
 
 
@@ -237,7 +237,7 @@ async def write_file(
     The write is atomic: readers see the old file or the new one, never half of it. To
     change part of an existing file use edit_file instead of rewriting it.
     """
-    p = resolve_in_workdir(ctx.workdir, path)
+    p = resolve_in_workdir(ctx.workdir, path, roots=ctx.roots)
     size = await run_blocking(_write, p, path, content)
     return f"wrote {size} bytes to {display_path(ctx.workdir, p)}"
 
@@ -302,7 +302,7 @@ async def edit_file(
         raise ToolError("old_string is empty; give the exact text to replace, or use write_file")
     if old_string == new_string:
         raise ToolError("old_string and new_string are the same; there is nothing to change")
-    p = resolve_in_workdir(ctx.workdir, path)
+    p = resolve_in_workdir(ctx.workdir, path, roots=ctx.roots)
     count = await run_blocking(_edit, p, path, old_string, new_string, replace_all)
     noun = "occurrence" if count == 1 else "occurrences"
     return f"replaced {count} {noun} in {display_path(ctx.workdir, p)}"
@@ -344,7 +344,7 @@ async def ls(
     broken or looping symlink) says so in brackets. Long listings are cut at 500 entries;
     use glob to find specific files in a large tree.
     """
-    p = resolve_in_workdir(ctx.workdir, path)
+    p = resolve_in_workdir(ctx.workdir, path, roots=ctx.roots)
     names = await run_blocking(_list, p, path)
     if not names:
         return f"(empty folder: {display_path(ctx.workdir, p)})"

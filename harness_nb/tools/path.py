@@ -12,6 +12,7 @@ is literally called that.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..core import PathEscapeError, ToolError, escape_surrogates, unescape_bytes
@@ -27,8 +28,9 @@ def _resolve(root: Path, path: str) -> Path:
         raise ToolError(f"cannot use path {path!r}: {exc}") from None
 
 
-def resolve_in_workdir(workdir: Path, path: str) -> Path:
-    """The real absolute location of ``path`` if it lies inside ``workdir``.
+def resolve_in_workdir(workdir: Path, path: str, *, roots: Sequence[Path] = ()) -> Path:
+    """The real absolute location of ``path`` if it lies inside ``workdir`` (or one of
+    ``roots``, folders outside it a tool may also use: ``ToolContext.roots``).
 
     Relative paths are taken from ``workdir``; absolute paths are allowed when they point
     inside it. The target need not exist (``write_file`` creates it). Raises
@@ -43,7 +45,7 @@ def resolve_in_workdir(workdir: Path, path: str) -> Path:
         unescaped = _resolve(root, raw)
         if os.path.lexists(unescaped):
             resolved = unescaped
-    if not resolved.is_relative_to(root):
+    if not resolved.is_relative_to(root) and not any(resolved.is_relative_to(r) for r in roots):
         raise PathEscapeError(
             f"path {path!r} is outside the working directory {root}; use a path inside it"
         )
@@ -52,6 +54,10 @@ def resolve_in_workdir(workdir: Path, path: str) -> Path:
 
 def display_path(workdir: Path, resolved: Path) -> str:
     """``resolved`` relative to ``workdir`` in ``/`` form (``.`` for the workdir itself),
-    so outputs read the same on every machine and match what the model can pass back.
-    Bytes that are not UTF-8 are shown as ``\\xNN``."""
-    return escape_surrogates(resolved.relative_to(workdir.resolve()).as_posix())
+    so outputs read the same on every machine and match what the model can pass back
+    (absolute for a path in one of ``ToolContext.roots``, outside it). Bytes that are not
+    UTF-8 are shown as ``\\xNN``."""
+    root = workdir.resolve()
+    if not resolved.is_relative_to(root):
+        return escape_surrogates(resolved.as_posix())
+    return escape_surrogates(resolved.relative_to(root).as_posix())
