@@ -448,3 +448,111 @@ def test_resolve_tools_matches_glob_entries_and_plan_keeps_read_only_tools(tmp_p
     writer = SubAgentDefinition(name="w", description="d", tools=["*_file"], disallowed_tools=["edit_*"])
     assert resolve_tools(writer, tools) == ["read_file", "write_file"]
     assert json.dumps(resolve_tools(SubAgentDefinition(name="n", description="d", tools=[]), tools)) == "[]"
+
+
+@pytest.mark.kernel
+async def test_agents_magic_in_a_real_kernel_shows_effective_tools_and_the_bypass_setting(tmp_path: Path) -> None:
+    from notebook_support import notebook
+
+    agent_file(tmp_path, "reviewer", "tools: Read, Grep, WebFetch, Task\npermissionMode: bypassPermissions\nhooks: {Stop: []}\ncolor: green\n")
+    async with notebook(tmp_path, [{"text": "hello"}]) as k:
+        await k.run("%config HarnessNB.tools = ['read_file', 'bash']")
+        listing = k.text(await k.run("%agents"))
+        block = listing.split("reviewer  [.claude/agents/reviewer.md]\n")[1]
+        assert block.startswith("    tools: read_file\n    model: inherit (scripted/script.yaml)\n")  # no grep offered
+        assert "    mode: bypassPermissions → default: permissionMode bypassPermissions is not enabled" in block
+        assert "    color: green\n" in block
+        assert "    ignored: Task in tools (subagents never delegate)" in block
+        assert "general-purpose  [builtin]\n    tools: (all of the main agent's) read_file, bash\n" in listing
+        assert any(w.startswith("warning: .claude/agents/reviewer.md: ") and "WebFetch" in w for w in listing.splitlines())
+        await k.run("%config HarnessNB.allow_bypass_permissions = True")
+        assert "    mode: bypassPermissions\n" in k.text(await k.run("%agents"))
+
+
+# ---------------------------------------------------------------------- effort on the wire
+
+
+async def effort_run(
+    tmp_path: Path, model: str, effort: str, steps: list[dict[str, Any]] | None = None, *, streaming: bool = True
+) -> FakeLLMServer:
+    agent_file(tmp_path, "thinker", f"effort: {effort}\n")
+    api, _, _ = model.partition("/")
+    async with FakeLLMServer(steps or delegation("thinker", [{"text": "child finished"}])) as server:
+        base = server.url + ("/v1" if api != "anthropic" else "")
+        h = Harness(model, workdir=tmp_path, base_url=base, api_key="sk-test", include_user_agents=False, sandbox="off")
+        OPEN.append(h)
+        h.provider.streaming = streaming
+        await h.run("go")
+    return server
+
+
+@pytest.mark.parametrize(("model", "sent"), [("openai/gpt-5-mini", "high"), ("openai/o3", "high"), ("openai/gpt-4o", None)])
+async def test_effort_is_openai_reasoning_effort_on_reasoning_models_only(tmp_path: Path, model: str, sent: str | None) -> None:
+    server = await effort_run(tmp_path, model, "high")
+    main, child = server.requests[0].body, server.requests[1].body
+    assert "reasoning_effort" not in main  # the main agent has no effort of its own
+    assert child.get("reasoning_effort") == sent
+
+
+@pytest.mark.parametrize(
+    ("model", "budget"), [("anthropic/claude-sonnet-4-5", 6144), ("anthropic/claude-opus-4-1", 6144), ("anthropic/claude-3-5-haiku", None)]
+)
+async def test_effort_is_anthropic_extended_thinking_on_models_that_think(tmp_path: Path, model: str, budget: int | None) -> None:
+    server = await effort_run(tmp_path, model, "medium")
+    main, child = server.requests[0].body, server.requests[1].body
+    assert "thinking" not in main and main["max_tokens"] == 8192
+    if budget is None:
+        assert "thinking" not in child and child["max_tokens"] == 8192
+    else:
+        assert child["thinking"] == {"type": "enabled", "budget_tokens": budget}
+        assert child["max_tokens"] == 8192 + budget and "temperature" not in child
+
+
+THOUGHT = {"type": "thinking", "thinking": "Read it first.", "signature": "sig-123"}
+HIDDEN = {"type": "redacted_thinking", "data": "opaque"}
+
+
+def anthropic_answer(*content: dict[str, Any], stop: str) -> dict[str, Any]:
+    body = {"id": "m1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "content": list(content),
+            "stop_reason": stop, "usage": {"input_tokens": 10, "output_tokens": 5}}
+    return {"raw": json.dumps(body), "content_type": "application/json"}
+
+
+def anthropic_stream(*content: dict[str, Any], stop: str) -> dict[str, Any]:
+    events = [{"type": "message_start", "message": {"model": "claude-sonnet-4-5", "usage": {"input_tokens": 10}}}]
+    for n, block in enumerate(content):
+        if block["type"] == "thinking":
+            events += [
+                {"type": "content_block_start", "index": n, "content_block": {"type": "thinking", "thinking": ""}},
+                {"type": "content_block_delta", "index": n, "delta": {"type": "thinking_delta", "thinking": block["thinking"]}},
+                {"type": "content_block_delta", "index": n, "delta": {"type": "signature_delta", "signature": block["signature"]}},
+            ]
+        elif block["type"] == "tool_use":
+            events += [
+                {"type": "content_block_start", "index": n, "content_block": {**block, "input": {}}},
+                {"type": "content_block_delta", "index": n, "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}},
+            ]
+        else:
+            events.append({"type": "content_block_start", "index": n, "content_block": block})
+        events.append({"type": "content_block_stop", "index": n})
+    events += [{"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 5}}, {"type": "message_stop"}]
+    raw = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+    return {"raw": raw, "content_type": "text/event-stream"}
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_thinking_blocks_go_back_unchanged_with_their_turn(tmp_path: Path, streaming: bool) -> None:
+    """With thinking on, the API wants a turn's thinking blocks back (signature and all)
+    while its tool calls are answered; they are kept on the message, never shown."""
+    (tmp_path / "a.txt").write_text("alpha\n")
+    answer = anthropic_stream if streaming else anthropic_answer
+    use = {"type": "tool_use", "id": "call_1", "name": "read_file", "input": {"path": "a.txt"}}
+    child = [answer(THOUGHT, HIDDEN, use, stop="tool_use"), answer({"type": "text", "text": "alpha"}, stop="end_turn")]
+    steps = delegation("thinker", child)
+    server = await effort_run(tmp_path, "anthropic/claude-sonnet-4-5", "low", steps, streaming=streaming)
+    assistant = server.requests[2].body["messages"][1]
+    assert assistant["role"] == "assistant"
+    assert [b["type"] for b in assistant["content"]] == ["thinking", "redacted_thinking", "tool_use"]
+    assert assistant["content"][0] == {"type": "thinking", "thinking": "Read it first.", "signature": "sig-123"}
+    assert assistant["content"][1] == HIDDEN
+    assert "Read it first." not in json.dumps(server.requests[3].body)  # the main agent never sees it

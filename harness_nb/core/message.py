@@ -79,10 +79,25 @@ class UserMessage(_Frozen):
     content: str
 
 
+class Thinking(_Frozen):
+    """One block of a model's extended thinking (Anthropic), kept so that it goes back
+    unchanged with the rest of its turn: the API requires it while that turn's tool calls
+    are answered, and checks ``signature``. A ``redacted_thinking`` block has only
+    ``data``, its opaque payload."""
+
+    text: str = ""
+    signature: str = ""
+    data: str = ""
+
+
 class AssistantMessage(_Frozen):
+    """One answer of the model: its text, its tool calls and, from a model that thinks
+    (``effort`` on Anthropic), its thinking blocks, which are never shown."""
+
     role: Literal["assistant"] = "assistant"
     content: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
+    thinking: tuple[Thinking, ...] = ()
 
 
 class ToolResultMessage(_Frozen):

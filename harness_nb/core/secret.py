@@ -367,9 +367,16 @@ class Secrets:
         content = scrub(message.content) if message.content else message.content
         if isinstance(message, AssistantMessage):
             calls = tuple(self._call(c, scrub) for c in message.tool_calls)
-            if content == message.content and all(a is b for a, b in zip(calls, message.tool_calls, strict=True)):
+            # a thinking block is scrubbed too, though its signature then no longer checks
+            # out (the API may refuse that turn): a key must not reach the transcript
+            thinking = tuple(
+                t if scrub(t.text) == t.text else t.model_copy(update={"text": scrub(t.text)}) for t in message.thinking
+            )
+            same_calls = all(a is b for a, b in zip(calls, message.tool_calls, strict=True))
+            same_thinking = all(a is b for a, b in zip(thinking, message.thinking, strict=True))
+            if content == message.content and same_calls and same_thinking:
                 return message
-            return cast(MessageT, AssistantMessage(content=content, tool_calls=calls))
+            return cast(MessageT, AssistantMessage(content=content, tool_calls=calls, thinking=thinking))
         if content == message.content:
             return message
         return type(message)(**{**dict(message), "content": content})

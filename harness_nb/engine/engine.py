@@ -112,6 +112,7 @@ class AgentEngine:
         depth: int = 0,
         injectors: Sequence[Injector] = (),
         roots: Sequence[Path] = (),
+        effort: str | None = None,
     ) -> None:
         self.provider = provider
         self.tools = tools
@@ -125,6 +126,7 @@ class AgentEngine:
         self.depth = depth
         self.injectors = list(injectors)
         self.roots = tuple(roots)  # folders outside the workdir its file tools may use
+        self.effort = effort  # its reasoning effort, on every request (a subagent's ``effort``)
         self.tally = PromptTally()
         self._lock = asyncio.Lock()
         self._system: tuple[str, int, str] | None = None  # (built, secrets version, scrubbed)
@@ -331,6 +333,7 @@ class AgentEngine:
             messages=self.session.messages,
             tools=self.tools.specs(),
             agent=self.agent,
+            effort=self.effort,
         )
         with self._budgeted(request, context, budget):
             response = await self._request(provider, request, emit)

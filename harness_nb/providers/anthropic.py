@@ -13,6 +13,12 @@ wrote to the cache) — four, the API's most. So each call reads the tools, the 
 prompt and the history up to the previous call from the cache (0.1× the input price) and
 writes only what was added since (1.25×), however many blocks a turn added. Subagents of
 one definition send the same tools and system prompt, so they share that part.
+
+Extended thinking (a request's ``effort`` on a model that thinks, see ``effort.py``): the
+body gets ``thinking: {type: enabled, budget_tokens}``, ``max_tokens`` grows by the budget
+and no temperature is sent (the API allows none but 1). The thinking blocks of an answer
+are kept on its message and go back first, unchanged, with that turn: while its tool calls
+are answered the API requires them, signatures and all.
 """
 
 from __future__ import annotations
@@ -33,12 +39,14 @@ from ..core import (
     SystemMessage,
     ToolCall,
     ToolResultMessage,
+    Thinking,
     ToolSpec,
     Usage,
     UserMessage,
 )
 from ..core.media import with_placeholders
 from .base import ModelRequest, ModelResponse
+from .effort import thinking_budget
 from .http import HTTPProvider, Payload, RetryPolicy, stream_cut
 from .options import ProviderOptions
 from .window import known_window
@@ -145,7 +153,9 @@ def _blocks(message: Message, vision: bool = True) -> tuple[str, list[dict[str, 
             block["is_error"] = True
         return "user", [block]
     if isinstance(message, AssistantMessage):
-        blocks: list[dict[str, Any]] = [{"type": "text", "text": message.content}]
+        # thinking blocks go back first and unchanged: the API checks their signatures
+        blocks: list[dict[str, Any]] = [_thinking_block(t) for t in message.thinking]
+        blocks.append({"type": "text", "text": message.content})
         for call in message.tool_calls:
             try:
                 arguments = call.parsed_arguments()
@@ -157,6 +167,21 @@ def _blocks(message: Message, vision: bool = True) -> tuple[str, list[dict[str, 
         return "assistant", [b for b in blocks if b.get("text") != ""]
     assert isinstance(message, UserMessage)
     return "user", [{"type": "text", "text": message.content}] if message.content else []
+
+
+def _thinking_block(thinking: Thinking) -> dict[str, Any]:
+    if thinking.data:
+        return {"type": "redacted_thinking", "data": thinking.data}
+    return {"type": "thinking", "thinking": thinking.text, "signature": thinking.signature}
+
+
+def _thinking_of(block: Mapping[str, Any]) -> Thinking | None:
+    """A thinking or redacted_thinking block of an answer, as kept on the message."""
+    if block.get("type") == "thinking":
+        return Thinking(text=str(block.get("thinking") or ""), signature=str(block.get("signature") or ""))
+    if block.get("type") == "redacted_thinking":
+        return Thinking(data=str(block.get("data") or ""))
+    return None
 
 
 def wire_tools(tools: Sequence[ToolSpec], *, mark_last: bool = False) -> EncodedList:
@@ -200,12 +225,16 @@ class _Block:
     id: str = ""
     name: str = ""
     initial_input: Any = None
+    signature: str = ""
+    data: str = ""  # a redacted_thinking block's payload
 
 
 class MessageStream:
     """Assembles Messages API events into one answer: ``message_start`` (usage),
     ``content_block_start`` / ``_delta`` / ``_stop`` for text and tool_use blocks,
-    ``message_delta`` (stop reason, output usage), ``message_stop``; ``ping`` is ignored."""
+    ``message_delta`` (stop reason, output usage), ``message_stop``; ``ping`` is ignored.
+    Thinking blocks (``thinking_delta``, ``signature_delta``; ``redacted_thinking``) are
+    kept on the message, to go back with its turn, and never stream as text."""
 
     def __init__(self, provider: str, model: str) -> None:
         self.provider = provider
@@ -231,7 +260,10 @@ class MessageStream:
                 id=start.get("id", ""),
                 name=start.get("name", ""),
                 initial_input=start.get("input"),
+                data=str(start.get("data") or ""),
             )
+            if block.kind == "thinking" and start.get("thinking"):
+                block.text.append(str(start["thinking"]))
             if block.kind == "text" and start.get("text"):
                 block.text.append(start["text"])
                 return str(start["text"])
@@ -243,6 +275,10 @@ class MessageStream:
                 return str(delta.get("text", ""))
             if delta.get("type") == "input_json_delta":
                 block.text.append(delta.get("partial_json", ""))
+            if delta.get("type") == "thinking_delta":
+                block.text.append(delta.get("thinking", ""))
+            if delta.get("type") == "signature_delta":
+                block.signature += delta.get("signature", "")
         elif kind == "message_delta":
             self.stop_reason = (event.get("delta") or {}).get("stop_reason") or self.stop_reason
             self.usage.update(event.get("usage") or {})  # running totals: later values win
@@ -257,8 +293,13 @@ class MessageStream:
         calls = [_tool_call(b) for b in blocks if b.kind == "tool_use"]
         if not self.stopped and self.stop_reason is None:
             raise stream_cut(self.provider, cut, text, calls, missing="message_stop")
+        thinking = tuple(
+            Thinking(data=b.data) if b.kind == "redacted_thinking" else Thinking(text="".join(b.text), signature=b.signature)
+            for b in blocks
+            if b.kind in ("thinking", "redacted_thinking")
+        )
         return ModelResponse(
-            message=AssistantMessage(content=text, tool_calls=tuple(calls)),
+            message=AssistantMessage(content=text, tool_calls=tuple(calls), thinking=thinking),
             usage=usage_of(self.usage),
             stop_reason=self.stop_reason or "end_turn",
             model=self.model,
@@ -348,7 +389,10 @@ class AnthropicProvider(HTTPProvider):
             if options.tool_choice:
                 body["tool_choice"] = TOOL_CHOICES[options.tool_choice]
         temperature = self.sampling(request)[1]
-        if temperature is not None:
+        budget = thinking_budget(self.model, request.effort)
+        if budget:
+            body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+        elif temperature is not None:  # with thinking the API takes no temperature but 1
             body["temperature"] = temperature
         if stream:
             body["stream"] = True
@@ -357,8 +401,9 @@ class AnthropicProvider(HTTPProvider):
 
     def output_limit(self, request: ModelRequest) -> int:
         """The ``max_tokens`` sent with ``request`` (the API requires one): the request's,
-        else the option's, else 8192."""
-        return self.sampling(request)[0] or DEFAULT_MAX_TOKENS
+        else the option's, else 8192 — plus the thinking budget of its ``effort``, which
+        counts within ``max_tokens``, so that the answer keeps its own room."""
+        return (self.sampling(request)[0] or DEFAULT_MAX_TOKENS) + (thinking_budget(self.model, request.effort) or 0)
 
     def assembler(self) -> MessageStream:
         """A fresh assembler of one streamed answer."""
@@ -382,8 +427,9 @@ class AnthropicProvider(HTTPProvider):
             if b.get("type") == "tool_use"
         ]
         model = data.get("model") or self.model
+        thinking = tuple(t for b in data["content"] if (t := _thinking_of(b)) is not None)
         return ModelResponse(
-            message=AssistantMessage(content=text, tool_calls=tuple(calls)),
+            message=AssistantMessage(content=text, tool_calls=tuple(calls), thinking=thinking),
             usage=usage_of(data.get("usage")),
             stop_reason=data.get("stop_reason") or "end_turn",
             model=model,

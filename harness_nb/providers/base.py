@@ -23,7 +23,9 @@ from .window import TokenRatio
 
 @dataclass(slots=True)
 class ModelRequest:
-    """One LLM call. ``agent`` names the calling agent (scripted models key on it)."""
+    """One LLM call. ``agent`` names the calling agent (scripted models key on it);
+    ``effort`` is its reasoning effort (``low``/``medium``/``high``/``max``, an agent
+    file's ``effort``), sent where the model has such a parameter (``effort.py``)."""
 
     system: str
     messages: Sequence[Message]
@@ -32,6 +34,7 @@ class ModelRequest:
     max_tokens: int | None = None
     temperature: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    effort: str | None = None
 
 
 @dataclass(slots=True, frozen=True)

@@ -29,6 +29,7 @@ from ..core import (
 )
 from ..core.media import with_placeholders
 from .base import ModelRequest, ModelResponse
+from .effort import openai_effort
 from .http import HTTPProvider, Payload, RetryPolicy, stream_cut
 from .options import EmptyContent, ProviderOptions
 from .window import known_window, probe_window
@@ -357,6 +358,8 @@ class OpenAIProvider(HTTPProvider):
             body[self.max_tokens_field] = max_tokens
         if temperature is not None:
             body["temperature"] = temperature
+        if effort := openai_effort(self.model, request.effort):
+            body["reasoning_effort"] = effort
         if stream:
             body["stream"] = True
             if options.stream_usage is not False:

@@ -81,6 +81,7 @@ from ..engine import (
     denial_line,
 )
 from ..mcp import McpManager
+from ..providers.effort import effort_note
 from ..tools import Tool
 from .definition import SubAgentDefinition
 from .memory import Memory, load_memory
@@ -194,6 +195,9 @@ class SubagentRunner:
             session = MemorySession(f"{parent.session_id}.{task_id}", transcript=transcript)
         limits = self.child_limits(definition, parent)
         provider = self.models.provider_for(definition, parent.provider)
+        note = effort_note(provider.model_id, definition.effort)
+        if note is not None and "not sent" in note:
+            log.info("agent %s: effort %s", definition.name, note)
         engine = AgentEngine(
             provider,
             tools,
@@ -210,6 +214,7 @@ class SubagentRunner:
             depth=parent.depth + 1,
             injectors=injectors,
             roots=writable,
+            effort=definition.effort,
         )
         approval = self._approval_for(definition.name, parent.approval, background)
         context = RunContext(
