@@ -227,6 +227,22 @@ def test_a_tool_call_line_shows_its_arguments_then_a_preview_of_the_result(clock
     assert "✗" in view.activity.children[-1].value and "exit status 1" in view.activity.children[-1].value
 
 
+def test_a_subagents_progress_line_and_its_own_run_are_drawn_in_its_colour(wire, clock):
+    """An agent file's ``color`` colours its progress line in the parent's view and its name
+    in the header of its own (``%@name``) run; what the frontend is sent says so."""
+    colours = {"explore": "purple", "odd": "red; background: url(x)"}.get
+    view = RunView("main", "m", rate=4, scheduler=clock, color_of=colours)
+    view(sub("fg-1", ToolCallStarted(call=ToolCall(id="s1", name="glob", arguments='{"pattern": "*.csv"}'))))
+    view(sub("fg-2", ToolCallStarted(call=ToolCall(id="s2", name="ls", arguments="{}")), agent="odd"))
+    clock.advance(0)
+    purple, odd = view.activity.children
+    sent = [state["value"] for state in wire.updates(purple, "value")]
+    assert any("<b style='color:#6a1b9a'>explore</b>" in value for value in sent)
+    assert "<b>odd</b>" in odd.value and "url(" not in odd.value  # not a colour: no style at all
+    own = RunView("explore", "m", rate=4, scheduler=clock, color_of=colours)
+    assert "<span style='color:#6a1b9a'>explore</span>" in own.header.value
+
+
 def test_a_subagent_has_one_progress_line_updated_in_place(wire, clock):
     view = RunView("main", "m", rate=4, scheduler=clock, describe_task={"fg-1": "scan the data"}.get)
     view(sub("fg-1", ToolCallStarted(call=ToolCall(id="s1", name="glob", arguments='{"pattern": "*.csv"}'))))
