@@ -14,7 +14,7 @@ import pytest
 
 from harness_nb.core import ToolResultMessage
 from harness_nb.harness import Harness
-from harness_nb.notebook.magics import AgentTable, agent_row
+from harness_nb.notebook.agent_table import AgentTable, agent_row
 from harness_nb.subagents import SubAgentDefinition, parse_agent_text, resolve_tools
 from harness_nb.subagents.definition import CLAUDE_FIELDS, HONOURED, NOT_SUPPORTED, canonical_key
 from harness_nb.engine.frontmatter import load_frontmatter

@@ -11,8 +11,6 @@ import re
 import shlex
 from argparse import ArgumentTypeError
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
@@ -21,16 +19,12 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from ..core import HarnessError, UnknownNameError, Usage
-from ..core.usage import usd
-from ..providers.effort import effort_note
-from ..subagents import SubAgentDefinition, TaskStatus, describe_model, resolve_model, resolve_tools
-from ..subagents.memory import MEMORY_FILE, memory_folder
-from ..subagents.permission import effective_mode, memory_only_writes
+from ..subagents import TaskStatus
+from .agent_table import AgentTable
 from .config import number_problem
 from .controller import NotebookHarness, Pending, completion_markdown, done, with_ticker
 from .history import refers_to_error
 from .reply import AgentReply, MarkdownText
-from .view import css_color
 
 if TYPE_CHECKING:
     from ..engine.resume import SessionSummary
@@ -345,118 +339,6 @@ def sync_agent_magics(shell: Any, controller: NotebookHarness) -> None:
         shell.register_magic_function(fn, "line_cell", "@" + name)
     controller._agent_magics = current  # type: ignore[attr-defined]
     controller._agent_version = registry.version  # type: ignore[attr-defined]
-
-
-def shown_source(source: str, workdir: Path) -> str:
-    """An agent file's path as the person knows it: relative to the working directory when
-    inside it, ``~/…`` under the home folder, else as found (``../agents/x.md``, ``builtin``).
-    Also keeps a saved notebook's ``%agents`` output the same on every machine."""
-    path = Path(source)
-    if not path.is_absolute():
-        return source
-    for base, prefix in ((workdir, ""), (Path.home(), "~/")):
-        if path.is_relative_to(base):
-            return prefix + path.relative_to(base).as_posix()
-    return source
-
-
-@dataclass(frozen=True)
-class AgentRow:
-    """One agent as ``%agents`` shows it. ``tools`` are its effective tools (narrowed
-    against the main agent's current ones); ``notes`` the lines under it: its mode, run
-    mode, memory, effort, colour, and the fields it does not act on."""
-
-    name: str
-    source: str
-    tools: str
-    model: str
-    budget: str
-    color: str | None
-    notes: tuple[tuple[str, str], ...]
-
-
-def agent_row(definition: SubAgentDefinition, harness: Any) -> AgentRow:
-    """How ``%agents`` shows ``definition`` under ``harness`` as it is configured now."""
-    d = definition
-    workdir = Path(harness.workdir)
-    tools = resolve_tools(d, harness.tools)
-    shown = ", ".join(tools) or "(none)"
-    if d.tools is None:
-        shown = f"(all of the main agent's) {shown}"
-    if memory_only_writes(d):
-        shown += " (write_file, edit_file: its memory only)"
-    notes: list[tuple[str, str]] = []
-    mode, why = effective_mode(d, allow_bypass=harness.runner.allow_bypass_permissions)
-    if d.permission_mode:
-        notes.append(("mode", d.permission_mode if why is None else f"{d.permission_mode} → {mode}: {why}"))
-    if d.background:
-        notes.append(("runs", "in the background unless told otherwise"))
-    if d.memory:
-        home = harness.runner.home or Path.home()
-        folder = memory_folder(d.memory, d.name, workdir=workdir, home=home)
-        notes.append(("memory", f"{d.memory}, {shown_source(str(folder / MEMORY_FILE), workdir)}"))
-    main = harness.model
-    if d.effort:
-        model = resolve_model(d.model, main) if main else None
-        notes.append(("effort", (effort_note(model, d.effort) if model else None) or f"{d.effort} (no model configured)"))
-    if d.color:
-        notes.append(("color", d.color))
-    if d.unsupported():
-        notes.append(("not supported here", ", ".join(d.unsupported())))
-    ignored = [f"{', '.join(d.delegation)} in tools (subagents never delegate)"] if d.delegation else []
-    if d.extra:
-        ignored.append("unknown keys " + ", ".join(sorted(d.extra)))
-    if ignored:
-        notes.append(("ignored", "; ".join(ignored)))
-    budget = f"{usd(d.max_budget_usd)} a run" if d.max_budget_usd is not None else ""
-    if budget:
-        notes.insert(0, ("budget", budget))
-    source = shown_source(str(d.source), workdir)
-    return AgentRow(d.name, source, shown, describe_model(d, main), budget, css_color(d.color), tuple(notes))
-
-
-class AgentTable:
-    """``%agents`` output: an HTML table and a plain-text listing (``agent_row`` for each
-    agent), then the warnings: agent files that could not be (fully) loaded, and ``bash``
-    running unsandboxed."""
-
-    def __init__(self, harness: Any) -> None:
-        self.rows = [agent_row(d, harness) for d in harness.registry.list()]
-        self.warnings = list(harness.registry.warnings)
-        if not harness.sandbox.active:
-            self.warnings.append(harness.sandbox.describe())
-
-    def __repr__(self) -> str:
-        lines = []
-        for r in self.rows:
-            lines.append(f"{r.name}  [{r.source}]\n    tools: {r.tools}\n    model: {r.model}")
-            lines.extend(f"    {label}: {text}" for label, text in r.notes)
-        lines += [f"warning: {w}" for w in self.warnings]
-        return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        budgets = any(r.budget for r in self.rows)  # a budget column only when some agent has one
-
-        def name_cell(r: AgentRow) -> str:
-            style = f' style="color: {r.color}"' if r.color else ""
-            return f"<td><b{style}>@{html.escape(r.name)}</b></td>"
-
-        def notes_cell(r: AgentRow) -> str:
-            notes = [f"{label}: {text}" for label, text in r.notes if label != "budget"]
-            return "<td>" + "<br>".join(html.escape(n) for n in notes) + "</td>"
-
-        cells = "".join(
-            f"<tr>{name_cell(r)}<td><code>{html.escape(r.source)}</code></td>"
-            f"<td>{html.escape(r.tools)}</td><td>{html.escape(r.model)}</td>"
-            + (f"<td>{html.escape(r.budget)}</td>" if budgets else "")
-            + notes_cell(r)
-            + "</tr>"
-            for r in self.rows
-        )
-        warn = "".join(f"<li>{html.escape(w)}</li>" for w in self.warnings)
-        warn_html = f"<p><b>Warnings:</b></p><ul>{warn}</ul>" if warn else ""
-        head = "<th>agent</th><th>source</th><th>tools</th><th>model</th>" + ("<th>budget</th>" if budgets else "")
-        return f"<table><tr>{head}<th>notes</th></tr>{cells}</table>{warn_html}"
 
 
 class Table:
