@@ -49,7 +49,7 @@ from .engine import (
     require_positive,
 )
 from .engine.resume import SessionSummary, list_sessions, read_session
-from .mcp import DEFAULT_START_TIMEOUT, McpManager, McpTool
+from .mcp import DEFAULT_START_TIMEOUT, TRUST_FILE, McpManager, McpTool, ServerEntry, TrustStore
 from .providers.base import Provider
 from .providers.options import ProviderOptions
 from .settings import ApprovalPolicy, RunSettings
@@ -66,6 +66,7 @@ from .subagents import (
     coordination_tools,
 )
 from .subagents.agent_map import AgentMap, MapProgress, MapResult
+from .subagents.runner import inline_servers
 from .team import TeamManager
 from .tools import Sandbox, SandboxMode, Tool, ToolRegistry
 
@@ -151,6 +152,9 @@ class Harness:
     "url": …}}``, Claude Code's format) start at the first run, each within
     ``mcp_start_timeout`` seconds; their tools (``mcp__<server>__<tool>``) are offered with the
     others, whatever ``tools`` names. ``self.mcp`` lists and restarts them; ``aclose`` stops them.
+    A project's servers (``.mcp.json``, inline ones in agent files under the workdir) start
+    only once the person trusts them (``mcp/trust.py``): ``mcp_trust`` names some,
+    ``self.mcp.trust(name)`` trusts one for good (``~/.harness_nb/mcp-trust.json``).
     """
 
     def __init__(
@@ -195,6 +199,7 @@ class Harness:
         compact_threshold: float = 0.8,
         mcp_servers: Mapping[str, Any] | None = None,
         mcp_start_timeout: float = DEFAULT_START_TIMEOUT,
+        mcp_trust: Iterable[str] = (),
     ) -> None:
         given = None if tools is None else list(tools)
         names = [t for t in given or () if isinstance(t, str)]
@@ -265,6 +270,9 @@ class Harness:
             servers=mcp_servers,
             home=Path.home() if include_user_agents else None,
             start_timeout=mcp_start_timeout,
+            trust=mcp_trust,
+            trust_store=TrustStore(Path.home() / TRUST_FILE),
+            agent_servers=self._agent_servers,
         )
         """The MCP servers: started at the first run, stopped by ``aclose``; ``mcp.configure``
         replaces the servers given in code."""
@@ -549,6 +557,13 @@ class Harness:
         """The tools named (and those given as objects), or the whole pool; a name not in
         the pool is an ``UnknownNameError`` listing those there are."""
         return self.tool_pool if names is None else self.tool_pool.pick([*names, *self._own_tools])
+
+    def _agent_servers(self) -> list[ServerEntry]:
+        """The inline MCP servers of the agents' definitions (for ``%mcp`` and trust)."""
+        found: list[ServerEntry] = []
+        for definition in self.registry.list():
+            found += inline_servers(definition, self.workdir, strict=False).entries.values()
+        return found
 
     async def connect_mcp(self) -> list[McpTool]:
         """Start the MCP servers that want a start (the first time: all of them; later, those

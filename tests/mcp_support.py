@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 DEMO = Path(__file__).parent / "mcp_servers" / "demo.py"
 READY_WITHIN = 60.0  # seconds: a bound on waiting, not a measurement
 
@@ -19,6 +21,16 @@ def stdio_demo(**env: str) -> dict[str, Any]:
     if env:
         entry["env"] = env
     return entry
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A home folder of the test's own, beside its workdir (``$HOME``, so ``Path.home()``):
+    the person's settings and the MCP trust file are read and written there, never in the
+    real one. Autouse: a test module that imports it gets it in every test."""
+    folder = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(folder))
+    return folder
 
 
 def free_port() -> int:

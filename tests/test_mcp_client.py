@@ -20,7 +20,7 @@ from harness_nb.subagents import SubAgentDefinition
 from harness_nb.testing import FakeLLMServer
 from harness_nb.tools import ToolContext, invoke
 from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
-from mcp_support import HttpDemo, stdio_demo
+from mcp_support import HttpDemo, home, stdio_demo  # noqa: F401  (home: an autouse fixture)
 
 TOKEN = "demo-Token-7Hq2Zx9Lm4Vb"
 

@@ -16,6 +16,7 @@ from harness_nb.harness import Harness
 from harness_nb.mcp import HttpServer, McpManager, StdioServer, configured_servers, tool_name
 from harness_nb.mcp.config import MAX_FILE_BYTES, expand, parse_server
 from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
+from mcp_support import home  # noqa: F401  (an autouse fixture)
 
 
 def write(path: Path, data: object) -> None:
@@ -192,7 +193,7 @@ def test_servers_given_in_code_are_checked_at_once(tmp_path):
 
 async def test_reading_the_configuration_starts_nothing(tmp_path):
     write(tmp_path / ".mcp.json", {"mcpServers": {"a": {"command": "never-started-xyz"}}})
-    manager = McpManager(tmp_path)
+    manager = McpManager(tmp_path, trust=["a"])
     assert [(s.name, s.state, s.tools) for s in manager.status()] == [("a", "not started", ())]
     assert manager.known_tools() == []
     await manager.aclose()

@@ -4,22 +4,35 @@ streamable HTTP).
 - ``config``: Claude Code's ``.mcp.json`` format, its sources and ``${VAR}`` expansion;
 - ``connection``: one server's life (an owner task per running server), its stderr's tail;
 - ``tool``: ``McpTool``, named ``mcp__<server>__<tool>``, and how results become text;
+- ``trust``: which project servers the person trusts (``%mcp trust``, settings, names);
 - ``manager``: ``McpManager``, the servers of one harness, started lazily.
 
 Importing this package does not import the SDK; starting the first server does.
 """
 
-from .config import HttpServer, ServerConfig, ServerEntry, Servers, StdioServer, check_servers, configured_servers
+from .config import (
+    HttpServer,
+    ServerConfig,
+    ServerEntry,
+    Servers,
+    StdioServer,
+    check_servers,
+    configured_servers,
+    parse_servers,
+)
 from .connection import McpServerError, RemoteTool, ServerConnection
-from .manager import DEFAULT_START_TIMEOUT, McpManager, ServerStatus
+from .manager import DEFAULT_START_TIMEOUT, McpManager, McpUntrustedError, ServerStatus
 from .tool import McpTool, render_result, tool_name
+from .trust import TRUST_FILE, Trust, TrustStore, Verdict, fingerprint
 
 __all__ = [
     "DEFAULT_START_TIMEOUT",
+    "TRUST_FILE",
     "HttpServer",
     "McpManager",
     "McpServerError",
     "McpTool",
+    "McpUntrustedError",
     "RemoteTool",
     "ServerConfig",
     "ServerConnection",
@@ -27,8 +40,13 @@ __all__ = [
     "ServerStatus",
     "Servers",
     "StdioServer",
+    "Trust",
+    "TrustStore",
+    "Verdict",
     "check_servers",
     "configured_servers",
+    "fingerprint",
+    "parse_servers",
     "render_result",
     "tool_name",
 ]

@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +42,7 @@ from urllib.parse import urlsplit
 from ..core import ConfigError, read_regular
 from ..core.secret import SECRETS, could_be_secret
 
+PROJECT_FILE = ".mcp.json"
 MAX_FILE_BYTES = 256 * 1024
 MAX_SERVERS = 64
 MAX_TEXT = 8 * 1024
@@ -65,8 +67,8 @@ class StdioServer:
     cwd: Path | None = None
 
     def describe(self) -> str:
-        """``command arg …`` (for ``%mcp``; shown scrubbed)."""
-        return " ".join([self.command, *self.args])
+        """``command arg …``, shell-quoted (for ``%mcp``; shown scrubbed)."""
+        return shlex.join([self.command, *self.args])
 
 
 @dataclass(frozen=True)
@@ -86,12 +88,15 @@ ServerConfig: TypeAlias = StdioServer | HttpServer
 
 @dataclass(frozen=True)
 class ServerEntry:
-    """One configured server: its name, how to reach it, and where it was configured
-    (``~/.harness_nb/mcp.json``, ``.mcp.json``, ``settings``, an agent's name)."""
+    """One configured server: its name, how to reach it, where it was configured
+    (``~/.harness_nb/mcp.json``, ``.mcp.json``, ``settings``, an agent's name), and whether
+    the project configured it (``.mcp.json``, an agent file in the workdir): such a server
+    starts only once the person trusts it (``trust.py``)."""
 
     name: str
     config: ServerConfig
     source: str
+    project: bool = False
 
 
 @dataclass
@@ -121,9 +126,12 @@ def expand(text: str, where: str, environ: Mapping[str, str]) -> str:
     return _VARIABLE.sub(value, text)
 
 
-def parse_server(name: Any, raw: Any, source: str, *, workdir: Path, environ: Mapping[str, str] | None = None) -> ServerEntry:
+def parse_server(
+    name: Any, raw: Any, source: str, *, workdir: Path, environ: Mapping[str, str] | None = None, project: bool = False
+) -> ServerEntry:
     """One entry of ``mcpServers``, checked and expanded; a ``ConfigError`` naming the source,
-    the server and the field (and how to fix it) when it cannot be used."""
+    the server and the field (and how to fix it) when it cannot be used. ``project``: the
+    project configured it (see ``ServerEntry``)."""
     env = os.environ if environ is None else environ
     if not isinstance(name, str) or not SERVER_NAME.match(name) or "__" in name:
         raise ConfigError(f"{source}: MCP server name {str(name)[:60]!r} must be {SERVER_NAME_RULE}")
@@ -132,9 +140,9 @@ def parse_server(name: Any, raw: Any, source: str, *, workdir: Path, environ: Ma
         raise ConfigError(f'{where} must be an object, e.g. {{"command": "my-server", "args": []}}')
     kind = raw.get("type", "stdio" if "url" not in raw else "http")
     if kind == "stdio":
-        return ServerEntry(name, _stdio(raw, where, workdir, env), source)
+        return ServerEntry(name, _stdio(raw, where, workdir, env), source, project)
     if kind in HTTP_TYPES:
-        return ServerEntry(name, _http(raw, where, env), source)
+        return ServerEntry(name, _http(raw, where, env), source, project)
     if kind == "sse":
         raise ConfigError(f'{where}: "type": "sse" (the old HTTP+SSE transport) is not supported; use "http"')
     raise ConfigError(f'{where}: "type" must be "stdio", "http" or "streamable-http", not {str(kind)[:40]!r}')
@@ -210,11 +218,17 @@ def _learn_secrets(values: Any) -> None:
 
 
 def parse_servers(
-    raw: Any, source: str, *, workdir: Path, environ: Mapping[str, str] | None = None, strict: bool = False
+    raw: Any,
+    source: str,
+    *,
+    workdir: Path,
+    environ: Mapping[str, str] | None = None,
+    strict: bool = False,
+    project: bool = False,
 ) -> Servers:
     """The servers of one source: a ``.mcp.json`` document (``{"mcpServers": {…}}``) or the
     ``name → config`` mapping itself. With ``strict`` (servers given in code) a bad entry is
-    raised, else it becomes a warning and the rest are kept."""
+    raised, else it becomes a warning and the rest are kept. ``project``: see ``ServerEntry``."""
     found = Servers()
     if isinstance(raw, Mapping) and "mcpServers" in raw:
         raw = raw["mcpServers"]
@@ -231,7 +245,7 @@ def parse_servers(
         found.warnings.append(problem)
     for name, config in list(raw.items())[:MAX_SERVERS]:
         try:
-            found.entries[name] = parse_server(name, config, source, workdir=workdir, environ=environ)
+            found.entries[name] = parse_server(name, config, source, workdir=workdir, environ=environ, project=project)
         except ConfigError as exc:
             if strict:
                 raise
@@ -239,7 +253,7 @@ def parse_servers(
     return found
 
 
-def read_file(path: Path, shown: str, *, workdir: Path) -> Servers:
+def read_file(path: Path, shown: str, *, workdir: Path, project: bool = False) -> Servers:
     """The servers of the ``.mcp.json``-format file ``path`` (``shown`` names it in messages);
     a missing file configures none, an unreadable one costs one warning."""
     import json
@@ -263,7 +277,7 @@ def read_file(path: Path, shown: str, *, workdir: Path) -> Servers:
         return Servers(warnings=[f"{shown}: cannot be read as JSON ({type(exc).__name__}); its MCP servers are not used"])
     if not isinstance(document, dict) or not isinstance(document.get("mcpServers", {}), dict):
         return Servers(warnings=[f'{shown}: not an object with "mcpServers"; its MCP servers are not used'])
-    return parse_servers(document.get("mcpServers", {}), shown, workdir=workdir)
+    return parse_servers(document.get("mcpServers", {}), shown, workdir=workdir, project=project)
 
 
 def configured_servers(workdir: Path, *, home: Path | None, given: Mapping[str, Any] | None = None) -> Servers:
@@ -272,7 +286,7 @@ def configured_servers(workdir: Path, *, home: Path | None, given: Mapping[str, 
     sources: list[Servers] = []
     if home is not None:
         sources.append(read_file(home / ".harness_nb" / "mcp.json", "~/.harness_nb/mcp.json", workdir=workdir))
-    sources.append(read_file(workdir / ".mcp.json", ".mcp.json", workdir=workdir))
+    sources.append(read_file(workdir / PROJECT_FILE, PROJECT_FILE, workdir=workdir, project=True))
     if given:
         sources.append(parse_servers(given, "settings", workdir=workdir, strict=True))
     for servers in sources:

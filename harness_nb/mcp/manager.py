@@ -1,54 +1,82 @@
 """``McpManager``: the MCP servers of one harness, and their tools.
 
-It reads the configuration (``config.py``) on first use and makes one ``ServerConnection``
-per server. Nothing starts when the harness is made or the notebook extension loads: a
-server starts at its first use — the first run of the main agent (whose tool list must
-hold its tools before the first model call), a subagent naming it, a call of one of its
-tools after a crash — on the running loop, the configured servers concurrently, each
-within the start timeout. A server that fails to start costs one warning (its error names
-it and quotes its stderr; ``%mcp`` shows it) and the run goes on without its tools.
+It reads the configuration (``config.py``) on first use (and again on ``reload``) and makes
+one ``ServerConnection`` per server. Nothing starts when the harness is made or the
+notebook extension loads: a server starts at its first use — the first run of the main
+agent (whose tool list must hold its tools before the first model call), a subagent naming
+it, a call of one of its tools after a crash — on the running loop, the configured servers
+concurrently, each within the start timeout. A server that fails to start costs one warning
+(its error names it and quotes its stderr; ``%mcp`` shows it) and the run goes on without
+its tools.
+
+A project's server (``.mcp.json``, an agent file in the workdir) starts only once the person
+trusts it (``trust.py``): until then ``%mcp`` lists it as "needs your approval" with what it
+would run, its tools are not offered, and the first run that would have used it logs one
+warning saying how to trust it. ``connection`` refuses it (``McpUntrustedError``).
 
 ``scoped(…)`` makes a manager for a subagent's inline ``mcpServers``: its servers live only
-while that subagent runs (the runner closes it).
+while that subagent runs (the runner closes it); it shares this manager's trust.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core import UnknownNameError
+from ..core import ConfigError, UnknownNameError
 from ..core.secret import SECRETS
 from .config import ServerEntry, Servers, check_servers, configured_servers, parse_servers
-from .connection import McpServerError, ServerConnection, State
+from .connection import McpServerError, ServerConnection
 from .tool import McpTool
+from .trust import Trust, TrustStore, Verdict, describe_fully, how_to_trust
 
 log = logging.getLogger("harness_nb.mcp")
 
 DEFAULT_START_TIMEOUT = 30.0
+NEEDS_APPROVAL = "needs your approval"
+_WAITING = {"trusted": "not started", "needs approval": NEEDS_APPROVAL, "disabled": "disabled"}
+
+
+class McpUntrustedError(McpServerError):
+    """A project's MCP server was asked to start before the person trusted it."""
 
 
 @dataclass(frozen=True)
 class ServerStatus:
-    """One row of ``%mcp``: a server, where it is configured, how it is reached (scrubbed),
-    its state, its tools and the last error."""
+    """One row of ``%mcp``: a server, where it is configured, what it runs or reaches in
+    full (scrubbed), its state (a connection's, ``not started``, ``needs your approval``,
+    ``disabled`` or, for an agent's inline server, ``starts with its agent``), why it may or
+    may not start, its tools and the last error."""
 
     name: str
     source: str
     target: str
-    state: State
+    state: str
+    trust: str
     tools: tuple[str, ...]
     error: str | None
+
+    @property
+    def pending(self) -> bool:
+        """Whether it waits for the person's trust."""
+        return self.state == NEEDS_APPROVAL
 
 
 class McpManager:
     """The servers configured for ``workdir`` (``~/.harness_nb/mcp.json`` when ``home`` is
     given, ``<workdir>/.mcp.json``, then ``servers``, which is checked now: a bad entry is a
-    ``ConfigError``). ``start_timeout`` bounds each server's start."""
+    ``ConfigError``). ``start_timeout`` bounds each server's start.
+
+    Trust (``trust.py``): ``trust`` names project servers trusted whatever they run (or is
+    the ``Trust`` to share, as a scoped manager does); ``trust_store`` keeps ``%mcp trust``
+    decisions (``None``: for this process only); the person's settings files are read
+    under ``home`` (when given) and the workdir.
+    ``agent_servers`` lists the inline servers of the agent files, so that ``%mcp`` shows
+    (and ``trust`` can trust) a project agent's servers before it runs."""
 
     def __init__(
         self,
@@ -58,6 +86,9 @@ class McpManager:
         home: Path | None = None,
         start_timeout: float = DEFAULT_START_TIMEOUT,
         files: bool = True,
+        trust: Trust | Iterable[str] = (),
+        trust_store: TrustStore | None = None,
+        agent_servers: Callable[[], Iterable[ServerEntry]] | None = None,
     ) -> None:
         self.workdir = workdir
         self.home = home
@@ -66,6 +97,9 @@ class McpManager:
         if self._given:
             check_servers(self._given, workdir=workdir)
         self.start_timeout = start_timeout
+        self.trusted = trust if isinstance(trust, Trust) else Trust(workdir, names=trust, store=trust_store, home=home)
+        """Who trusts which project servers (shared with the scoped managers)."""
+        self.agent_servers = agent_servers
         self._servers: Servers | None = None
         self._connections: dict[str, ServerConnection] = {}
         self._retired: list[ServerConnection] = []
@@ -74,7 +108,7 @@ class McpManager:
     # ------------------------------------------------------------------ configuration
     @property
     def servers(self) -> Servers:
-        """The configured servers (the files are read once, on first use)."""
+        """The configured servers (the files are read on first use and by ``reload``)."""
         if self._servers is None:
             if self.files:
                 self._servers = configured_servers(self.workdir, home=self.home, given=self._given)
@@ -86,50 +120,135 @@ class McpManager:
 
     @property
     def warnings(self) -> list[str]:
-        """One message per bad configuration entry or file (those servers are not used)."""
-        return list(self.servers.warnings)
+        """One message per bad configuration entry or file (those servers are not used),
+        and per unreadable settings or trust file."""
+        return [*self.servers.warnings, *self.trusted.settings.warnings, *self.trusted.store.warnings]
 
     def names(self) -> list[str]:
-        """The configured servers' names."""
+        """The configured servers' names (trusted or not)."""
         return list(self.servers.entries)
 
-    def configure(self, *, servers: Mapping[str, Any] | None = None, start_timeout: float | None = None) -> None:
-        """Replace the servers given in code and the start timeout, from the next use on.
-        Checked first (a bad entry is a ``ConfigError`` and changes nothing); a server whose
-        entry changed or went away is stopped at the next use."""
+    def verdict(self, name: str) -> Verdict:
+        """Whether configured server ``name`` may start, and why."""
+        return self.trusted.verdict(self._entry(name))
+
+    def configure(
+        self,
+        *,
+        servers: Mapping[str, Any] | None = None,
+        start_timeout: float | None = None,
+        trust: Iterable[str] | None = None,
+    ) -> None:
+        """Replace the servers given in code, the start timeout and the names trusted in
+        code, from the next use on. Checked first (a bad entry is a ``ConfigError`` and
+        changes nothing); a server whose entry changed, went away or lost its trust is
+        stopped at the next use."""
+        changed = False
         if servers is not None and dict(servers) != self._given:
             if servers:
                 check_servers(servers, workdir=self.workdir)
             self._given = dict(servers)
-            old = self.servers.entries
             self._servers = None
-            new = self.servers.entries
-            for name, connection in list(self._connections.items()):
-                if new.get(name) != old.get(name):
-                    self._retired.append(self._connections.pop(name))
-                    self._tools.pop(name, None)
+            changed = True
+        if trust is not None and frozenset(trust) != self.trusted.names:
+            self.trusted.names = frozenset(trust)
+            changed = True
+        if changed:
+            self._retire_changed()
         if start_timeout is not None:
             self.start_timeout = start_timeout
             for connection in self._connections.values():
                 connection.start_timeout = start_timeout
 
+    async def reload(self) -> None:
+        """Read the configuration, settings and trust files again, and stop the servers whose
+        entry changed or went away, or that are no longer trusted."""
+        for warning in self.trusted.refresh():
+            log.warning("%s", SECRETS.scrub(warning))
+        self._servers = None
+        self._retire_changed()
+        await self._stop_retired()
+
+    def _retire_changed(self) -> None:
+        """Set aside (to stop) each connection whose entry is gone, changed or untrusted."""
+        entries = self.servers.entries
+        for name, connection in list(self._connections.items()):
+            entry = entries.get(name)
+            if entry != connection.entry or entry is None or not self.trusted.verdict(entry).trusted:
+                self._retired.append(self._connections.pop(name))
+                self._tools.pop(name, None)
+
+    def _entry(self, name: str) -> ServerEntry:
+        entry = self.servers.entries.get(name)
+        if entry is None:
+            raise UnknownNameError("MCP server", name, self.names())
+        return entry
+
     def connection(self, name: str) -> ServerConnection:
         """The connection of server ``name`` (made on first ask; ``UnknownNameError`` listing
-        the configured servers for a name that is not one)."""
+        the configured servers for a name that is not one, ``McpUntrustedError`` saying how
+        to trust it for a project server not trusted)."""
         if name not in self._connections:
-            entry = self.servers.entries.get(name)
-            if entry is None:
-                raise UnknownNameError("MCP server", name, self.names())
+            entry = self._entry(name)
+            verdict = self.trusted.verdict(entry)
+            if not verdict.trusted:
+                raise McpUntrustedError(
+                    SECRETS.scrub(
+                        f"MCP server {name!r} ({entry.source}) is not started: {verdict.why}. "
+                        f"It would run: {describe_fully(entry)}. If you trust it: {how_to_trust(name)}"
+                    )
+                )
             self._connections[name] = ServerConnection(entry, workdir=self.workdir, start_timeout=self.start_timeout)
         return self._connections[name]
+
+    # ------------------------------------------------------------------ trust
+    def pending(self) -> list[ServerEntry]:
+        """The servers (configured and agents' inline ones) waiting for the person's trust."""
+        found = [e for e in self.servers.entries.values() if self.trusted.verdict(e).standing == "needs approval"]
+        return found + [e for e in self._agent_entries() if not self.trusted.verdict(e).trusted]
+
+    def trust(self, name: str | None = None) -> list[ServerEntry]:
+        """Trust server ``name`` (its configured entry and any agent's inline one of that
+        name), or every waiting server when ``None``, in this workdir from now on; the
+        entries now trusted. ``UnknownNameError`` for no such server, ``ConfigError`` for
+        one a settings file disables."""
+        waiting = self.pending()
+        if name is not None:
+            known = {*self.names(), *(e.name for e in self._agent_entries())}
+            if name not in known:
+                raise UnknownNameError("MCP server", name, sorted(known))
+            waiting = [e for e in waiting if e.name == name]
+            if not waiting and name in self.servers.entries:
+                verdict = self.verdict(name)
+                if verdict.standing == "disabled":
+                    raise ConfigError(f"MCP server {name!r} is disabled by {verdict.why}; remove it there to use it")
+        for entry in waiting:
+            self.trusted.allow(entry)
+            log.info("MCP server %r (%s) trusted in %s", entry.name, entry.source, self.trusted.key)
+        return waiting
+
+    async def untrust(self, name: str) -> int:
+        """Forget the ``%mcp trust`` decisions for server ``name`` in this workdir (and stop
+        it if that was its only trust); how many there were."""
+        gone = self.trusted.forget(name)
+        self._retire_changed()
+        await self._stop_retired()
+        return gone
+
+    def _agent_entries(self) -> list[ServerEntry]:
+        return list(self.agent_servers()) if self.agent_servers is not None else []
 
     # ------------------------------------------------------------------ use
     async def tools(self, names: Iterable[str] | None = None) -> list[McpTool]:
         """The tools of the servers named (every configured one when ``None``), starting
         those that want a start, concurrently. A server that fails to start is left out
-        (its error is logged and kept for ``%mcp``)."""
+        (its error is logged and kept for ``%mcp``); so is a project server not trusted
+        (one warning, the first time, says how to trust it)."""
         await self._stop_retired()
-        connections = [self.connection(n) for n in (self.names() if names is None else names)]
+        wanted = [self._entry(n) for n in (self.names() if names is None else names)]
+        verdicts = {e.name: self.trusted.verdict(e) for e in wanted}
+        self.trusted.notice(e for e in wanted if verdicts[e.name].standing == "needs approval")
+        connections = [self.connection(e.name) for e in wanted if verdicts[e.name].trusted]
         starting = [c for c in connections if c.wants_start]
         if starting:
             async with asyncio.TaskGroup() as group:
@@ -163,35 +282,44 @@ class McpManager:
 
     async def restart(self, name: str) -> ServerConnection:
         """Stop server ``name`` and start it again (``McpServerError`` when it cannot)."""
+        await self._stop_retired()
         connection = self.connection(name)
         await connection.stop()
         await connection.start()
         return connection
 
     def status(self) -> list[ServerStatus]:
-        """Every configured server's row for ``%mcp``."""
+        """Every configured server's row for ``%mcp``, then the agents' inline servers."""
         rows = []
         for name, entry in self.servers.entries.items():
+            verdict = self.trusted.verdict(entry)
             c = self._connections.get(name)
+            state: str = c.state if c is not None else _WAITING[verdict.standing]
             tools = tuple(t.name for t in self._tools_of(c)) if c is not None else ()
-            rows.append(
-                ServerStatus(
-                    name=name,
-                    source=entry.source,
-                    target=SECRETS.scrub(entry.config.describe()),
-                    state=c.state if c is not None else "not started",
-                    tools=tools,
-                    error=c.last_error if c is not None else None,
-                )
-            )
+            error = c.last_error if c is not None else None
+            rows.append(self._row(entry, verdict, state, tools, error))
+        for entry in self._agent_entries():
+            verdict = self.trusted.verdict(entry)
+            rows.append(self._row(entry, verdict, "starts with its agent" if verdict.trusted else NEEDS_APPROVAL, (), None))
         return rows
 
-    def scoped(self, servers: Mapping[str, Any], *, source: str) -> McpManager:
-        """A manager of only ``servers`` (inline configurations, checked: a bad one is a
-        ``ConfigError`` naming ``source``), for one subagent run; close it after."""
-        entries = parse_servers(servers, source, workdir=self.workdir, strict=True)
-        scoped = McpManager(self.workdir, start_timeout=self.start_timeout, files=False)
-        scoped._servers = entries
+    @staticmethod
+    def _row(entry: ServerEntry, verdict: Verdict, state: str, tools: tuple[str, ...], error: str | None) -> ServerStatus:
+        return ServerStatus(
+            name=entry.name,
+            source=entry.source,
+            target=SECRETS.scrub(describe_fully(entry)),
+            state=state,
+            trust=verdict.why,
+            tools=tools,
+            error=error,
+        )
+
+    def scoped(self, servers: Servers) -> McpManager:
+        """A manager of only ``servers`` (an agent's inline configurations), for one
+        subagent run, sharing this manager's trust; close it after."""
+        scoped = McpManager(self.workdir, start_timeout=self.start_timeout, files=False, trust=self.trusted)
+        scoped._servers = servers
         return scoped
 
     async def aclose(self) -> None:
@@ -208,7 +336,7 @@ class McpManager:
 
     def entry(self, name: str) -> ServerEntry:
         """The configuration of server ``name``."""
-        return self.connection(name).entry
+        return self._entry(name)
 
     def __repr__(self) -> str:
         return f"<McpManager {', '.join(self.names()) or '(no servers)'}>"

@@ -21,7 +21,10 @@ starts no child (``BudgetSpentError``).
 MCP servers: a definition's ``mcp_servers`` names configured servers (started if need be)
 or holds inline configurations, whose servers are started for that run only and stopped
 after it; their tools join the child's, narrowed by the definition's ``tools`` /
-``disallowed_tools`` like every other tool.
+``disallowed_tools`` like every other tool. The inline servers of an agent file under the
+workdir are the project's (a cloned repository brings them): like ``.mcp.json``'s, they start
+only once the person trusts them (``mcp/trust.py``); until then the subagent runs without
+them, and one warning says how to trust them.
 
 Permission mode and memory: a definition's ``permissionMode`` (``effective_mode``:
 ``bypassPermissions`` only with ``allow_bypass_permissions``) and its memory folder
@@ -80,7 +83,7 @@ from ..engine import (
     UsageAccount,
     denial_line,
 )
-from ..mcp import McpManager
+from ..mcp import McpManager, Servers, parse_servers
 from ..providers.effort import effort_note
 from ..tools import Tool
 from .definition import SubAgentDefinition
@@ -334,22 +337,19 @@ class SubagentRunner:
             yield []
             return
         names = [s for s in definition.mcp_servers if isinstance(s, str)]
-        inline: dict[str, Any] = {}
-        for item in definition.mcp_servers:
-            if isinstance(item, dict):
-                inline.update(item)
         tools: list[Tool] = []
         if names:
             if self.mcp is None:
                 raise HarnessError(f"agent {definition.name!r} names MCP servers, but this harness has none")
             for name in names:
-                self.mcp.connection(name)  # an unknown name fails here, listing the configured ones
+                self.mcp.entry(name)  # an unknown name fails here, listing the configured ones
             tools += await self.mcp.tools(names)
-        if not inline:
+        inline = inline_servers(definition, workdir, strict=True)
+        if not inline.entries:
             yield tools
             return
         base = self.mcp or McpManager(workdir, files=False)
-        scoped = base.scoped(inline, source=f"agent {definition.name}")
+        scoped = base.scoped(inline)
         try:
             tools += await scoped.tools()
             yield tools
@@ -359,6 +359,33 @@ class SubagentRunner:
 
 def _with_memory(prompt: str, memory: Memory | None, workdir: Path) -> str:
     return prompt if memory is None else f"{prompt}\n\n{memory.prompt_section(workdir.resolve())}"
+
+
+def inline_servers(definition: SubAgentDefinition, workdir: Path, *, strict: bool) -> Servers:
+    """The inline ``mcpServers`` of ``definition`` (with ``strict``, a bad one is a
+    ``ConfigError`` naming the agent; else a warning), marked as the project's when its file
+    lies under ``workdir`` (the person's own agent folders excepted)."""
+    inline: dict[str, Any] = {}
+    for item in definition.mcp_servers:
+        if isinstance(item, dict):
+            inline.update(item)
+    if not inline:
+        return Servers()
+    source = f"agent {definition.name}"
+    return parse_servers(inline, source, workdir=workdir, strict=strict, project=from_project(definition, workdir))
+
+
+def from_project(definition: SubAgentDefinition, workdir: Path) -> bool:
+    """Whether ``definition`` was read from a file under ``workdir`` — one a repository can
+    bring — rather than built in, made in code or read from ``~/.claude/agents`` or
+    ``~/.harness_nb/agents``."""
+    source = Path(definition.source)
+    if source.suffix != ".md":  # "builtin", or a name given in code
+        return False
+    real = source.resolve()
+    home = Path.home()
+    mine = [(home / sub).resolve() for sub in (".claude/agents", ".harness_nb/agents")]
+    return real.is_relative_to(workdir.resolve()) and not any(real.is_relative_to(m) for m in mine)
 
 
 def progress_line(event: Event) -> str | None:

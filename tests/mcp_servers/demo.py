@@ -5,7 +5,9 @@
 
 Environment: ``DEMO_SLOW_START=1`` says so on stderr and then never starts serving (a start
 that times out); ``DEMO_EXIT_AT_START=1`` says why on stderr and exits; ``DEMO_TOKEN`` is
-echoed by ``show_token`` and written to stderr at a slow start (a secret that must not leak).
+echoed by ``show_token`` and written to stderr at a slow start (a secret that must not leak);
+``DEMO_MARK=PATH`` appends the process id to PATH first thing (so a test can tell whether the
+server was ever run).
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ import os
 import sys
 import time
 
+if os.environ.get("DEMO_MARK"):
+    with open(os.environ["DEMO_MARK"], "a") as mark:
+        mark.write(f"{os.getpid()}\n")
 # Before anything slow (importing the SDK), so that the tail is there however soon a start
 # times out.
 if os.environ.get("DEMO_SLOW_START"):

@@ -1,0 +1,311 @@
+"""Which MCP servers may start: the ones the person configured, and the project's once the
+person trusts them.
+
+A server is **the project's** when a repository can bring it: an entry of
+``<workdir>/.mcp.json``, or an inline ``mcpServers`` entry of an agent file under the workdir
+(``agents/``, ``.claude/agents/``, ``.harness_nb/agents/``). A stdio server is a command run
+outside the sandbox, with the person's rights, so opening someone else's repository must not
+run it: a project server is listed (``%mcp``, with what it would run) but not started, and
+its tools are not offered, until the person trusts it by one of:
+
+- ``%mcp trust NAME`` (``McpManager.trust``): kept in ``~/.harness_nb/mcp-trust.json`` under
+  the workdir's real path, the server's name and its **fingerprint** — a hash of its resolved
+  configuration (command, args, the names of its env variables, cwd; or url). A changed
+  entry has another fingerprint, so it needs trusting again. ``%mcp untrust NAME`` forgets.
+- ``Harness(mcp_trust=[…])`` / ``HarnessNB.mcp_trust``: names, trusted whatever they run.
+- Claude Code's settings ``enableAllProjectMcpServers`` (every ``.mcp.json`` server),
+  ``enabledMcpjsonServers`` (names) and ``disabledMcpjsonServers`` (names never started,
+  whatever else trusts them), for ``.mcp.json`` servers, read only from the person's own
+  files: ``~/.claude/settings.json``, ``~/.harness_nb/settings.json`` and the workdir's
+  ``.claude/settings.local.json`` (git-ignored by convention: a repository that commits one
+  anyway could vouch for itself). Never from the workdir's ``.claude/settings.json`` or
+  ``.harness_nb/settings.json``: a repository cannot vouch for its own servers.
+
+The trust file holds no command, argument or variable value (only hashes of them), is
+written atomically, keeps at most ``MAX_RECORDS`` decisions (the oldest go first), and a
+corrupt one costs one warning and is read as empty (the next ``%mcp trust`` replaces it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ..core import read_regular
+from ..core.secret import SECRETS
+from .config import PROJECT_FILE, ServerConfig, ServerEntry, StdioServer
+
+log = logging.getLogger("harness_nb.mcp")
+
+MAX_RECORDS = 2000
+MAX_TRUST_BYTES = 1024 * 1024
+MAX_SETTINGS_BYTES = 1024 * 1024
+TRUST_FILE = ".harness_nb/mcp-trust.json"
+USER_SETTINGS = (".claude/settings.json", ".harness_nb/settings.json")
+LOCAL_SETTINGS = ".claude/settings.local.json"
+
+Standing = Literal["trusted", "needs approval", "disabled"]
+
+
+def fingerprint(config: ServerConfig) -> str:
+    """A hash of what a server runs or reaches: command, args, env names and cwd, or url.
+    (Env values are left out: they are often tokens that change; a new variable is not.)"""
+    if isinstance(config, StdioServer):
+        data: dict[str, Any] = {
+            "command": config.command,
+            "args": list(config.args),
+            "env": sorted(config.env),
+            "cwd": str(config.cwd) if config.cwd is not None else None,
+        }
+    else:
+        data = {"url": config.url}
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a server may start, and why (``%mcp`` shows it)."""
+
+    standing: Standing
+    why: str
+
+    @property
+    def trusted(self) -> bool:
+        return self.standing == "trusted"
+
+
+@dataclass
+class TrustSettings:
+    """Claude Code's MCP approval settings, from the person's own settings files: each key's
+    value and the file it came from."""
+
+    enable_all: str | None = None  # the file that says enableAllProjectMcpServers: true
+    enabled: dict[str, str] = field(default_factory=dict)
+    disabled: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def read_trust_settings(files: Iterable[tuple[Path, str]]) -> TrustSettings:
+    """The approval settings of ``files`` (path, shown name), merged: any ``true`` enables
+    all, the name lists add up. A file that cannot be read or a bad value is one warning."""
+    found = TrustSettings()
+    for path, shown in files:
+        document = _read_json(path, shown, MAX_SETTINGS_BYTES, found.warnings, what="its MCP approvals")
+        if not isinstance(document, dict):
+            continue
+        if document.get("enableAllProjectMcpServers") is True and found.enable_all is None:
+            found.enable_all = shown
+        elif "enableAllProjectMcpServers" in document and not isinstance(document["enableAllProjectMcpServers"], bool):
+            found.warnings.append(f"{shown}: enableAllProjectMcpServers must be true or false; it is not used")
+        for key, into in (("enabledMcpjsonServers", found.enabled), ("disabledMcpjsonServers", found.disabled)):
+            names = document.get(key)
+            if names is None:
+                continue
+            if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+                found.warnings.append(f'{shown}: {key} must be a list of server names, e.g. ["github"]; it is not used')
+                continue
+            for name in names[:1000]:
+                into.setdefault(name, shown)
+    return found
+
+
+def _read_json(path: Path, shown: str, limit: int, warnings: list[str], *, what: str) -> Any:
+    """The JSON document of ``path`` (``None`` when it is missing or bad: a bad one adds a
+    warning saying ``what`` is not used)."""
+    try:
+        data = read_regular(path, limit)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        warnings.append(f"{shown}: cannot read it ({exc.strerror or type(exc).__name__}); {what} are not used")
+        return None
+    if len(data) > limit:
+        warnings.append(f"{shown}: larger than {limit // 1024} KiB; {what} are not used")
+        return None
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, RecursionError, ValueError) as exc:
+        warnings.append(f"{shown}: not valid JSON ({type(exc).__name__}); {what} are not used")
+        return None
+
+
+@dataclass(frozen=True)
+class Record:
+    """One ``%mcp trust`` decision: in this workdir, this name with this configuration."""
+
+    workdir: str
+    name: str
+    fingerprint: str
+
+
+class TrustStore:
+    """The ``%mcp trust`` decisions kept in ``path`` (``None``: in memory only, for this
+    process). Blocking but bounded: one small file read or written per call."""
+
+    def __init__(self, path: Path | None, *, shown: str = "~/" + TRUST_FILE) -> None:
+        self.path = path
+        self.shown = shown
+        self._records: list[Record] | None = None
+        self.warnings: list[str] = []
+
+    def records(self) -> list[Record]:
+        """The decisions, oldest first (the file is read on first ask and by ``reload``)."""
+        if self._records is None:
+            self._records = self._read()
+        return self._records
+
+    def reload(self) -> None:
+        """Read the file again at the next ask (another kernel may have trusted a server)."""
+        self._records = None
+
+    def _read(self) -> list[Record]:
+        if self.path is None:
+            return []
+        problems: list[str] = []
+        document = _read_json(self.path, self.shown, MAX_TRUST_BYTES, problems, what="its MCP trust decisions")
+        records: list[Record] = []
+        if document is not None:
+            rows = document.get("servers") if isinstance(document, dict) else None
+            if not isinstance(rows, list):
+                problems.append(f'{self.shown}: not an object with a "servers" list; its MCP trust decisions are not used')
+            else:
+                for row in rows[-MAX_RECORDS:]:
+                    fields = [row.get(k) for k in ("workdir", "name", "fingerprint")] if isinstance(row, dict) else []
+                    if fields and all(isinstance(f, str) for f in fields):
+                        records.append(Record(*(str(f) for f in fields)))
+        if problems and problems != self.warnings:  # one warning per corrupt file, not per read
+            for problem in problems:
+                log.warning("%s (it is replaced at the next %%mcp trust)", problem)
+        self.warnings = problems
+        return records
+
+    def add(self, record: Record) -> None:
+        """Keep ``record`` (the oldest decisions go past ``MAX_RECORDS``)."""
+        kept = [r for r in self.records() if r != record] + [record]
+        self._write(kept[-MAX_RECORDS:])
+
+    def remove(self, workdir: str, name: str) -> int:
+        """Forget every decision for ``name`` in ``workdir``; how many there were."""
+        kept = [r for r in self.records() if (r.workdir, r.name) != (workdir, name)]
+        gone = len(self.records()) - len(kept)
+        if gone:
+            self._write(kept)
+        return gone
+
+    def _write(self, records: list[Record]) -> None:
+        self._records = records
+        if self.path is None:
+            return
+        rows = [{"workdir": r.workdir, "name": r.name, "fingerprint": r.fingerprint} for r in records]
+        document = {"version": 1, "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "servers": rows}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".mcp-trust-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(document, fh, indent=1)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        self.warnings = []
+
+
+class Trust:
+    """The trust decisions for one workdir: ``names`` given in code, the person's settings
+    files (``home``'s, when given, and the workdir's ``.claude/settings.local.json``) and
+    ``store``. ``refresh`` re-reads the files."""
+
+    def __init__(
+        self, workdir: Path, *, names: Iterable[str] = (), store: TrustStore | None = None, home: Path | None = None
+    ) -> None:
+        self.workdir = workdir
+        self.key = os.path.realpath(workdir)
+        self.names = frozenset(names)
+        self.store = store if store is not None else TrustStore(None)
+        self.home = home
+        self.settings = TrustSettings()
+        self._noticed: set[tuple[str, str]] = set()
+        self.refresh()
+
+    def settings_files(self) -> list[tuple[Path, str]]:
+        """The files whose approval settings count: the person's own, never the project's."""
+        files = [(self.home / name, f"~/{name}") for name in USER_SETTINGS] if self.home is not None else []
+        return [*files, (self.workdir / LOCAL_SETTINGS, LOCAL_SETTINGS)]
+
+    def refresh(self) -> list[str]:
+        """Read the settings files and the store again; their warnings."""
+        self.settings = read_trust_settings(self.settings_files())
+        self.store.reload()
+        self.store.records()
+        return [*self.settings.warnings, *self.store.warnings]
+
+    def verdict(self, entry: ServerEntry) -> Verdict:
+        """Whether ``entry`` may start, and why (see the module doc)."""
+        from_file = entry.source == PROJECT_FILE
+        if from_file and entry.name in self.settings.disabled:
+            return Verdict("disabled", f"disabledMcpjsonServers in {self.settings.disabled[entry.name]}")
+        if not entry.project:
+            return Verdict("trusted", f"configured by you ({entry.source})")
+        if entry.name in self.names:
+            return Verdict("trusted", "mcp_trust")
+        digest = fingerprint(entry.config)
+        mine = [r for r in self.store.records() if (r.workdir, r.name) == (self.key, entry.name)]
+        if any(r.fingerprint == digest for r in mine):
+            return Verdict("trusted", "%mcp trust")
+        if from_file and entry.name in self.settings.enabled:
+            return Verdict("trusted", f"enabledMcpjsonServers in {self.settings.enabled[entry.name]}")
+        if from_file and self.settings.enable_all is not None:
+            return Verdict("trusted", f"enableAllProjectMcpServers in {self.settings.enable_all}")
+        if mine:
+            return Verdict("needs approval", "its configuration changed since you trusted it")
+        return Verdict("needs approval", "a project's server runs only once you trust it")
+
+    def allow(self, entry: ServerEntry) -> None:
+        """Trust ``entry`` (its name and fingerprint) in this workdir from now on."""
+        self.store.add(Record(self.key, entry.name, fingerprint(entry.config)))
+
+    def forget(self, name: str) -> int:
+        """Forget the ``%mcp trust`` decisions for ``name``; how many there were."""
+        return self.store.remove(self.key, name)
+
+    def notice(self, pending: Iterable[ServerEntry]) -> None:
+        """One warning naming the servers of ``pending`` not yet warned about: that they did
+        not start, what they would run, and how to trust them."""
+        new = [e for e in pending if (e.name, fingerprint(e.config)) not in self._noticed]
+        if not new:
+            return
+        self._noticed.update((e.name, fingerprint(e.config)) for e in new)
+        listed = "; ".join(f"{e.name} ({e.source}) would run: {describe_fully(e)}" for e in new)
+        if len(new) == 1:
+            head, how = "MCP server of this project not started, it runs only once you trust it", how_to_trust(new[0].name)
+        else:
+            head, how = "MCP servers of this project not started, they run only once you trust them", how_to_trust("NAME")
+        log.warning("%s", SECRETS.scrub(f"{head}: {listed}. If you do: {how}"))
+
+
+def how_to_trust(name: str) -> str:
+    """The ways to trust server ``name`` (one sentence, for messages)."""
+    return f"%mcp trust {name} (or %mcp trust --all) in a notebook, or Harness(mcp_trust=[{name!r}])"
+
+
+def describe_fully(entry: ServerEntry) -> str:
+    """What ``entry`` would run or reach, all of it: the command line (shell-quoted), the
+    folder and the names of the variables it sets; or the URL."""
+    config = entry.config
+    text = config.describe()
+    if isinstance(config, StdioServer):
+        if config.cwd is not None:
+            text += f" (in {config.cwd})"
+        if config.env:
+            text += f" (env {', '.join(sorted(config.env))})"
+    return text

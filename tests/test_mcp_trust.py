@@ -1,0 +1,261 @@
+"""A project's MCP servers start only once the person trusts them: an untrusted one is listed
+but never run (the demo server's mark file stays absent) and its tools are not offered; one
+warning says how to trust it; ``trust`` (kept in ``~/.harness_nb/mcp-trust.json``), names
+given in code and the person's own settings files trust it — a project's committed
+settings cannot; a changed configuration needs trusting again; an inline server of a
+project agent file is gated the same way; a corrupt trust file is one warning; ``reload``
+re-reads the configuration and stops what changed."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness_nb.core import ConfigError, ToolResultMessage
+from harness_nb.harness import Harness
+from harness_nb.mcp import McpManager, McpUntrustedError, TrustStore, fingerprint
+from harness_nb.mcp import trust as trust_module
+from harness_nb.mcp.config import parse_server
+from harness_nb.providers.scripted import ScriptedProvider
+from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
+from mcp_support import home, stdio_demo  # noqa: F401  (home: an autouse fixture)
+
+NOTICE = "of this project not started"
+
+
+def write(path: Path, data: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+
+
+def project(workdir: Path, mark: Path, *args: str) -> None:
+    """``workdir/.mcp.json`` naming the demo server, which writes ``mark`` when it runs."""
+    entry = stdio_demo(DEMO_MARK=str(mark))
+    entry["args"] += list(args)
+    write(workdir / ".mcp.json", {"mcpServers": {"demo": entry}})
+
+
+def harness(workdir: Path, script: list[Any] | dict[str, list[Any]]) -> tuple[Harness, ScriptedProvider]:
+    provider = ScriptedProvider(script)
+    h = Harness(provider, workdir=workdir, approval_policy="never")
+    OPEN.append(h)
+    return h, provider
+
+
+def offered(provider: ScriptedProvider, index: int = -1) -> set[str]:
+    return {t.name for t in provider.requests[index].tools if t.name.startswith("mcp__")}
+
+
+def notices(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and NOTICE in r.getMessage()]
+
+
+async def test_an_untrusted_project_server_never_runs_until_trusted(tmp_path, home, caplog):
+    mark = tmp_path / "mark"
+    project(tmp_path, mark)
+    echo = {"tool_calls": [{"name": "mcp__demo__echo", "arguments": {"text": "hi"}}]}
+    h, provider = harness(tmp_path, [{"text": "one"}, {"text": "two"}, echo, {"text": "three"}])
+    await h.run("first")
+    await h.run("second")
+    assert offered(provider, 0) == set() and offered(provider, 1) == set()
+    assert not mark.exists()  # the command was never run
+    [status] = h.mcp.status()
+    assert (status.state, status.pending) == ("needs your approval", True)
+    assert status.target.startswith(stdio_demo()["command"])  # what it would run, in full
+    assert stdio_demo()["args"][0] in status.target and "env DEMO_MARK" in status.target
+    [notice] = notices(caplog)  # one notice, not one per run
+    assert "demo (.mcp.json) would run:" in notice and "%mcp trust demo" in notice and "mcp_trust=['demo']" in notice
+    with pytest.raises(McpUntrustedError, match="'demo' .* is not started: a project's server runs only once you trust it"):
+        await h.mcp.restart("demo")
+
+    assert [e.name for e in h.mcp.trust("demo")] == ["demo"]
+    result = await h.run("third")
+    assert "mcp__demo__echo" in offered(provider)
+    assert [m.content for m in result.messages if isinstance(m, ToolResultMessage)] == ["echo: hi"]
+    assert mark.exists()
+    # kept in the user's state, keyed by the workdir's real path, name and fingerprint, no command
+    saved = (home / ".harness_nb" / "mcp-trust.json").read_text()
+    [row] = json.loads(saved)["servers"]
+    assert row["workdir"] == os.path.realpath(tmp_path) and row["name"] == "demo" and len(row["fingerprint"]) == 64
+    assert "demo.py" not in saved and str(mark) not in saved
+    assert list((home / ".harness_nb").iterdir()) == [home / ".harness_nb" / "mcp-trust.json"]  # no temp file left
+
+    # a new harness (a kernel restart) remembers, and says nothing
+    caplog.clear()
+    again, provider2 = harness(tmp_path, [{"text": "ok"}])
+    await again.run("fourth")
+    assert "mcp__demo__echo" in offered(provider2) and notices(caplog) == []
+    assert again.mcp.verdict("demo").why == "%mcp trust"
+
+
+async def test_a_changed_command_needs_trust_again_and_reload_stops_the_old_server(tmp_path, caplog):
+    mark = tmp_path / "mark"
+    project(tmp_path, mark)
+    h, provider = harness(tmp_path, [{"text": "a"}, {"text": "b"}, {"text": "c"}])
+    h.mcp.trust("demo")
+    await h.run("first")
+    assert "mcp__demo__echo" in offered(provider)
+    first_pid = int(mark.read_text())
+
+    project(tmp_path, mark, "--changed")  # the repository changed what it runs
+    await h.mcp.reload()
+    assert h.mcp.verdict("demo").why == "its configuration changed since you trusted it"
+    assert _gone(first_pid), "reload stopped the server whose entry changed"
+    await h.run("second")
+    assert offered(provider) == set() and mark.read_text().split() == [str(first_pid)]
+    assert any("--changed" in n for n in notices(caplog))
+
+    write(tmp_path / ".mcp.json", {"mcpServers": {}})  # gone from the file: gone from the list
+    await h.mcp.reload()
+    assert h.mcp.status() == []
+    await h.run("third")
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize(
+    ("where", "settings", "trusted"),
+    [
+        (".claude/settings.json", {"enableAllProjectMcpServers": True}, False),  # the repository's own
+        (".claude/settings.json", {"enabledMcpjsonServers": ["demo"]}, False),
+        (".harness_nb/settings.json", {"enableAllProjectMcpServers": True}, False),
+        (".claude/settings.local.json", {"enabledMcpjsonServers": ["demo"]}, True),
+        (".claude/settings.local.json", {"enableAllProjectMcpServers": True}, True),
+        ("~/.claude/settings.json", {"enableAllProjectMcpServers": True}, True),
+        ("~/.harness_nb/settings.json", {"enabledMcpjsonServers": ["demo"]}, True),
+        ("~/.claude/settings.json", {"enabledMcpjsonServers": ["other"]}, False),
+    ],
+)
+def test_only_the_persons_own_settings_files_trust_project_servers(tmp_path, home, where, settings, trusted):
+    write(home / where[2:] if where.startswith("~/") else tmp_path / where, settings)
+    write(tmp_path / ".mcp.json", {"mcpServers": {"demo": {"command": "never-run-xyz"}}})
+    manager = McpManager(tmp_path, home=home)
+    verdict = manager.verdict("demo")
+    assert verdict.trusted is trusted
+    if trusted:
+        assert verdict.why.endswith(f"in {where}")
+        assert [s.state for s in manager.status()] == ["not started"]
+
+
+def test_disabled_servers_win_and_names_given_in_code_trust(tmp_path, home):
+    write(tmp_path / ".mcp.json", {"mcpServers": {"a": {"command": "x"}, "b": {"command": "y"}}})
+    write(home / ".claude" / "settings.json", {"enableAllProjectMcpServers": True, "disabledMcpjsonServers": ["b"]})
+    manager = McpManager(tmp_path, home=home)
+    assert manager.verdict("a").trusted
+    disabled = manager.verdict("b")
+    assert (disabled.standing, disabled.why) == ("disabled", "disabledMcpjsonServers in ~/.claude/settings.json")
+    with pytest.raises(ConfigError, match="disabled by disabledMcpjsonServers in ~/.claude/settings.json; remove it there"):
+        manager.trust("b")
+    with pytest.raises(McpUntrustedError):
+        manager.connection("b")
+    # names given in code, and servers configured by the person, need nothing more
+    write(home / ".claude" / "settings.json", {})
+    named = McpManager(tmp_path, home=home, trust=["b"], servers={"mine": {"command": "z"}})
+    assert named.verdict("b").why == "mcp_trust" and not named.verdict("a").trusted
+    assert named.verdict("mine").why == "configured by you (settings)"
+    write(home / ".harness_nb" / "mcp.json", {"mcpServers": {"user": {"command": "u"}}})
+    assert McpManager(tmp_path, home=home).verdict("user").trusted
+    with pytest.raises(Exception, match="unknown MCP server 'nope'"):
+        named.trust("nope")
+
+
+def test_the_fingerprint_covers_what_runs_not_the_secret_values(tmp_path):
+    def fp(**raw: object) -> str:
+        return fingerprint(parse_server("s", raw, ".mcp.json", workdir=tmp_path).config)
+
+    base = fp(command="srv", args=["a"], env={"TOKEN": "one"})
+    assert fp(command="srv", args=["a"], env={"TOKEN": "two"}) == base  # a new token: same server
+    assert fp(command="srv", args=["b"], env={"TOKEN": "one"}) != base
+    assert fp(command="evil", args=["a"], env={"TOKEN": "one"}) != base
+    assert fp(command="srv", args=["a"], env={"TOKEN": "one", "LD_PRELOAD": "x"}) != base
+    assert fp(command="srv", args=["a"], env={"TOKEN": "one"}, cwd="elsewhere") != base
+    assert fp(url="http://127.0.0.1:1/mcp") != fp(url="http://127.0.0.1:2/mcp")
+
+
+def test_a_corrupt_trust_file_is_one_warning_and_read_as_empty(tmp_path, home, caplog):
+    trust_file = home / ".harness_nb" / "mcp-trust.json"
+    write(trust_file, "{not json")
+    write(tmp_path / ".mcp.json", {"mcpServers": {"demo": {"command": "never-run-xyz"}}})
+    store = TrustStore(trust_file)
+    manager = McpManager(tmp_path, trust_store=store)
+    assert not manager.verdict("demo").trusted
+    manager.status()
+    warned = [r.getMessage() for r in caplog.records if "mcp-trust.json" in r.getMessage()]
+    assert warned == [
+        "~/.harness_nb/mcp-trust.json: not valid JSON (JSONDecodeError); its MCP trust decisions are not used "
+        "(it is replaced at the next %mcp trust)"
+    ]
+    assert any("mcp-trust.json" in w for w in manager.warnings)
+    manager.trust("demo")
+    assert json.loads(trust_file.read_text())["servers"][0]["name"] == "demo"
+    assert McpManager(tmp_path, trust_store=TrustStore(trust_file)).verdict("demo").trusted
+    write(trust_file, json.dumps({"servers": "no"}))
+    assert not McpManager(tmp_path, trust_store=TrustStore(trust_file)).verdict("demo").trusted
+
+
+async def test_the_trust_file_is_bounded_and_untrust_forgets(tmp_path, home, monkeypatch):
+    monkeypatch.setattr(trust_module, "MAX_RECORDS", 3)
+    trust_file = home / ".harness_nb" / "mcp-trust.json"
+    servers = {f"s{i}": {"command": f"srv{i}"} for i in range(5)}
+    write(tmp_path / ".mcp.json", {"mcpServers": servers})
+    manager = McpManager(tmp_path, trust_store=TrustStore(trust_file))
+    for name in servers:
+        manager.trust(name)
+    kept = [r["name"] for r in json.loads(trust_file.read_text())["servers"]]
+    assert kept == ["s2", "s3", "s4"]  # the oldest decisions went first
+    assert await manager.untrust("s3") == 1
+    assert not manager.verdict("s3").trusted and manager.verdict("s4").trusted
+    assert [r["name"] for r in json.loads(trust_file.read_text())["servers"]] == ["s2", "s4"]
+    assert await manager.untrust("s3") == 0
+
+
+AGENT = """---
+name: noter
+description: Keeps notes on its own server.
+tools: mcp__notes__add_note
+mcpServers: [{{"notes": {config}}}]
+---
+Keep the note.
+"""
+
+
+@pytest.mark.parametrize("folder", [".claude/agents", "agents"])
+async def test_an_inline_server_of_a_project_agent_file_waits_for_trust(tmp_path, caplog, folder):
+    mark = tmp_path / "mark"
+    write(tmp_path / folder / "noter.md", AGENT.format(config=json.dumps(stdio_demo(DEMO_MARK=str(mark)))))
+    note = {"tool_calls": [{"name": "mcp__notes__add_note", "arguments": {"text": "x"}}]}
+    script = {"noter": [{"text": "could not"}, note, {"text": "noted"}]}
+    h, provider = harness(tmp_path, script)
+    [row] = h.mcp.status()
+    assert (row.name, row.source, row.state) == ("notes", "agent noter", "needs your approval")
+    result = await h.run_subagent("noter", "note x")
+    assert result.final_text == "could not" and offered(provider) == set() and not mark.exists()
+    [notice] = notices(caplog)
+    assert "notes (agent noter) would run:" in notice and "%mcp trust notes" in notice
+
+    h.mcp.trust("notes")
+    assert [s.state for s in h.mcp.status()] == ["starts with its agent"]
+    result = await h.run_subagent("noter", "note x")
+    assert offered(provider) == {"mcp__notes__add_note"} and mark.exists()
+    assert [m.content for m in result.messages if isinstance(m, ToolResultMessage)] == ["noted (1 notes)"]
+
+
+async def test_an_agent_file_of_the_persons_own_folder_is_trusted(tmp_path, home):
+    mark = tmp_path / "mark"
+    write(home / ".claude" / "agents" / "noter.md", AGENT.format(config=json.dumps(stdio_demo(DEMO_MARK=str(mark)))))
+    script = {"noter": [{"tool_calls": [{"name": "mcp__notes__add_note", "arguments": {"text": "x"}}]}, {"text": "noted"}]}
+    h, provider = harness(tmp_path, script)
+    assert [s.state for s in h.mcp.status()] == ["starts with its agent"]
+    await h.run_subagent("noter", "note x")
+    assert offered(provider) == {"mcp__notes__add_note"} and mark.exists()
