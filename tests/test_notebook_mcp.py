@@ -1,4 +1,6 @@
-"""MCP servers in a real ipykernel: a project ``.mcp.json`` server starts at the first
+"""MCP servers in a real ipykernel: a project ``.mcp.json`` server waits for the person's
+trust (``%mcp`` says "needs your approval" and what it would run; a run before that goes on
+without it and says how to trust it; ``%mcp trust`` lets it start), starts at the next
 ``%%agent`` run (not at ``%load_ext``), a call of its non-read-only tool shows an approval
 card in the running cell, ``%mcp`` lists the servers and restarts one, and a bad
 ``%config HarnessNB.mcp_servers`` fails its cell."""
@@ -12,16 +14,27 @@ import os
 import pytest
 
 from mcp_support import stdio_demo
-from notebook_support import error_name, model_requests, notebook, result_text, tool_results, wait_for_widget_text
+from notebook_support import (
+    HARNESS,
+    error_name,
+    kernel_json,
+    model_requests,
+    notebook,
+    result_text,
+    tool_results,
+    wait_for_widget_text,
+)
 
 pytestmark = pytest.mark.kernel
 
 
-async def test_approval_for_a_non_read_only_mcp_tool_and_percent_mcp(tmp_path):
-    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"demo": stdio_demo()}}))
+async def test_trust_then_approval_for_a_non_read_only_mcp_tool_and_percent_mcp(tmp_path):
+    mark = tmp_path / "ran"
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"demo": stdio_demo(DEMO_MARK=str(mark))}}))
     script = {
         "agents": {
             "main": [
+                {"text": "No MCP tools here."},
                 {"tool_calls": [{"name": "mcp__demo__pid", "arguments": {}}]},
                 {"tool_calls": [{"name": "mcp__demo__echo", "arguments": {"text": "hi"}}]},
                 {"tool_calls": [{"name": "mcp__demo__add_note", "arguments": {"text": "buy milk"}}]},
@@ -33,7 +46,24 @@ async def test_approval_for_a_non_read_only_mcp_tool_and_percent_mcp(tmp_path):
     }
     async with notebook(tmp_path, script) as k:
         listing = k.text(await k.run("%mcp"))
-        assert "demo" in listing and "not started" in listing and ".mcp.json" in listing
+        assert "demo" in listing and "needs your approval" in listing and ".mcp.json" in listing
+        assert "demo.py" in listing and "%mcp trust demo" in listing
+        refused = await k.run("%mcp restart demo", check=False)
+        assert error_name(refused) == "UsageError" and "%mcp trust demo" in k.error(refused)
+
+        untrusted = await k.run("%%agent\nwhat tools do you have?")
+        assert "%mcp trust demo" in k.text(untrusted) and "would run:" in k.text(untrusted)
+        offered = await kernel_json(k, f"[t.name for t in {HARNESS}.provider.requests[0].tools]")
+        assert "read_file" in offered and not [t for t in offered if t.startswith("mcp__")]
+        assert not mark.exists()  # the server's command never ran
+
+        trusted = await k.run("%mcp trust demo")
+        assert k.text(trusted).strip() == "trusted demo (.mcp.json); it starts at its next use"
+        listing = k.text(await k.run("%mcp"))
+        assert "not started" in listing and "needs your approval" not in listing
+        assert (tmp_path / "home" / ".harness_nb" / "mcp-trust.json").is_file()
+        assert k.text(await k.run("%mcp trust --all")).strip() == "no MCP server waits for your approval"
+        assert k.text(await k.run("%mcp reload")).strip() == "1 MCP servers configured"
 
         cell = k.execute("%%agent\nnote that I must buy milk")
         card = await wait_for_widget_text(k, "Approve mcp__demo__add_note?")
@@ -43,7 +73,7 @@ async def test_approval_for_a_non_read_only_mcp_tool_and_percent_mcp(tmp_path):
         await k.finished(cell)
         assert cell.status == "ok", k.error(cell)
         assert result_text(cell) == "Noted it."
-        requests = await model_requests(k, "main")
+        requests = (await model_requests(k, "main"))[1:]
         server_pid = int(tool_results(requests[1])[0])
         assert tool_results(requests[2])[-1] == "echo: hi"  # read-only: no card
         assert tool_results(requests[3])[-1] == "noted (1 notes)"

@@ -219,6 +219,11 @@ class HarnessNB(Configurable):
         "{'Authorization': 'Bearer ${GITHUB_TOKEN}'}}, 'files': {'command': 'npx', 'args': [...]}}. "
         "Their tools are mcp__<server>__<tool>; %mcp lists them.",
     ).tag(config=True)
+    mcp_trust = List(
+        Unicode(),
+        help="Names of project MCP servers (<workdir>/.mcp.json, inline ones in agent files under the "
+        "workdir) trusted to start whatever they run; the others wait for %mcp trust NAME.",
+    ).tag(config=True)
     mcp_start_timeout = Float(
         30.0, help="Seconds an MCP server may take to start (spawn or connect, handshake, tool list)."
     ).tag(config=True)

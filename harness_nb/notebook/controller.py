@@ -131,7 +131,7 @@ class NotebookHarness:
         if self._harness is not None and key == self._harness_key:
             kept = self._harness.settings.tools if tools is None else tools
             self._harness.apply(c.run_settings(kept))
-            self._harness.mcp.configure(servers=c.mcp_servers, start_timeout=c.mcp_start_timeout)
+            self._harness.mcp.configure(servers=c.mcp_servers, start_timeout=c.mcp_start_timeout, trust=c.mcp_trust)
             return self._harness
         if self._harness is not None:
             self._close_later(self._harness)
@@ -148,6 +148,7 @@ class NotebookHarness:
             sandbox=Sandbox.create(str(c.sandbox), network=c.sandbox_network, hidden=_connection_file()),
             mcp_servers=c.mcp_servers,
             mcp_start_timeout=c.mcp_start_timeout,
+            mcp_trust=c.mcp_trust,
         )
         self._harness_key = key
         self._harness.tracker.listeners.append(self._on_task_change)
