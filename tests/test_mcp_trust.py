@@ -83,7 +83,8 @@ async def test_an_untrusted_project_server_never_runs_until_trusted(tmp_path, ho
     [row] = json.loads(saved)["servers"]
     assert row["workdir"] == os.path.realpath(tmp_path) and row["name"] == "demo" and len(row["fingerprint"]) == 64
     assert "demo.py" not in saved and str(mark) not in saved
-    assert list((home / ".harness_nb").iterdir()) == [home / ".harness_nb" / "mcp-trust.json"]  # no temp file left
+    left = sorted(p.name for p in (home / ".harness_nb").iterdir())
+    assert left in (["mcp-trust.json"], [".mcp-trust.json.lock", "mcp-trust.json"])  # no temp file left
 
     # a new harness (a kernel restart) remembers, and says nothing
     caplog.clear()
@@ -259,3 +260,26 @@ async def test_an_agent_file_of_the_persons_own_folder_is_trusted(tmp_path, home
     assert [s.state for s in h.mcp.status()] == ["starts with its agent"]
     await h.run_subagent("noter", "note x")
     assert offered(provider) == {"mcp__notes__add_note"} and mark.exists()
+
+
+async def test_two_kernels_trusting_at_once_both_keep_their_decision(tmp_path, home, monkeypatch):
+    """Each kernel reads the trust file once and keeps it; a decision written from a stale
+    copy would drop the other kernel's. Writes re-read the file under its lock."""
+    from filelock import FileLock
+
+    trust_file = home / ".harness_nb" / "mcp-trust.json"
+    write(tmp_path / ".mcp.json", {"mcpServers": {"a": {"command": "srv-a"}, "b": {"command": "srv-b"}}})
+    first = McpManager(tmp_path, trust_store=TrustStore(trust_file))
+    second = McpManager(tmp_path, trust_store=TrustStore(trust_file))
+    assert not first.verdict("a").trusted and not second.verdict("b").trusted  # both have read it
+    first.trust("a")
+    second.trust("b")
+    assert sorted(r["name"] for r in json.loads(trust_file.read_text())["servers"]) == ["a", "b"]
+    await second.untrust("a")
+    assert [r["name"] for r in json.loads(trust_file.read_text())["servers"]] == ["b"]
+
+    monkeypatch.setattr(trust_module, "LOCK_TIMEOUT", 0.05)
+    with FileLock(trust_file.with_name(".mcp-trust.json.lock")):
+        with pytest.raises(ConfigError, match="locked by another process"):
+            TrustStore(trust_file).add(trust_module.Record(str(tmp_path), "c", "0" * 64))
+    assert [r["name"] for r in json.loads(trust_file.read_text())["servers"]] == ["b"]

@@ -22,30 +22,35 @@ its tools are not offered, until the person trusts it by one of:
   ``.harness_nb/settings.json``: a repository cannot vouch for its own servers.
 
 The trust file holds no command, argument or variable value (only hashes of them), is
-written atomically, keeps at most ``MAX_RECORDS`` decisions (the oldest go first), and a
+written atomically under a lock (two kernels trusting at once both keep their decision),
+keeps at most ``MAX_RECORDS`` decisions (the oldest go first), and a
 corrupt one costs one warning and is read as empty (the next ``%mcp trust`` replaces it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ..core import read_regular
+from filelock import FileLock, Timeout
+
+from ..core import ConfigError, read_regular
 from ..core.secret import SECRETS
 from .config import PROJECT_FILE, ServerConfig, ServerEntry, StdioServer
 
 log = logging.getLogger("harness_nb.mcp")
 
 MAX_RECORDS = 2000
+LOCK_TIMEOUT = 10.0  # seconds; a write holds the lock for one small file
 MAX_TRUST_BYTES = 1024 * 1024
 MAX_SETTINGS_BYTES = 1024 * 1024
 TRUST_FILE = ".harness_nb/mcp-trust.json"
@@ -189,16 +194,37 @@ class TrustStore:
 
     def add(self, record: Record) -> None:
         """Keep ``record`` (the oldest decisions go past ``MAX_RECORDS``)."""
-        kept = [r for r in self.records() if r != record] + [record]
-        self._write(kept[-MAX_RECORDS:])
+        with self._locked():
+            kept = [r for r in self.records() if r != record] + [record]
+            self._write(kept[-MAX_RECORDS:])
 
     def remove(self, workdir: str, name: str) -> int:
         """Forget every decision for ``name`` in ``workdir``; how many there were."""
-        kept = [r for r in self.records() if (r.workdir, r.name) != (workdir, name)]
-        gone = len(self.records()) - len(kept)
-        if gone:
-            self._write(kept)
+        with self._locked():
+            kept = [r for r in self.records() if (r.workdir, r.name) != (workdir, name)]
+            gone = len(self.records()) - len(kept)
+            if gone:
+                self._write(kept)
         return gone
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold the file's lock and read it afresh: two kernels sharing a home each change
+        what the file holds now, so neither one's decision is lost to the other's write."""
+        if self.path is None:
+            yield
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(self.path.with_name(f".{self.path.name}.lock"), timeout=LOCK_TIMEOUT)
+        try:
+            with lock:
+                self._records = self._read()
+                yield
+        except Timeout:
+            raise ConfigError(
+                f"{self.shown} is locked by another process for over {LOCK_TIMEOUT:g} s; try again, "
+                f"or delete {lock.lock_file} if no harness_nb kernel is running"
+            ) from None
 
     def _write(self, records: list[Record]) -> None:
         self._records = records
