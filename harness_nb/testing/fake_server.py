@@ -10,7 +10,8 @@ It answers ``POST /v1/chat/completions`` and ``POST /v1/messages`` (also without
                "cache_write_tokens": 0},   # optional: else estimated, with prompt caching
      "stop_reason": "end_turn",   # optional: end_turn | tool_use | max_tokens | refusal
      "omit_usage": True,          # optional: send no usage at all (as many local servers)
-     "delay": 0.2}                # optional: seconds before answering
+     "delay": 0.2,                # optional: seconds before answering
+     "chunk_delay": 0.05}         # optional: seconds between a stream's events
 
     {"fault": "rate_limit", "retry_after": 0.1}   # 429, with Retry-After when given
     {"fault": "server_error"}                     # 500
@@ -330,7 +331,7 @@ class FakeLLMServer:
         elif fault is not None:
             raise ValueError(f"fake server: unknown fault {fault!r}")
         elif body.get("stream"):
-            await _send_events(writer, self._writer.events(api, step, body))
+            await _send_events(writer, self._writer.events(api, step, body), gap=step.get("chunk_delay", 0.0))
         else:
             await _send_json(writer, 200, self._writer.body(api, step, body))
         return True
@@ -407,9 +408,11 @@ async def _send_json(
     await _send_bytes(writer, status, "application/json", json.dumps(body).encode(), headers)
 
 
-async def _send_events(writer: asyncio.StreamWriter, events: Sequence[str | bytes]) -> None:
+async def _send_events(writer: asyncio.StreamWriter, events: Sequence[str | bytes], *, gap: float = 0.0) -> None:
     writer.write(_head(200, _STREAM_HEADERS))
-    for event in events:
+    for number, event in enumerate(events):
+        if gap and number:
+            await asyncio.sleep(gap)
         writer.write(_chunk(event))
         await writer.drain()
     writer.write(b"0\r\n\r\n")
