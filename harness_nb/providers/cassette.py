@@ -4,7 +4,11 @@ A cassette is JSONL, one line per LLM call::
 
     {"hash": "…", "agent": "main", "model": "openai/gpt-4o-mini",
      "request": {"system": "…", "messages": [...], "tools": [...]},
-     "response": {ModelResponse as JSON}}
+     "response": {ModelResponse as JSON},
+     "timing": {"chunks": [[8, 0.41], ...], "end": 0.2, "gap": 1.3}}
+
+``timing`` (``pace.py``) is how the answer streamed, bounded in size, for a replay at the
+recorded pace (``replay_pace``); lines without it (older cassettes) replay at once.
 
 A request is matched by the sha256 of the canonical JSON of its system prompt, messages
 and tool specs: not the model name (a cassette recorded on one model replays under any
@@ -24,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import time
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +39,7 @@ from ..core.environment import normalise_environment
 from ..core.secret import SECRETS, scrub
 from .base import ModelRequest, ModelResponse, Provider, StreamItem, TextChunk, under
 from .options import ProviderOptions
+from .pace import AnswerTimes, AnswerTiming, Clock, Pacer, Sleep, Stopwatch, pace_factor
 
 
 def request_record(
@@ -100,9 +106,12 @@ def _map_strings(value: Any, fn: Callable[[str], str]) -> Any:
 
 class RecordingProvider(Provider):
     """Forwards every call to ``inner`` and appends each request/response pair to the
-    cassette at ``path`` (append-only, one flushed line per call; never headers or keys)."""
+    cassette at ``path`` (append-only, one flushed line per call; never headers or keys),
+    with its timing on ``clock`` (see ``pace.py``)."""
 
-    def __init__(self, inner: Provider, path: str | Path, *, workdir: Path | None = None) -> None:
+    def __init__(
+        self, inner: Provider, path: str | Path, *, workdir: Path | None = None, clock: Clock = time.monotonic
+    ) -> None:
         super().__init__(inner.model)
         # Look like the wrapped provider: callers branch on ``name`` (e.g. model aliases).
         self.name = inner.name  # type: ignore[misc]
@@ -114,6 +123,8 @@ class RecordingProvider(Provider):
         self.vision = inner.vision  # the request is made for the wrapped model
         self.token_ratio = inner.token_ratio  # one calibration, whoever calls
         self._lock = asyncio.Lock()
+        self._clock = clock
+        self._answers = AnswerTimes()
 
     async def discover_window(self) -> int | None:
         """The wrapped provider's window (asking its server, if it does)."""
@@ -128,18 +139,27 @@ class RecordingProvider(Provider):
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Forward, then record."""
+        watch = self._stopwatch(request)
         response = await self.inner.complete(request)
-        await self._append(request, response)
+        await self._append(request, response, watch.finish())
         return response
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]:
-        """Forward the stream; record the answer before handing it on."""
+        """Forward the stream, timing its text; record the answer before handing it on."""
+        watch = self._stopwatch(request)
         async for item in self.inner.stream(request):
-            if isinstance(item, ModelResponse):
-                await self._append(request, item)
+            if isinstance(item, TextChunk):
+                watch.chunk(len(item.text))
+            else:
+                await self._append(request, item, watch.finish())
             yield item
 
-    async def _append(self, request: ModelRequest, response: ModelResponse) -> None:
+    def _stopwatch(self, request: ModelRequest) -> Stopwatch:
+        return Stopwatch(self._clock, gap=self._answers.since(request.messages, self._clock()))
+
+    async def _append(self, request: ModelRequest, response: ModelResponse, timing: AnswerTiming) -> None:
+        # from now on the tools run: the next request's gap is measured from here
+        self._answers.answered(response.message, self._clock())
         record = request_record(request, workdir=self.workdir)
         line = {
             "hash": request_hash(record),
@@ -147,6 +167,7 @@ class RecordingProvider(Provider):
             "model": self.inner.model_id,
             "request": record,
             "response": SECRETS.scrub_data(response.model_dump(mode="json")),
+            "timing": timing.record(),
         }
         text = json_line(line) + "\n"
         async with self._lock:  # concurrent subagents must not interleave lines
@@ -188,6 +209,7 @@ class _Entry:
     agent: str
     request: dict[str, Any]  # as recorded
     response: ModelResponse
+    timing: AnswerTiming | None  # None: recorded before timing was kept
 
 
 class ReplayProvider(Provider):
@@ -197,13 +219,21 @@ class ReplayProvider(Provider):
 
     ``path`` is read relative to ``workdir``; the model is named after the path as given
     (``replay/cassettes/demo.jsonl``), which is the same wherever the notebook is. Of
-    ``options`` it takes ``streaming`` and ``context_window``."""
+    ``options`` it takes ``streaming``, ``context_window`` and ``replay_pace``: at any pace
+    but ``"instant"`` the answers come with the recorded delays (``pace.py``), waited with
+    ``sleep`` and measured on ``clock`` (both injectable for tests)."""
 
     name: ClassVar[str] = "replay"
     offline: ClassVar[bool] = True
 
     def __init__(
-        self, path: str | Path, *, workdir: Path | None = None, options: ProviderOptions | None = None
+        self,
+        path: str | Path,
+        *,
+        workdir: Path | None = None,
+        options: ProviderOptions | None = None,
+        clock: Clock = time.monotonic,
+        sleep: Sleep = asyncio.sleep,
     ) -> None:
         super().__init__(str(path), options=options)
         self.path = under(workdir, path)
@@ -217,9 +247,41 @@ class ReplayProvider(Provider):
         self._by_hash: dict[str, list[_Entry]] = {}
         self._served: dict[str, int] = {}
         self._lock = asyncio.Lock()
+        factor = pace_factor(options.replay_pace if options else None)
+        self.pacer = None if factor is None else Pacer(factor, clock=clock, sleep=sleep)
+        """Waits the recorded delays; ``None`` at the instant pace."""
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
-        """The recorded answer to ``request``."""
+        """The recorded answer to ``request`` (after its recorded time, when paced)."""
+        response, timing = await self._lookup(request)
+        if self.pacer is not None:
+            if timing is not None:
+                await self.pacer.before_request(timing, request.messages)
+                await self.pacer.wait(timing.total)
+            self.pacer.answered(response.message)
+        return response
+
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]:
+        """The recorded text, then the recorded answer: in a few chunks at once, or, when
+        paced, in the recorded chunks with the recorded delays."""
+        response, timing = await self._lookup(request)
+        text = response.message.content
+        if self.pacer is None or timing is None:
+            step = max(1, -(-len(text) // 4))
+            for start in range(0, len(text), step):
+                yield TextChunk(text[start : start + step])
+        else:
+            await self.pacer.before_request(timing, request.messages)
+            pieces, rest = timing.schedule(text)
+            for piece, delay in pieces:
+                await self.pacer.wait(delay)
+                yield TextChunk(piece)
+            await self.pacer.wait(rest)
+        if self.pacer is not None:
+            self.pacer.answered(response.message)
+        yield response
+
+    async def _lookup(self, request: ModelRequest) -> tuple[ModelResponse, AnswerTiming | None]:
         async with self._lock:
             if self._entries is None:
                 self._entries = await run_blocking(self._load)
@@ -230,16 +292,8 @@ class ReplayProvider(Provider):
             raise self._miss(record, request.agent)
         served = self._served.get(key, 0)
         self._served[key] = served + 1
-        return matches[min(served, len(matches) - 1)].response.model_copy(deep=True)
-
-    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]:
-        """The recorded text in a few chunks, then the recorded answer."""
-        response = await self.complete(request)
-        text = response.message.content
-        step = max(1, -(-len(text) // 4))
-        for start in range(0, len(text), step):
-            yield TextChunk(text[start : start + step])
-        yield response
+        entry = matches[min(served, len(matches) - 1)]
+        return entry.response.model_copy(deep=True), entry.timing
 
     def _load(self) -> list[_Entry]:
         entries = []
@@ -254,6 +308,7 @@ class ReplayProvider(Provider):
                         str(data.get("agent", "main")),
                         data["request"],
                         ModelResponse.model_validate(data["response"]),
+                        AnswerTiming.read(data.get("timing"), where=f"cassette {self.path} line {number}"),
                     )
                 except (ValueError, KeyError, TypeError) as exc:
                     raise ConfigError(

@@ -26,29 +26,47 @@ vision          images of tool results as ``image_url`` parts   ``image`` blocks
                 of a user message after the results (default:   ``tool_result`` (default
                 on for openai, off for openai-compatible and    on); off: a text placeholder
                 ollama); off: a text placeholder per image      per image
+replay_pace     (not used)                                      (not used)
 ==============  ==============================================  ===============================
 
 A value given with a request (``ModelRequest.max_tokens``, ``.temperature``) wins over the
 option. Offline models (``scripted/``, ``replay/``) take ``streaming``, ``context_window``
 and ``vision`` and ignore the rest: those shape a request to a server, and a scripted
 or recorded answer is the same whatever they say, so one set of options serves a notebook
-whether it runs live or replays.
+whether it runs live or replays. ``replay_pace`` is the one option only ``replay/`` takes:
+``"instant"`` (the default), ``"recorded"`` (the live run's pace, as the cassette timed it)
+or a speed factor (``2``: twice as fast, ``0.5``: half as fast); see ``providers/pace.py``.
 """
 
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..core import ConfigError
 
-__all__ = ["EmptyContent", "ProviderOptions", "ToolChoice"]
+__all__ = ["EmptyContent", "ProviderOptions", "ReplayPace", "ToolChoice", "check_pace"]
 
 EmptyContent = Literal["empty_string", "omit", "null"]
 ToolChoice = Literal["auto", "required", "none"]
+ReplayPace = Literal["instant", "recorded"] | float
+"""How fast ``replay/`` streams: at once, at the recorded pace, or that many times faster."""
+
+_PACE_RULE = "it must be 'instant', 'recorded' or a speed factor above 0 (2: twice as fast, 0.5: half as fast)"
+
+
+def check_pace(value: object) -> ReplayPace:
+    """``value`` as a replay pace (a whole-number factor as a float); ``ValueError`` saying
+    what a pace may be when it is none. The one rule for the option and the notebook setting."""
+    if value in ("instant", "recorded"):
+        return cast(ReplayPace, value)
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < math.inf:
+        return float(value)
+    raise ValueError(_PACE_RULE)
 
 # Body fields that ``extra`` may not set: the provider writes them itself, or they have
 # their own option (one place to say each thing).
@@ -80,6 +98,7 @@ class ProviderOptions(BaseModel):
     vision: bool | None = None
     max_retries: Annotated[int, Field(ge=0)] | None = None
     timeout: Annotated[float, Field(gt=0)] | None = None
+    replay_pace: ReplayPace | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("extra")
@@ -91,6 +110,12 @@ class ProviderOptions(BaseModel):
             if key in _PROVIDER_FIELDS:
                 raise ValueError(f"{key!r} is written by the provider itself")
         return extra
+
+    @field_validator("replay_pace", mode="plain")
+    @classmethod
+    def _pace(cls, value: object) -> ReplayPace | None:
+        # plain: a union's per-member errors would read as two problems; this is one rule
+        return None if value is None else check_pace(value)
 
     @classmethod
     def of(
