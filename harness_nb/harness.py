@@ -51,7 +51,7 @@ from .engine import (
 from .engine.resume import SessionSummary, list_sessions, read_session
 from .mcp import DEFAULT_START_TIMEOUT, TRUST_FILE, McpManager, McpTool, ServerEntry, TrustStore
 from .providers.base import Provider
-from .providers.options import ProviderOptions
+from .providers.options import ProviderOptions, ReplayPace
 from .settings import ApprovalPolicy, RunSettings
 from .subagents import (
     AgentRegistry,
@@ -109,6 +109,9 @@ class Harness:
     (default: the model's, from the table of known models or what an OpenAI-compatible
     server reports). ``compact_threshold``: the fraction of the window past which the
     conversation is compacted before a call (``compact()`` does it on request).
+    ``replay_pace`` is a shortcut for that option too: how fast a ``replay/`` model streams
+    (``"instant"``, the default; ``"recorded"``, as the cassette timed the live run; or a
+    speed factor, ``2`` twice as fast).
 
     ``tools``: the tools offered to the main agent (and, narrowed, to its subagents).
     ``None``: the built-ins (``skill`` among them). Tool objects replace the built-ins.
@@ -118,8 +121,8 @@ class Harness:
 
     ``settings``: the run settings as one ``RunSettings`` instead of their keywords (the
     model, ``approval_policy``, ``allow``/``deny``, ``background_approvals``, the limits and
-    budgets, ``prices``, ``provider_options``, ``context_window``, ``compact_threshold``,
-    tool names; see ``harness_nb.settings``); ``h.settings`` is the value in force,
+    budgets, ``prices``, ``provider_options``, ``context_window``, ``replay_pace``,
+    ``compact_threshold``, tool names; see ``harness_nb.settings``); ``h.settings`` is the value in force,
     ``configure(...)`` / ``apply(settings)`` change it for the runs that start from then on.
 
     Each run gets its own ``RunContext`` (provider, limits, approval channel, usage
@@ -196,6 +199,7 @@ class Harness:
         sandbox: SandboxMode | Sandbox = "auto",
         sandbox_network: bool = False,
         context_window: int | None = None,
+        replay_pace: ReplayPace | None = None,
         compact_threshold: float = 0.8,
         mcp_servers: Mapping[str, Any] | None = None,
         mcp_start_timeout: float = DEFAULT_START_TIMEOUT,
@@ -223,6 +227,7 @@ class Harness:
                 prices=prices,
                 provider_options=provider_options,
                 context_window=context_window,
+                replay_pace=replay_pace,
                 compact_threshold=compact_threshold,
                 tools=tuple(names),
             ),
@@ -484,6 +489,7 @@ class Harness:
         allow: Iterable[str] | None = None,
         deny: Iterable[str] | None = None,
         context_window: int | None = None,
+        replay_pace: ReplayPace | None = None,
         compact_threshold: float | None = None,
         tools: Iterable[str] | None = None,
     ) -> None:
@@ -508,6 +514,7 @@ class Harness:
                 allow=None if allow is None else tuple(allow),
                 deny=None if deny is None else tuple(deny),
                 context_window=context_window,
+                replay_pace=replay_pace,
                 compact_threshold=compact_threshold,
                 tools=None if tools is None else tuple(tools),
             )

@@ -8,7 +8,8 @@
 
 A harness has two kinds of settings. What it is built from (the workdir, the sandbox, the
 agent folders, tool objects, hooks) stays for its life. What a run starts from — the model,
-the approval policy and permission rules, the limits and budgets, prices, provider options,
+the approval policy and permission rules, the limits and budgets, prices, provider options
+(``context_window`` and ``replay_pace`` among them, also as settings of their own),
 compaction, the tool names offered — is a ``RunSettings``: ``Harness.settings`` is the one
 in force, and ``configure`` / ``apply`` replace it for the runs that start from then on
 (runs and background tasks already under way keep the context they started with).
@@ -35,7 +36,7 @@ from typing import Any, Literal
 from .core import ConfigError, PriceTable
 from .engine import POLICIES, CompactionPolicy, Limits, require_positive
 from .engine.rule import parse_rules
-from .providers.options import ProviderOptions
+from .providers.options import ProviderOptions, ReplayPace
 from .subagents import BackgroundApprovals
 
 __all__ = ["ApprovalPolicy", "RunSettings"]
@@ -70,6 +71,9 @@ class RunSettings:
     """Prices added to the built-in table, in USD per million tokens."""
     provider_options: Mapping[str, Any] | ProviderOptions | None = None
     context_window: int | None = None
+    replay_pace: ReplayPace | None = None
+    """How fast a ``replay/`` model streams (``"instant"``, ``"recorded"``, a speed factor);
+    ``None``: the provider option's, else instant."""
     compact_threshold: float = 0.8
     tools: tuple[str, ...] | None = None
     """Names of the tools offered to the main agent; ``None``: every tool."""
@@ -77,7 +81,7 @@ class RunSettings:
     limits: Limits = field(init=False, repr=False, compare=False)
     price_table: PriceTable = field(init=False, repr=False, compare=False)
     options: ProviderOptions = field(init=False, repr=False, compare=False)
-    """``provider_options`` with ``context_window`` folded in, validated."""
+    """``provider_options`` with ``context_window`` and ``replay_pace`` folded in, validated."""
 
     def __post_init__(self) -> None:
         def set_(name: str, value: Any) -> None:  # frozen: normalised in place, once
@@ -111,8 +115,10 @@ class RunSettings:
             ),
         )
         set_("price_table", PriceTable.of(self.prices))
-        window = {"context_window": self.context_window} if self.context_window else {}
-        set_("options", ProviderOptions.of(self.provider_options, **window))
+        own: dict[str, Any] = {"context_window": self.context_window} if self.context_window else {}
+        if self.replay_pace is not None:
+            own["replay_pace"] = self.replay_pace
+        set_("options", ProviderOptions.of(self.provider_options, **own))
 
     def changed(self, **changes: Any) -> RunSettings:
         """These settings with ``changes`` made (a change of ``None`` is no change; the

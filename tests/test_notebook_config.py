@@ -19,7 +19,7 @@ import pytest
 import pytest_asyncio
 
 from harness_nb.testing.kernel_driver import Cell, KernelDriver
-from notebook_support import error_name, notebook, result_text, run_views, write_script
+from notebook_support import HARNESS, error_name, kernel_json, notebook, result_text, run_views, write_script
 
 pytestmark = [pytest.mark.kernel, pytest.mark.asyncio(loop_scope="module")]
 
@@ -133,6 +133,33 @@ async def test_provider_options_are_checked_when_set(kernel):
     await k.run("%config HarnessNB.provider_options.update({'max_tokens': 256})")
     assert await setting(k, "provider_options") == "{'temperature': 0.2, 'max_tokens': 256}"
     await k.run("%config HarnessNB.provider_options = {}")
+
+
+async def test_replay_pace_is_checked_when_set_and_reaches_the_replay(kernel):
+    """``HarnessNB.replay_pace`` takes 'instant', 'recorded' or a speed factor; anything else
+    fails its cell. The value set is the pace of the replay model the next run uses."""
+    k = kernel
+    (folder_of(k) / "lesson.jsonl").write_text("")
+    rule = "'instant', 'recorded' or a speed factor above 0"
+    cases = {
+        "'fast'": ["HarnessNB.replay_pace = 'fast'", rule, "stays 'instant'"],
+        "0": ["HarnessNB.replay_pace = 0", rule, "stays 'instant'"],
+        "-2": ["HarnessNB.replay_pace = -2", rule],
+        "'2x'": ["HarnessNB.replay_pace = '2x'", rule],
+        "[2]": ["replay_pace", "[2]", "stays 'instant'"],
+    }
+    for value, fragments in cases.items():
+        assert_refused(k, await k.run(f"%config HarnessNB.replay_pace = {value}", check=False), *fragments)
+    try:
+        await k.run("%config HarnessNB.model = 'replay/lesson.jsonl'\n%config HarnessNB.replay_pace = 2")
+        assert await setting(k, "replay_pace") == "2.0"
+        assert await kernel_json(k, f"{HARNESS}.provider.pacer.factor") == 2.0
+        await k.run("%config HarnessNB.replay_pace = 'recorded'")
+        assert await kernel_json(k, f"{HARNESS}.provider.pacer.factor") == 1.0
+        await k.run("%config HarnessNB.replay_pace = 'instant'")
+        assert await kernel_json(k, f"{HARNESS}.provider.pacer is None") is True
+    finally:  # the tests share one kernel
+        await k.run("%config HarnessNB.replay_pace = 'instant'\n%config HarnessNB.model = None")
 
 
 async def test_allow_rules_set_with_config_let_a_call_run_without_a_card(kernel):

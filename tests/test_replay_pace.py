@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from harness_nb import Harness
+from harness_nb import Harness, RunSettings
 from harness_nb.core import AssistantMessage, ConfigError, TextDelta, ToolCall, ToolResultMessage, UserMessage
 from harness_nb.providers import ModelRequest, RecordingProvider, ReplayProvider, TextChunk, create_provider
 from harness_nb.providers.cassette import request_record
@@ -263,3 +263,23 @@ def test_schedule_follows_the_recorded_chunks_over_the_text_there_is() -> None:
     assert [delay for _, delay in points] == pytest.approx([0.5, 0.3, 0.3, 0.4])
     with pytest.raises(ValueError):
         AnswerTiming(gap=MAX_GAP + 1)
+
+
+def test_a_pace_is_checked_wherever_it_is_given(tmp_path: Path) -> None:
+    (tmp_path / "c.jsonl").write_text("")
+    for bad in ("fast", 0, -2, "2x", float("inf"), True):
+        with pytest.raises(ConfigError, match=r"replay_pace=.*it must be 'instant', 'recorded' or a speed factor above 0"):
+            ProviderOptions.of(replay_pace=bad)
+    with pytest.raises(ConfigError, match="replay_pace"):
+        Harness("replay/c.jsonl", workdir=tmp_path, replay_pace="fast")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="replay_pace given twice"):
+        RunSettings(provider_options={"replay_pace": 2}, replay_pace=3)
+
+    h = Harness("replay/c.jsonl", workdir=tmp_path, replay_pace=2, include_user_agents=False, sandbox="off")
+    assert isinstance(h.provider, ReplayProvider) and h.provider.pacer is not None and h.provider.pacer.factor == 2
+    h.configure(replay_pace="instant")
+    assert isinstance(h.provider, ReplayProvider) and h.provider.pacer is None
+    with pytest.raises(ConfigError, match="replay_pace given twice"):
+        h.configure(provider_options={"replay_pace": "recorded"})
+    h = Harness("replay/c.jsonl", workdir=tmp_path, provider_options={"replay_pace": "recorded"}, sandbox="off")
+    assert isinstance(h.provider, ReplayProvider) and h.provider.pacer is not None and h.provider.pacer.factor == 1

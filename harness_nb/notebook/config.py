@@ -26,14 +26,14 @@ from typing import Any, cast
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
-from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, Unicode, default, validate
+from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, Unicode, Union, default, validate
 from traitlets.config import Config, Configurable
 
 from ..core import ConfigError, PriceTable
 from ..engine import POLICIES, parse_rule
 from ..mcp import check_servers
 from ..providers.factory import parse_model
-from ..providers.options import ProviderOptions
+from ..providers.options import ProviderOptions, ReplayPace, check_pace
 from ..settings import ApprovalPolicy, RunSettings
 from ..subagents import BackgroundApprovals
 from ..tools.sandbox import SANDBOX_MODES, Sandbox
@@ -178,7 +178,15 @@ class HarnessNB(Configurable):
     record_to = Unicode(
         _env("record_to"),
         allow_none=True,
-        help="Append every real model request/response to this cassette (JSONL) for later replay.",
+        help="Append every real model request/response to this cassette (JSONL) for later replay, "
+        "with how each answer streamed (for replay_pace).",
+    ).tag(config=True)
+    replay_pace = Union(
+        [Unicode(), Float()],
+        default_value="instant",
+        help="How fast a 'replay/' model answers: 'instant' (every answer at once), 'recorded' (the "
+        "wait for the first token, the streaming and the tools' pauses as recorded) or a speed factor "
+        "(2: twice as fast, 0.5: half as fast).",
     ).tag(config=True)
     updates_per_second = Float(8.0, help="Most widget refreshes per second per run view.").tag(config=True)
     kernel_tools = Bool(True, help="Give the main agent list_variables, inspect_variable, run_python, notebook_history and propose_cell.").tag(
@@ -262,6 +270,8 @@ class HarnessNB(Configurable):
             prices=self.prices,
             provider_options=self.provider_options,
             context_window=self.context_window or None,
+            # the default is left to provider_options, which may name a pace of its own
+            replay_pace=None if self.replay_pace == "instant" else cast(ReplayPace, self.replay_pace),
             compact_threshold=self.compact_threshold,
             tools=None if tools is None else tuple(tools),
         )
@@ -305,6 +315,13 @@ class HarnessNB(Configurable):
             raise _rejected(proposal, str(exc)) from None
         value: dict[str, Any] = proposal.value
         return value
+
+    @validate("replay_pace")
+    def _check_pace(self, proposal: Any) -> ReplayPace:
+        try:
+            return check_pace(proposal.value)
+        except ValueError as exc:
+            raise _rejected(proposal, str(exc)) from None
 
     @validate("tools")
     def _check_tools(self, proposal: Any) -> list[str]:
