@@ -93,6 +93,21 @@ async def test_history_shows_what_ran_and_the_error_goes_with_fix(tmp_path):
         assert error_name(await k.run("%fix", check=False)) == "UsageError"
 
 
+async def test_a_cell_run_without_history_as_nbval_runs_it_is_still_the_error_to_fix(tmp_path):
+    """nbval runs every cell with ``store_history=False``: no ``In`` entry, no number of its
+    own. Its error still goes with ``%fix``, marked as unnumbered (IPython's count then is
+    the next stored cell's, so it must not be shown as this cell's)."""
+    script = {"agents": {"main": [{"text": "fixed"}]}}
+    async with notebook(tmp_path, script) as k:
+        failed = await k.run("price = '$12.50'\nfloat(price)", check=False, store_history=False)
+        assert error_name(failed) == "ValueError"
+        await k.run("%fix", store_history=False)
+        (prompt,) = [last_user_text(r) for r in await model_requests(k, "main")]
+        assert prompt.startswith(FIX_PROMPT)
+        assert f"{CONTEXT} (run without a history number) ---\nprice = '$12.50'\nfloat(price)\n" in prompt
+        assert "could not convert string to float: '$12.50'" in prompt
+
+
 @pytest.mark.parametrize(
     ("prompt", "refers"),
     [

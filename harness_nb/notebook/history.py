@@ -5,7 +5,9 @@ Sources come from IPython's own history (``In``) and values from ``Out``; IPytho
 exceptions we can use (its ``history_manager.exceptions`` holds coloured, unbounded
 tracebacks), so ``CellHistory.after_cell`` — a ``post_run_cell`` hook registered when the
 extension loads — keeps the last ``KEPT_ERRORS`` of them as bounded, scrubbed text. Errors
-of cells run before ``%load_ext harness_nb`` are not known.
+of cells run before ``%load_ext harness_nb`` are not known. A cell run without a history
+entry (``store_history=False``: nbval runs every cell that way) is not in ``In`` and has no
+number of its own, but its error is kept: it is still the person's code that failed.
 
 The person's ``%%agent`` (``%fix``, ``%@name``, ``%team``) cells are shown in the history
 marked as prompts, without their output (their answers are in the conversation), and are
@@ -102,9 +104,10 @@ def format_error(
 
 @dataclass(frozen=True)
 class CellError:
-    """A cell that raised: its number, source and traceback (bounded, scrubbed)."""
+    """A cell that raised: its number (``None`` for a cell run without a history entry),
+    source and traceback (bounded, scrubbed)."""
 
-    count: int
+    count: int | None
     source: str
     ename: str
     traceback: str
@@ -123,15 +126,18 @@ class CellHistory:
 
     def after_cell(self, result: Any) -> None:
         """The ``post_run_cell`` hook: keep the error of a cell that raised."""
-        if result is None or not getattr(result.info, "store_history", False):
+        if result is None:
             return
         exc = result.error_before_exec or result.error_in_exec
         source = result.info.raw_cell or ""
-        if exc is None or result.execution_count is None or is_agent_cell(source):
+        if exc is None or is_agent_cell(source):
             return
+        # Without a history entry, IPython's count is the one the next stored cell will get:
+        # not this cell's number.
+        count = result.execution_count if getattr(result.info, "store_history", False) else None
         code_name = getattr(getattr(self.shell, "compile", None), "format_code_name", None)
         text = format_error(exc, code_name=code_name)
-        self.errors.append(CellError(result.execution_count, clean(source, CONTEXT_SOURCE_CHARS), type(exc).__name__, text))
+        self.errors.append(CellError(count, clean(source, CONTEXT_SOURCE_CHARS), type(exc).__name__, text))
 
     def last_failure(self) -> CellError | None:
         """The latest cell that raised (an interrupt is not a failure)."""
@@ -143,7 +149,7 @@ class CellHistory:
         if history is None:
             return "(IPython keeps no history in this shell)"
         sources: list[str] = history.input_hist_raw
-        errors = {e.count: e for e in self.errors}
+        errors = {e.count: e for e in self.errors if e.count is not None}
         blocks: list[str] = []
         used = 0
         counts = [n for n in range(len(sources) - 1, 0, -1) if sources[n].strip()]
@@ -187,8 +193,9 @@ class CellHistory:
 def error_context(failure: CellError) -> str:
     """The model-facing block for a failed cell: delimited, and marked as context the
     notebook added (not text the person typed)."""
+    which = f", In [{failure.count}]" if failure.count is not None else " (run without a history number)"
     return (
-        f"--- notebook context (added by harness_nb): the last cell that failed, In [{failure.count}] ---\n"
+        f"--- notebook context (added by harness_nb): the last cell that failed{which} ---\n"
         f"{failure.source.rstrip()}\n"
         f"--- its error ---\n"
         f"{failure.traceback}\n"

@@ -133,9 +133,10 @@ class KernelDriver:
                 pass
 
     # ------------------------------------------------------------------ cells
-    def execute(self, code: str, *, allow_stdin: bool = True) -> Cell:
-        """Send a cell and return at once (the cell may still be running)."""
-        msg_id = self.kc.execute(code, allow_stdin=allow_stdin)
+    def execute(self, code: str, *, allow_stdin: bool = True, store_history: bool = True) -> Cell:
+        """Send a cell and return at once (the cell may still be running). Without
+        ``store_history`` the cell runs as nbval runs every cell: no ``In`` entry, no number."""
+        msg_id = self.kc.execute(code, allow_stdin=allow_stdin, store_history=store_history)
         cell = Cell(msg_id)
         self._cells[msg_id] = cell
         return cell
@@ -145,9 +146,11 @@ class KernelDriver:
         await self.wait_for(lambda: cell.reply is not None and self._idle(cell.msg_id), timeout, f"cell {cell.msg_id[:8]}")
         return cell
 
-    async def run(self, code: str, *, timeout: float = 60, allow_stdin: bool = True, check: bool = True) -> Cell:
+    async def run(
+        self, code: str, *, timeout: float = 60, allow_stdin: bool = True, check: bool = True, store_history: bool = True
+    ) -> Cell:
         """Run a cell to the end; with ``check`` a failing cell raises with its traceback."""
-        cell = await self.finished(self.execute(code, allow_stdin=allow_stdin), timeout)
+        cell = await self.finished(self.execute(code, allow_stdin=allow_stdin, store_history=store_history), timeout)
         if check and cell.status != "ok":
             raise AssertionError(f"cell failed: {self.error(cell)}\n--- code ---\n{code}")
         return cell
