@@ -64,14 +64,20 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def copy_notebook(name: str, root: Path, *, folders: Sequence[str] = ("scripts",)) -> Path:
+def copy_notebook(
+    name: str, root: Path, *, folders: Sequence[str] = ("scripts",), append: Sequence[str] = ()
+) -> Path:
     """notebooks/NAME without its saved outputs (so every output a test sees was produced
-    now), with the folders it reads (its scripts, its project) beside it."""
+    now), with the folders it reads (its scripts, its project) beside it, and the code cells
+    ``append`` (a test's own checks, run in the page like the rest) at its end."""
     nb = json.loads((NOTEBOOKS / name).read_text(encoding="utf-8"))
     for cell in nb["cells"]:
         if cell["cell_type"] == "code":
             cell["outputs"], cell["execution_count"] = [], None
     nb["metadata"].pop("widgets", None)
+    for n, source in enumerate(append):
+        cell = {"cell_type": "code", "id": f"browser-test-{n}", "metadata": {}, "source": source}
+        nb["cells"].append({**cell, "outputs": [], "execution_count": None})
     target = root / name
     target.write_text(json.dumps(nb, indent=1), encoding="utf-8")
     for folder in folders:
@@ -258,13 +264,15 @@ class NotebookPage:
         self.page.keyboard.press("Shift+Enter")
         expect(self.prompt(i)).not_to_have_text("[ ]:", timeout=10_000)
 
-    def finish(self, i: int, timeout: float = 60_000) -> None:
-        """Until cell i's prompt shows its execution count; it must not have written to stderr."""
+    def finish(self, i: int, timeout: float = 60_000, *, raises: bool = False) -> None:
+        """Until cell i's prompt shows its execution count. It must not have written to
+        stderr (where both frontends also render a traceback), unless it ``raises``."""
         from playwright.sync_api import expect
 
         expect(self.prompt(i)).to_have_text(DONE_PROMPT, timeout=timeout)
-        errors = self.cell(i).locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
-        assert errors.count() == 0, f"cell {i} wrote to stderr: {errors.first.inner_text()}"
+        if not raises:
+            errors = self.cell(i).locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+            assert errors.count() == 0, f"cell {i} wrote to stderr: {errors.first.inner_text()}"
 
     def run(self, i: int, timeout: float = 60_000) -> None:
         self.start(i)
@@ -278,9 +286,9 @@ class NotebookPage:
 
 @contextmanager
 def notebook_in_browser(
-    tmp: Path, name: str, *, kind: Frontend, folders: Sequence[str] = ("scripts",)
+    tmp: Path, name: str, *, kind: Frontend, folders: Sequence[str] = ("scripts",), append: Sequence[str] = ()
 ) -> Iterator[NotebookPage]:
-    """notebooks/NAME (outputs cleared, FOLDERS beside it) served by KIND and open in headless
+    """notebooks/NAME (as ``copy_notebook`` makes it) served by KIND and open in headless
     Chromium, its kernel ready. Artifacts go to test-artifacts/browser/KIND/, named after the
     notebook: the screenshots a test takes, the server's log and the browser console, and
     on failure a full-page screenshot and the page's HTML (STEM-FAILED.*)."""
@@ -296,7 +304,7 @@ def notebook_in_browser(
         old.unlink()
     root = tmp / "root"
     root.mkdir()
-    notebook = copy_notebook(name, root, folders=folders)
+    notebook = copy_notebook(name, root, folders=folders, append=append)
     server = JupyterServer(tmp, root, kind=kind)
     try:
         server.wait_ready()
