@@ -22,6 +22,8 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
+from typing_extensions import Unpack
+
 from .core import Compacted, ConfigError, Event, PriceTable, Usage, new_id
 from .core.secret import SECRETS, protect_loggers
 from .engine import (
@@ -65,7 +67,7 @@ from .subagents import (
     TrackerRoute,
     coordination_tools,
 )
-from .subagents.agent_map import AgentMap, MapProgress, MapResult
+from .subagents.agent_map import AgentMap, MapHandle, MapOptions, MapResult, start_map
 from .subagents.runner import inline_servers
 from .team import TeamManager
 from .tools import Sandbox, SandboxMode, Tool, ToolRegistry
@@ -662,27 +664,30 @@ class Harness:
         )
         return SubagentHandle(self.tracker, entry)
 
-    async def map(
-        self,
-        agent: str,
-        template: str,
-        rows: Any,
-        *,
-        concurrency: int = 8,
-        retries: int = 3,
-        budget_usd: float | None = None,
-        token_budget: int | None = None,
-        model: str | None = None,
-        approval: ApprovalChannel | None = None,
-        on_progress: Callable[[MapProgress], Any] | None = None,
-    ) -> MapResult:
+    async def map(self, agent: str, template: str, rows: Any, **options: Unpack[MapOptions]) -> MapResult:
         """Run subagent ``agent`` once per row of ``rows`` (a list, a mapping, a pandas Series
         or DataFrame) on ``template`` filled from the row (``{value}``, ``{index}``, column
-        names), at most ``concurrency`` at once, retrying rate limits and server errors with
-        a shared backoff (``subagents/agent_map.py``). ``budget_usd`` / ``token_budget``
-        bound the whole map (else the harness's run budgets do). Returns the rows in order
-        (``result.texts``, ``result.series()``, ``result.frame()``); interrupted, the rows
-        that finished stay in ``self.last_map.result()``."""
+        names), at most ``concurrency`` (8) at once, retrying rate limits and server errors
+        ``retries`` (3) times with a shared backoff (``subagents/agent_map.py``).
+        ``budget_usd`` / ``token_budget`` bound the whole map (else the harness's run
+        budgets do); ``model`` and ``approval`` as for ``run``; ``on_progress`` gets a
+        ``MapProgress`` after every change. Returns the rows in order (``result.texts``,
+        ``result.series()``, ``result.frame()``); interrupted, the rows that finished stay in
+        ``self.last_map.result()``. ``start_map`` runs one in the background instead."""
+        return await (await self._agent_map(agent, template, rows, options)).run()
+
+    async def start_map(self, agent: str, template: str, rows: Any, **options: Unpack[MapOptions]) -> MapHandle:
+        """``map`` in the background: returns a handle at once (``await`` it for the
+        ``MapResult``, ``progress()``, ``result()`` so far, ``cancel()``), listed by the
+        tracker as ``bg-N`` and cancelled when the harness closes. Awaited itself only to
+        start the MCP servers the rows' agent may use."""
+        return start_map(await self._agent_map(agent, template, rows, options), self.tracker)
+
+    async def _agent_map(self, agent: str, template: str, rows: Any, options: MapOptions) -> AgentMap:
+        """The map ``map`` and ``start_map`` run, as ``last_map`` (its rows and template
+        checked: a bad one fails here, before any row runs)."""
+        model, approval = options.get("model"), options.get("approval")
+        budget_usd, token_budget = options.get("budget_usd"), options.get("token_budget")
         definition = self.registry.get(agent)
         context = self.run_context(model=model, approval=approval)
         if budget_usd is not None or token_budget is not None:
@@ -699,12 +704,12 @@ class Harness:
             template,
             rows,
             self.engine.parent_context(context),
-            concurrency=concurrency,
-            retries=retries,
-            on_progress=on_progress,
+            concurrency=options.get("concurrency", 8),
+            retries=options.get("retries", 3),
+            on_progress=options.get("on_progress"),
         )
         self.last_map = mapped
-        return await mapped.run()
+        return mapped
 
     async def aclose(self) -> None:
         """Cancel background tasks, stop the MCP servers, close the providers' connections

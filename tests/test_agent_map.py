@@ -283,3 +283,25 @@ async def test_one_rate_limit_holds_back_every_worker_not_only_its_own(tmp_path)
     refused = provider.log.index(("429", 100.0))
     later = [t for kind, t in provider.log[refused + 1 :] if kind == "call"]
     assert len(later) >= 4 and min(later) >= 130, provider.log
+
+
+async def test_a_background_map_returns_at_once_is_a_task_and_can_be_stopped(tmp_path):
+    provider = Gated()
+    h = Harness(provider, workdir=tmp_path, include_user_agents=False, sandbox="off")
+    OPEN.append(h)
+    provider.gate("r0").set()
+    handle = await h.start_map("general-purpose", "ROW<{value}>", ["r0", "r1", "r2"], concurrency=1)
+    assert not handle.done and h.tracker.get(handle.id).kind == "map"  # nothing has run yet
+    await wait_until(lambda: provider.started == ["r0", "r1"])
+    assert handle.progress().finished == 1 and handle.result().texts == ["answer r0", None, None]
+    h.tracker.cancel(handle.id)  # %task stop
+    result = await handle
+    assert str(h.tracker.get(handle.id).status) == "cancelled"
+    assert result.texts == ["answer r0", None, None] and result.errors[1] == NOT_RUN_INTERRUPTED
+    assert provider.in_flight == 0
+
+    provider.gate("s0").set()
+    finished = await h.start_map("general-purpose", "ROW<{value}>", ["s0"])
+    assert (await finished).texts == ["answer s0"]
+    assert h.tracker.get(finished.id).outcome.startswith("general-purpose over 1 rows: 1 done, 0 failed")
+    assert h.tracker.drain_completed() == []  # the person's map is not reported to the main agent

@@ -19,6 +19,8 @@ SCRIPT = {
             {"match": "ROW<salty>", "text": "neutral"},
             {"match": "ROW<quick>", "text": "fast answer"},
             {"match": "ROW<slow>", "delay": 120, "text": "never sent"},
+            {"match": "ROW<quick>", "text": "fast answer"},
+            {"match": "ROW<slow>", "delay": 120, "text": "never sent"},
         ]
     }
 }
@@ -54,3 +56,11 @@ async def test_a_map_over_a_series_keeps_row_order_and_a_failing_row_and_survive
         texts, errors = await kernel_json(k, "[_.texts, list(_.errors.values())]")
         assert texts == ["fast answer", None] and errors == [NOT_RUN_INTERRUPTED]
         assert result_text(await k.run("1 + 1")) == "2"  # the kernel goes on
+
+        started = await k.run('%agent map --bg --over pair "ROW<{value}>"')  # the slow row waits 120 s
+        assert result_text(started).startswith("<map bg-1: general-purpose over 2 rows, running>")
+        assert result_text(await k.run("2 + 2")) == "4"  # the kernel is free while the map runs
+        await k.run("%task stop bg-1")
+        await wait_for_widget_text(k, "(background bg-1)")
+        texts = await kernel_json(k, f"{HARNESS}.last_map.result().texts")
+        assert texts[1] is None

@@ -18,7 +18,7 @@ from ..core.secret import SECRETS
 from ..engine import RunResult, UsageAccount
 from ..harness import Harness
 from ..subagents import TaskEntry, TaskStatus, resolve_model
-from ..subagents.agent_map import MapResult
+from ..subagents.agent_map import MapHandle, MapOptions, MapResult
 from ..textview import TextView, terminal_approval
 from ..tools import Sandbox
 from .config import HarnessNB
@@ -302,10 +302,13 @@ class NotebookHarness:
         concurrency: int,
         retries: int,
         budget_usd: float | None,
-    ) -> MapResult:
-        """``%agent map``: ``agent`` over ``rows`` with a live progress bar in this cell. Its
-        rows run without asking: a call that would ask is denied (there is nobody to answer
-        a thousand cards), so give the agent tools that need no approval, or allow rules."""
+        background: bool = False,
+    ) -> MapResult | MapHandle:
+        """``%agent map``: ``agent`` over ``rows`` with a live progress bar in this cell
+        (``background``: the cell returns at once and the bar keeps moving; the kernel is
+        free for other cells). Its rows run without asking: a call that would ask is denied
+        (there is nobody to answer a thousand cards), so give the agent tools that need no
+        approval, or allow rules."""
         h = self.harness()
         try:
             h.registry.get(agent)
@@ -313,29 +316,36 @@ class NotebookHarness:
             raise UsageError(SECRETS.scrub(str(exc))) from None
         rows = rows if hasattr(rows, "__len__") else list(rows)
         view = MapView(agent, len(rows), rate=self.config.updates_per_second) if self.widgets_enabled else None
-        if view is not None:
-            display(view)
+        options = MapOptions(
+            concurrency=concurrency,
+            retries=retries,
+            budget_usd=budget_usd,
+            on_progress=view.update if view is not None else None,
+        )
         try:
-            result = await with_ticker(
-                h.map(
-                    agent,
-                    template,
-                    rows,
-                    concurrency=concurrency,
-                    retries=retries,
-                    budget_usd=budget_usd,
-                    on_progress=view.update if view is not None else None,
-                )
-            )
+            if background:
+                handle = await h.start_map(agent, template, rows, **options)
+            else:
+                if view is not None:
+                    display(view)
+                result = await with_ticker(h.map(agent, template, rows, **options))
         except asyncio.CancelledError:
             if view is not None and h.last_map is not None:
                 view.finish(h.last_map.result())
             raise
         except HarnessError as exc:
             raise UsageError(SECRETS.scrub(str(exc))) from None
+        if not background:
+            if view is not None:
+                view.finish(result)
+            return result
         if view is not None:
-            view.finish(result)
-        return result
+            view.set_title(f"background {handle.id}")
+            display(view)
+            finished = handle.entry.task
+            if finished is not None:
+                finished.add_done_callback(lambda _task: view.finish(handle.result()))
+        return handle
 
     def start_background(self, agent: str, prompt: str) -> str:
         """Start ``agent`` in the background from this cell; its progress and result land

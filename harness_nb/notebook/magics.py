@@ -174,14 +174,17 @@ class HarnessMagics(Magics):
     @argument("--concurrency", type=int, default=8, help="most rows running at once (default 8)")
     @argument("--retries", type=int, default=3, help="retries of a row on a rate limit or server error (default 3)")
     @argument("--budget", type=float, default=None, metavar="USD", help="most the whole map may spend")
+    @argument("--bg", action="store_true", help="run in the background: the cell returns at once, the bar keeps moving")
     @argument("--last", action="store_true", help="the rows of the latest map so far (after an interrupt, say)")
     def map_options(self, line: str) -> None:
-        """%agent map --over EXPR [--agent NAME] [--concurrency N] [--retries N] [--budget USD] "template"
+        """%agent map --over EXPR [--agent NAME] [--concurrency N] [--retries N] [--budget USD] [--bg] "template"
 
         Runs the subagent once per row of EXPR, the template filled from the row: {value}
         (the row's value), {index} (its label) and, for a DataFrame, {column} names. Shows
         a progress bar; returns the rows in order (.texts, .errors, .series(), .frame()).
-        Calls that would ask for approval are denied (nobody can answer one per row)."""
+        Calls that would ask for approval are denied (nobody can answer one per row). With
+        --bg the cell returns at once (the map is a task: %task, %task stop ID) and the bar
+        keeps moving while you run other cells; %agent map --last gives its rows."""
 
     def _map(self, line: str) -> Pending:
         options, rest = split_options(line)
@@ -204,7 +207,13 @@ class HarnessMagics(Magics):
         except Exception as exc:
             raise UsageError(f"--over {args.over}: {type(exc).__name__}: {exc}") from None
         run = c.run_map(
-            args.agent, template, rows, concurrency=args.concurrency, retries=args.retries, budget_usd=args.budget
+            args.agent,
+            template,
+            rows,
+            concurrency=args.concurrency,
+            retries=args.retries,
+            budget_usd=args.budget,
+            background=args.bg,
         )
         return Pending(run, "agent map")
 

@@ -19,6 +19,7 @@ class MapView(LiveBox):
     def __init__(self, agent: str, total: int, *, rate: float = 4.0, scheduler: Scheduler | None = None) -> None:
         self.agent = agent
         self.total = total
+        self.title = ""
         self.state = "running"
         self.progress: MapProgress | None = None
         self.header = widgets.HTML()
@@ -27,6 +28,11 @@ class MapView(LiveBox):
         super().__init__([self.header, self.bar, self.line], rate=rate, scheduler=scheduler)
         self.add_class("harness-nb-map")
         self.flush()
+
+    def set_title(self, title: str) -> None:
+        """A label after "agent map" (``background bg-3``)."""
+        self.title = title
+        self.mark()
 
     def update(self, progress: MapProgress) -> None:
         """Show ``progress`` (the map's ``on_progress``)."""
@@ -45,7 +51,10 @@ class MapView(LiveBox):
     def render(self, dirty: set[str]) -> None:
         p = self.progress
         finished = p.finished if p is not None else 0
-        self.header.value = f"<b>agent map</b> · {html.escape(self.agent)} · {self.total:,} rows · {html.escape(self.state)}"
+        title = f" ({html.escape(self.title)})" if self.title else ""
+        self.header.value = (
+            f"<b>agent map</b>{title} · {html.escape(self.agent)} · {self.total:,} rows · {html.escape(self.state)}"
+        )
         self.bar.value = finished
         self.bar.bar_style = self._bar_style()
         self.line.value = f"<span style='font-variant-numeric: tabular-nums'>{html.escape(p.line() if p else 'starting…')}</span>"

@@ -22,7 +22,7 @@ from .render import background_completed
 if TYPE_CHECKING:
     from ..engine import RunResult
 
-TaskKind = Literal["subagent", "teammate", "shell"]
+TaskKind = Literal["subagent", "teammate", "shell", "map"]
 
 
 class TaskStatus(StrEnum):
