@@ -6,7 +6,8 @@ token, this interpreter as the ``python3`` kernel, and private Jupyter folders, 
 the developer has configured leaks in. ``notebook_in_browser`` serves a tutorial with its
 outputs cleared, opens it in Debian's chromium (never a browser downloaded by Playwright)
 and yields a ``NotebookPage``: cells by position, run one and wait for it, screenshots into
-``test-artifacts/browser/<frontend>/``.
+``test-artifacts/browser/<frontend>-<theme>/``. ``theme="dark"`` opens the page in the
+JupyterLab Dark theme (both frontends read it from the same user setting).
 
 Readiness follows the pitfalls in the browser notes: the toolbar's indicator says idle
 before any kernel exists (and a Shift+Enter then is dropped), so each frontend waits for a
@@ -27,7 +28,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
@@ -52,6 +53,8 @@ KERNEL_NAME = "Python 3 (ipykernel)"
 DONE_PROMPT = re.compile(r"^\[\d+\]:$")
 Frontend = Literal["lab", "notebook"]
 FRONTENDS: tuple[Frontend, ...] = ("lab", "notebook")
+Theme = Literal["light", "dark"]
+THEMES: dict[Theme, str] = {"light": "JupyterLab Light", "dark": "JupyterLab Dark"}
 
 needs_chromium = pytest.mark.skipif(
     CHROMIUM is None, reason="Debian's chromium is not installed (apt-get install chromium)"
@@ -62,6 +65,27 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def write_notebook(name: str, root: Path, cells: Sequence[str], *, files: Mapping[str, str] | None = None) -> Path:
+    """A notebook of the test's own: NAME in ROOT with one code cell per source in CELLS
+    (no outputs), and FILES (relative path → text, its scripts and agent files) beside it."""
+    nb = {
+        "cells": [
+            {"cell_type": "code", "id": f"cell-{n}", "metadata": {}, "source": source, "outputs": [], "execution_count": None}
+            for n, source in enumerate(cells)
+        ],
+        "metadata": {"kernelspec": {"display_name": KERNEL_NAME, "language": "python", "name": "python3"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    for relative, text in (files or {}).items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    target = root / name
+    target.write_text(json.dumps(nb, indent=1), encoding="utf-8")
+    return target
 
 
 def copy_notebook(
@@ -94,8 +118,9 @@ def _settings(config_dir: Path, plugin: str, values: dict[str, Any]) -> None:
 class JupyterServer:
     """JupyterLab or Notebook 7 in its own process group, with private Jupyter folders."""
 
-    def __init__(self, tmp: Path, root: Path, *, kind: Frontend) -> None:
+    def __init__(self, tmp: Path, root: Path, *, kind: Frontend, theme: Theme = "light") -> None:
         self.kind: Frontend = kind
+        self.theme: Theme = theme
         self.port = _free_port()
         self.token = secrets.token_hex(16)
         config, data = tmp / "jupyter-config", tmp / "jupyter-data"
@@ -114,6 +139,10 @@ class JupyterServer:
             "@jupyterlab/apputils-extension/notification.jupyterlab-settings",
             {"fetchNews": "false", "checkForUpdates": False},
         )
+        # Notebook 7 takes its theme from the same plugin id as Lab.
+        _settings(config, "@jupyterlab/apputils-extension/themes.jupyterlab-settings", {"theme": THEMES[theme]})
+        # Saved only when a test presses Ctrl+S: what a reload finds is what the test saved.
+        _settings(config, "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings", {"autosave": False})
         # Every cell in the DOM, so locators by position see cells scrolled out of view.
         _settings(config, "@jupyterlab/notebook-extension/tracker.jupyterlab-settings", {"windowingMode": "none"})
         # The notebook names the "python3" kernelspec: make it this interpreter.
@@ -171,16 +200,26 @@ class JupyterServer:
     def _log_tail(self) -> str:
         return self.log_path.read_text()[-3000:]
 
-    def wait_for_connected_kernel(self, timeout: float = 60) -> None:
-        """Until a kernel has a client connected (a page's websocket) and is idle."""
+    def wait_for_connected_kernel(self, timeout: float = 60, *, idle: bool = True) -> None:
+        """Until a kernel has a client connected (a page's websocket) and is idle (or, if
+        not ``idle``, in any state)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            with urllib.request.urlopen(f"{self.base}/api/kernels?token={self.token}", timeout=5) as r:
-                kernels = json.load(r)
-            if any(k.get("connections", 0) > 0 and k.get("execution_state") == "idle" for k in kernels):
+            kernels = self.kernels()
+            if any(k.get("connections", 0) > 0 and (not idle or k.get("execution_state") == "idle") for k in kernels):
                 return
             time.sleep(0.2)
         raise RuntimeError(f"no kernel connected in {timeout:g} s: {kernels}\n{self._log_tail()}")
+
+    def kernels(self) -> list[dict[str, Any]]:
+        with urllib.request.urlopen(f"{self.base}/api/kernels?token={self.token}", timeout=5) as r:
+            return list(json.load(r))
+
+    def shutdown_kernels(self) -> None:
+        """Shut every kernel down through the REST API, as Kernel > Shut Down does."""
+        for kernel in self.kernels():
+            url = f"{self.base}/api/kernels/{kernel['id']}?token={self.token}"
+            urllib.request.urlopen(urllib.request.Request(url, method="DELETE"), timeout=20).close()
 
     def stop(self) -> None:
         try:  # shuts the kernels down, then the server
@@ -214,7 +253,34 @@ class NotebookPage:
         self.server = server
         self.artifacts = artifacts
         self.prefix = prefix
+        self.notebook = notebook
         self.cells = cell_sources(notebook)
+
+    def open(self, *, kernel_idle: bool = True) -> None:
+        """Load (or reload) the notebook's page, in the server's theme, and wait until its
+        kernel is connected — and idle, unless ``kernel_idle`` is false (a reload while a
+        cell still runs)."""
+        from playwright.sync_api import expect
+
+        self.page.goto(self.server.url(self.notebook.name))
+        if kernel_idle:
+            self.wait_for_kernel()
+        else:
+            self.page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=60_000)
+            self.server.wait_for_connected_kernel(idle=False)
+        light = "false" if self.server.theme == "dark" else "true"
+        expect(self.page.locator("body")).to_have_attribute("data-jp-theme-light", light)
+
+    def save(self) -> None:
+        """Ctrl+S in command mode, then wait until the file on disk has changed."""
+        before = self.notebook.stat().st_mtime_ns
+        self.page.locator(self.CELLS).first.locator(".jp-InputPrompt").click()
+        self.page.keyboard.press("Control+s")
+        deadline = time.monotonic() + 20
+        while self.notebook.stat().st_mtime_ns == before:
+            assert time.monotonic() < deadline, "Ctrl+S did not save the notebook"
+            time.sleep(0.1)
+        time.sleep(0.3)  # the write may still be under way
 
     def index_of(self, fragment: str) -> int:
         """The position of the one code cell whose source contains FRAGMENT."""
@@ -286,26 +352,39 @@ class NotebookPage:
 
 @contextmanager
 def notebook_in_browser(
-    tmp: Path, name: str, *, kind: Frontend, folders: Sequence[str] = ("scripts",), append: Sequence[str] = ()
+    tmp: Path,
+    name: str,
+    *,
+    kind: Frontend,
+    theme: Theme = "light",
+    folders: Sequence[str] = ("scripts",),
+    append: Sequence[str] = (),
+    cells: Sequence[str] | None = None,
+    files: Mapping[str, str] | None = None,
 ) -> Iterator[NotebookPage]:
-    """notebooks/NAME (as ``copy_notebook`` makes it) served by KIND and open in headless
-    Chromium, its kernel ready. Artifacts go to test-artifacts/browser/KIND/, named after the
-    notebook: the screenshots a test takes, the server's log and the browser console, and
-    on failure a full-page screenshot and the page's HTML (STEM-FAILED.*)."""
+    """notebooks/NAME (as ``copy_notebook`` makes it), or with CELLS a notebook NAME of the
+    test's own (``write_notebook``, with FILES beside it), served by KIND in THEME and open
+    in headless Chromium, its kernel ready. Artifacts go to
+    test-artifacts/browser/KIND-THEME/, named after the notebook: the screenshots a test
+    takes, the server's log and the browser console, and on failure a full-page screenshot
+    and the page's HTML (STEM-FAILED.*)."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         pytest.fail("Playwright is not installed: pip install -e '.[browser]' (never `playwright install`)")
 
     stem = Path(name).stem
-    artifacts = ARTIFACTS / kind
+    artifacts = ARTIFACTS / f"{kind}-{theme}"
     artifacts.mkdir(parents=True, exist_ok=True)
     for old in artifacts.glob(f"{stem}-*"):
         old.unlink()
     root = tmp / "root"
     root.mkdir()
-    notebook = copy_notebook(name, root, folders=folders, append=append)
-    server = JupyterServer(tmp, root, kind=kind)
+    if cells is None:
+        notebook = copy_notebook(name, root, folders=folders, append=append)
+    else:
+        notebook = write_notebook(name, root, cells, files=files)
+    server = JupyterServer(tmp, root, kind=kind, theme=theme)
     try:
         server.wait_ready()
         with sync_playwright() as p:
@@ -314,10 +393,10 @@ def notebook_in_browser(
             console: list[str] = []
             page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
             page.on("pageerror", lambda e: console.append(f"PAGEERROR: {e}"))
+            page.on("dialog", lambda d: d.accept())  # "leave the page?" on a reload with unsaved changes
             try:
                 nb = NotebookPage(page, server, notebook, artifacts=artifacts, prefix=f"{stem}-")
-                page.goto(server.url(notebook.name))
-                nb.wait_for_kernel()
+                nb.open()
                 yield nb
             except BaseException:
                 page.screenshot(path=str(artifacts / f"{stem}-FAILED.png"), full_page=True)

@@ -8,7 +8,7 @@ reason typed into the approval card's box before clicking Deny reaches the model
 the tool result of the model's next request, which a cell the test appends reads back from
 the scripted model.
 
-Screenshots of the key moments go to test-artifacts/browser/<frontend>/data_science-*.png.
+Screenshots of the key moments go to test-artifacts/browser/<frontend>-light/data_science-*.png.
 """
 
 from __future__ import annotations

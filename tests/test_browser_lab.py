@@ -10,7 +10,7 @@ Each run starts its own server (this interpreter, 127.0.0.1, a token, temporary 
 folders) on a copy of notebooks/quickstart.ipynb with its outputs cleared, and uses Debian's
 chromium (never a browser downloaded by Playwright); see tests/browser_support.py for the
 readiness signals each frontend needs. Screenshots of the key moments go to
-test-artifacts/browser/<frontend>/quickstart-*.png.
+test-artifacts/browser/<frontend>-light/quickstart-*.png.
 """
 
 from __future__ import annotations
