@@ -17,7 +17,9 @@ its result when it completed, else its error. When the person denied some of its
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -76,3 +78,51 @@ def background_completed(entry: TaskEntry) -> str:
         f'<background-task-completed id="{entry.id}" agent="{entry.agent}" status="{entry.status}">'
         f"{entry.outcome}{denied_block(entry.denials)}</background-task-completed>"
     )
+
+
+@dataclass(frozen=True)
+class TaskForm:
+    """One ``<task …>`` or ``<background-task-completed …>`` form read back: its
+    attributes and body (``<task_result>`` unwrapped; ``denials`` the lines of its
+    ``<denied_by_person>`` block). For views that show a person what the model was told."""
+
+    attributes: dict[str, str]
+    body: str = ""
+    denials: tuple[str, ...] = ()
+    completed_block: bool = False  # a <background-task-completed> block
+
+    @property
+    def id(self) -> str:
+        return self.attributes.get("id", "")
+
+    @property
+    def state(self) -> str:
+        return self.attributes.get("state") or self.attributes.get("status", "")
+
+
+_FORM = re.compile(
+    r"<(?P<tag>task|background-task-completed)(?P<attrs>(?:\s+[\w-]+=\"[^\"]*\")*)\s*"
+    r"(?:/>|>(?P<body>.*?)</(?P=tag)>)",
+    re.DOTALL,
+)
+_ATTR = re.compile(r'([\w-]+)="([^"]*)"')
+_RESULT = re.compile(r"^<task_result>(.*)</task_result>", re.DOTALL)
+_DENIED = re.compile(r"\s*<denied_by_person>(.*?)</denied_by_person>\s*$", re.DOTALL)
+
+
+def read_task_forms(text: str) -> list[TaskForm]:
+    """Every task form in ``text``, in order (none: it is not one of ours)."""
+    forms = []
+    for match in _FORM.finditer(text):
+        body = match.group("body") or ""
+        denials: tuple[str, ...] = ()
+        denied = _DENIED.search(body)
+        if denied:
+            denials = tuple(line for line in denied.group(1).splitlines() if line.strip())
+            body = body[: denied.start()]
+        result = _RESULT.match(body)
+        if result:
+            body = result.group(1)
+        attributes = dict(_ATTR.findall(match.group("attrs")))
+        forms.append(TaskForm(attributes, body.strip(), denials, match.group("tag") != "task"))
+    return forms

@@ -7,6 +7,8 @@ mechanism in the loop, the policy here).
 
 from __future__ import annotations
 
+import re
+
 from .mailbox import TEAM_LEAD, Message
 
 NO_TEXT = "(no text: the turn ended with tool calls only)"
@@ -18,6 +20,35 @@ def envelope(sender: str, body: str, *, kind: str | None = None) -> str:
     return f"<teammate-message{attrs}>{body}</teammate-message>"
 
 
+_ENVELOPE = re.compile(r'^\s*<teammate-message from="([^"]*)"(?: kind="([^"]*)")?>(.*)</teammate-message>\s*$', re.DOTALL)
+_STARTED = re.compile(r'^\s*<teammate id="([^"]*)" name="([^"]*)" team="([^"]*)" state="([^"]*)"/>\s*$')
+IDLE_PREFIX = "finished its turn and is idle. Its last message:\n"
+
+
+def read_envelope(text: str) -> tuple[str, str, str] | None:
+    """``(sender, kind, body)`` of an envelope (``kind`` "message" when it has none);
+    ``None`` when ``text`` is not one. An idle notification's body is the teammate's last
+    message alone."""
+    match = _ENVELOPE.match(text)
+    if match is None:
+        return None
+    sender, kind, body = match.group(1), match.group(2) or "message", match.group(3)
+    if kind == "idle_notification":
+        body = body.removeprefix(f"{sender} {IDLE_PREFIX}")
+    return sender, kind, body
+
+
+def started(task_id: str, name: str, team: str) -> str:
+    """What the ``task`` tool returns when it starts a teammate."""
+    return f'<teammate id="{task_id}" name="{name}" team="{team}" state="running"/>'
+
+
+def read_started(text: str) -> tuple[str, str, str] | None:
+    """``(task_id, name, team)`` of a ``started`` form, else ``None``."""
+    match = _STARTED.match(text)
+    return (match.group(1), match.group(2), match.group(3)) if match else None
+
+
 def format_prompt(message: Message) -> str:
     """A message as a teammate's next prompt."""
     return envelope(message.sender, message.text)
@@ -27,7 +58,7 @@ def format_for_leader(message: Message) -> str:
     """A message as the team lead reads it at its next turn: idle notifications and
     shutdown answers say in words what happened instead of carrying a raw payload."""
     if message.kind == "idle_notification":
-        body = f"{message.sender} finished its turn and is idle. Its last message:\n{message.text or NO_TEXT}"
+        body = f"{message.sender} {IDLE_PREFIX}{message.text or NO_TEXT}"
         return envelope(message.sender, body, kind="idle_notification")
     if message.kind == "shutdown_response":
         return envelope(message.sender, message.text, kind="shutdown_response")
