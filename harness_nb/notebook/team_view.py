@@ -1,9 +1,12 @@
-"""``TeamView``: the live roster of the teams — one collapsible area per teammate with its
-recent activity and a text box to message it, and the team's message log.
+"""``TeamView``: the live roster of the teams — a table of teammates, one collapsible area
+per teammate with its activity and a text box to message it, and the team's messages.
 
 One view per kernel; ``%team`` displays it (several displays of one widget stay in sync).
-Updates are coalesced like a run view's. Its ``text/plain`` form is the roster table and
-the recent messages as they were when it was displayed.
+A view made after teammates have worked fills each area from what the tracker logged of
+them and the team's message log, so it never says "no activity yet" beside a teammate that
+has answered. Messages read in words ("alice reported: …", "alice → bob: …"), each answer
+once. Updates are coalesced like a run view's. Its ``text/plain`` form is the roster table
+and the recent messages as they were when it was displayed.
 """
 
 from __future__ import annotations
@@ -11,16 +14,21 @@ from __future__ import annotations
 import asyncio
 import html
 from collections import deque
+from collections.abc import Iterable
 from typing import Any
 
 import ipywidgets as widgets
 
-from ..core import Event, RunFinished, TextDelta, ToolCallStarted
+from ..core import Event, RunFinished, ToolCallStarted
 from ..team import Message, RosterMember, TeamManager
+from ..team.mailbox import TEAM_LEAD
 from ..textview import preview
 from .live import LiveBox, Scheduler
+from .theme import STATE_COLORS, STYLE, table
 
-STATE_ICONS = {"working": "⏳", "idle": "💤", "exited": "■"}
+# Accordion titles are plain text: glyphs from basic fonts, no emoji
+STATE_MARKS = {"working": "◐", "idle": "○", "exited": "■"}
+_STATE_COLORS = {"working": STATE_COLORS["running"], "idle": STATE_COLORS["done"], "exited": STATE_COLORS["interrupted"]}
 
 
 def roster_table(members: list[RosterMember]) -> str:
@@ -40,9 +48,23 @@ def roster_table(members: list[RosterMember]) -> str:
 
 
 def message_line(message: Message) -> str:
+    """A message in the ``text/plain`` log (kept stable: nbval compares it)."""
     to = f" → {message.to}" if message.to else ""
     kind = "" if message.kind == "message" else f" [{message.kind}]"
     return f"{message.sender}{to}{kind}: {preview(message.text, 100)}"
+
+
+def message_words(message: Message) -> str:
+    """A message as the person reads it: ``alice reported: …`` for the answer that ends a
+    turn, ``team-lead → alice: …`` for a message."""
+    text = preview(message.text, 100)
+    if message.kind == "idle_notification":
+        return f"{message.sender} reported: {text}"
+    if message.kind == "shutdown_request":
+        return f"{message.sender} asked {message.to} to shut down"
+    if message.kind == "shutdown_response":
+        return f"{message.sender} shut down"
+    return f"{message.sender} → {message.to}: {text}" if message.to else f"{message.sender}: {text}"
 
 
 class _MemberPanel:
@@ -64,9 +86,25 @@ class _MemberPanel:
         if content.get("event") == "submit":
             view.send_from_box(self)
 
+    def backfill(self, progress: Iterable[str], messages: list[Message]) -> None:
+        """What the teammate did before the view existed, in order: its task's progress log
+        (tool calls; each "working" line is the next message it received, each "idle" line
+        the next answer it gave) with those messages' text in full."""
+        received = iter([m for m in messages if m.to == self.name])
+        answers = iter([m for m in messages if m.sender == self.name and m.kind == "idle_notification"])
+        for line in progress:
+            if line.startswith("working: "):
+                got = next(received, None)
+                self.log.append(f"← {got.sender}: {preview(got.text, 100)}" if got else f"← {line[9:]}")
+            elif line.startswith("idle: "):
+                answer = next(answers, None)
+                self.log.append(f"✓ {preview(answer.text, 100) if answer else line[6:]}")
+            elif not line.startswith(("turn ", "finished (")):
+                self.log.append(f"→ {line}")
+
     def render(self) -> str:
         lines = "".join(f"<div>{html.escape(line)}</div>" for line in self.log)
-        return f"<div style='font-family:monospace;font-size:90%'>{lines or '<i>no activity yet</i>'}</div>"
+        return f"<div class='hnb' style='font-family:monospace;font-size:90%'>{lines or '<i>no activity yet</i>'}</div>"
 
 
 class TeamView(LiveBox):
@@ -75,16 +113,24 @@ class TeamView(LiveBox):
     def __init__(self, manager: TeamManager, *, rate: float = 8.0, scheduler: Scheduler | None = None) -> None:
         self.manager = manager
         self.header = widgets.HTML()
+        self.roster = widgets.HTML()
         self.members = widgets.Accordion()
         self.messages = widgets.HTML()
         self._panels: dict[str, _MemberPanel] = {}
-        self._log: deque[str] = deque(maxlen=30)
+        self._log: deque[str] = deque(maxlen=30)  # the text/plain form's lines
+        self._words: deque[str] = deque(maxlen=30)  # the same messages as the person reads them
         self._sending: set[asyncio.Task[Any]] = set()
-        children = [self.header, self.members, widgets.HTML("<b>messages</b>"), self.messages]
+        children = [widgets.HTML(STYLE), self.header, self.roster, self.members, widgets.HTML("<b>messages</b>"), self.messages]
         super().__init__(children, rate=rate, scheduler=scheduler)
-        for message in list(manager.message_log)[-30:]:
+        self.add_class("hnb")
+        logged = list(manager.message_log)
+        for message in logged[-30:]:
             self._log.append(message_line(message))
-        manager.on_leader_message.append(self._on_leader_message)
+            self._words.append(message_words(message))
+        for member in manager.roster():
+            entry = manager.tracker.find(member.task_id)
+            self._panel(member.name).backfill(entry.log if entry is not None else (), logged)
+        manager.on_message.append(self._on_message)
         manager.on_event.append(self._on_event)
         self.flush()
 
@@ -94,11 +140,15 @@ class TeamView(LiveBox):
         return f"team view\n{roster_table(self.manager.roster())}\nmessages:\n{log}"
 
     # ------------------------------------------------------------------ events
-    def _on_leader_message(self, message: Message) -> None:
+    def _on_message(self, message: Message) -> None:
         self._log.append(message_line(message))
-        panel = self._panels.get(message.sender)
-        if panel is not None:
-            panel.log.append(f"→ team-lead: {preview(message.text, 100)}")
+        self._words.append(message_words(message))
+        sender = self._panels.get(message.sender)
+        if message.to and message.to != TEAM_LEAD:
+            self._panel(message.to).log.append(f"← {message.sender}: {preview(message.text, 100)}")
+        if sender is not None and message.kind == "message":
+            # an answer that ends a turn is already the panel's ✓ line: listed once
+            sender.log.append(f"→ {message.to}: {preview(message.text, 100)}")
         self.mark()
 
     def _on_event(self, name: str, event: Event) -> None:
@@ -107,14 +157,14 @@ class TeamView(LiveBox):
             panel.log.append(f"→ {event.call.brief(80)}")
         elif isinstance(event, RunFinished):
             panel.log.append(f"✓ {preview(event.final_text, 100)}")
-        elif isinstance(event, TextDelta):
+        else:
             return
+        panel.status.value = ""  # "delivered to …" is stale once the teammate acts on it
         self.mark()
 
     def note_sent(self, to: str, text: str) -> None:
-        """Record a message the person sent (from ``%team send`` or the text box)."""
-        self._log.append(f"team-lead → {to}: {preview(text, 100)}")
-        self._panel(to).log.append(f"← team-lead: {preview(text, 100)}")
+        """A message the person sent (``%team send`` or the text box): the manager's log
+        already carries it to the view; this only refreshes."""
         self.mark()
 
     def send_from_box(self, panel: _MemberPanel) -> None:
@@ -132,10 +182,10 @@ class TeamView(LiveBox):
         try:
             receipt = await self.manager.send(panel.name, text)
         except Exception as exc:  # shown in the panel; the person can correct and resend
-            panel.status.value = f"<span style='color:#c62828'>{html.escape(str(exc))}</span>"
+            panel.status.value = f"<span style='color:{STATE_COLORS['failed']}'>{html.escape(str(exc))}</span>"
             return
         panel.status.value = f"<i>{html.escape(receipt)}</i>"
-        self.note_sent(panel.name, text)
+        self.mark()
 
     # ------------------------------------------------------------------ rendering
     def _panel(self, name: str) -> _MemberPanel:
@@ -150,24 +200,37 @@ class TeamView(LiveBox):
         roster = self.manager.roster()
         for member in roster:
             self._panel(member.name)
+        rows = []
         for index, member in enumerate(roster):
-            icon = STATE_ICONS.get(member.state, "")
             usage = member.usage.tokens_label() + (f" · {cost}" if (cost := member.usage.cost_label()) else "")
-            title = f"{icon} {member.name} ({member.agent}, {member.team}) · {member.state} · {usage}"
+            mark = STATE_MARKS.get(member.state, "")
+            title = f"{mark} {member.name} ({member.agent}, {member.team}) · {member.state} · {usage}"
             if self.members.get_title(index) != title:
                 self.members.set_title(index, title)
             panel = self._panels[member.name]
             rendered = panel.render()
             if panel.activity.value != rendered:
                 panel.activity.value = rendered
+            colour = _STATE_COLORS.get(member.state, "inherit")
+            rows.append(
+                [
+                    f"<b>{html.escape(member.name)}</b>",
+                    html.escape(member.team),
+                    html.escape(member.agent),
+                    f"<span style='color:{colour};font-weight:600'>{mark} {html.escape(member.state)}</span>",
+                    f"<span style='white-space:nowrap'>{html.escape(usage)}</span>",
+                    html.escape(preview(member.last_message, 80)),
+                ]
+            )
         teams = sorted({m.team for m in roster}) or ["default"]
         self.header.value = f"<b>team view</b> · teams: {html.escape(', '.join(teams))} · {len(roster)} teammates"
-        log = "".join(f"<div>{html.escape(line)}</div>" for line in self._log)
+        self.roster.value = table(["name", "team", "agent", "state", "usage", "last message"], rows) if rows else ""
+        log = "".join(f"<div>{html.escape(line)}</div>" for line in self._words)
         self.messages.value = f"<div style='font-family:monospace;font-size:90%'>{log or '<i>no messages yet</i>'}</div>"
 
     def close(self) -> None:
-        if self._on_leader_message in self.manager.on_leader_message:
-            self.manager.on_leader_message.remove(self._on_leader_message)
+        if self._on_message in self.manager.on_message:
+            self.manager.on_message.remove(self._on_message)
         if self._on_event in self.manager.on_event:
             self.manager.on_event.remove(self._on_event)
         super().close()

@@ -7,7 +7,7 @@ lead's inbox (``inbox``: an engine injector plus live listeners) and ``route``, 
 the harness's ``send_message`` reach mailboxes by name.
 
 Public API for the notebook layer: ``roster``, ``message_log``, ``send``, ``shutdown``,
-``spawn``, ``wait_idle``, ``on_leader_message``, ``on_event``, ``aclose``.
+``spawn``, ``wait_idle``, ``on_leader_message``, ``on_message``, ``on_event``, ``aclose``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from ..subagents import AgentRegistry, SubAgentDefinition, SubagentRunner, TaskP
 from ..tools import Tool, ToolContext
 from .inbox import LeaderInbox, LeaderListener
 from .mailbox import TEAM_LEAD, Message
-from .protocol import format_prompt, teammate_system_prompt
+from .protocol import format_prompt, started, teammate_system_prompt
 from .registry import DEFAULT_TEAM, Member, TeamRegistry, check_name
 from .roster import RosterMember, RosterStore, new_owner
 from .teammate import Teammate
@@ -63,6 +63,7 @@ class TeamManager:
         self.inbox = LeaderInbox(self.registry.leader)
         self.message_log: deque[Message] = deque(maxlen=log_limit)
         self.on_event: list[EventListener] = []
+        self.on_message: list[Callable[[Message], object]] = []  # every message, as it is logged
         self.route = TeamRoute(self)
         self._closed = False
         self.owner = new_owner()  # marks, in the shared rosters, the teammates this manager runs
@@ -151,7 +152,7 @@ class TeamManager:
         session = MemorySession(f"team.{team_name}.{member_name}", transcript=path)
         first = Message(TEAM_LEAD, "message", prompt, to=member_name)
         self._start(member, definition, format_prompt(first), session, parent or self.lead(), description)
-        self.message_log.append(first)
+        self._log(first)
         self.registry.add(member)
         self._save(team_name)
         return member
@@ -166,7 +167,7 @@ class TeamManager:
             description=params.description,
             parent=ctx.parent,
         )
-        return f'<teammate id="{member.record.task_id}" name="{member.name}" team="{member.team}" state="running"/>'
+        return started(member.record.task_id, member.name, member.team)
 
     async def _revive(self, member: Member, message: Message) -> None:
         """Start an exited teammate again on its recorded history, with ``message`` next."""
@@ -274,7 +275,7 @@ class TeamManager:
             self._post(message)
             when = "now" if member.state == "idle" else "when its current turn ends"
             return f"delivered to {member.name} ({member.state}); it reads it {when}"
-        self.message_log.append(message)
+        self._log(message)
         await self._revive(member, message)
         return f"{member.name} had exited: revived it as {member.record.task_id} with your message as its next prompt"
 
@@ -299,7 +300,7 @@ class TeamManager:
 
     def _post(self, message: Message) -> None:
         """Put ``message`` into its recipient's mailbox (the lead's goes through the inbox)."""
-        self.message_log.append(message)
+        self._log(message)
         if message.to == TEAM_LEAD:
             self.inbox.deliver(message)
             return
@@ -310,6 +311,15 @@ class TeamManager:
         member.mailbox.send(message)
 
     # -- bookkeeping --------------------------------------------------------------------
+
+    def _log(self, message: Message) -> None:
+        """Keep ``message`` in the log and tell ``on_message`` listeners (a view)."""
+        self.message_log.append(message)
+        for listener in list(self.on_message):
+            try:
+                listener(message)
+            except Exception:
+                log.exception("team message listener failed")
 
     def _changed(self, member: Member) -> None:
         self._save(member.team)
