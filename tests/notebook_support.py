@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from harness_nb.testing.kernel_driver import Cell, KernelDriver
+from harness_nb.testing.kernel_driver import Cell, KernelDriver, visible_text
 
 HARNESS = "get_ipython()._harness_nb.harness()"
 _JSON_MARK = "@@json@@"
@@ -128,6 +128,11 @@ def widget_text(k: KernelDriver, needle: str) -> str | None:
     return next((t for t in k.widget_texts() if needle in t), None)
 
 
+def read_text(k: KernelDriver, needle: str) -> str | None:
+    """The first widget text containing ``needle`` as a person reads it (tags dropped)."""
+    return next((t for t in map(visible_text, k.widget_texts()) if needle in t), None)
+
+
 async def wait_for_widget_text(k: KernelDriver, needle: str, timeout: float = 30) -> str:
     """Wait until some widget shows ``needle``; return that widget's text."""
     found: str = await k.wait_for(lambda: widget_text(k, needle), timeout, f"a widget showing {needle!r}")
@@ -181,31 +186,40 @@ def comm_ids_showing(k: KernelDriver, needle: str) -> list[str]:
 
 @dataclass
 class RunViewState:
-    """What the frontend shows of one run view: its header, the summary text of each of its
-    approval cards, and the background results posted into it."""
+    """What the frontend shows of one run view: its header (as read, without tags), the
+    first text of each of its approval cards (the card's summary while it waits, its one
+    decided line after), and the background results posted into it."""
 
     header: str
     cards: list[str]
     completions: list[str]
 
 
-_RUN_VIEW_PARTS = ["HTMLModel", "OutputModel", "VBoxModel", "VBoxModel", "OutputModel"]
+def _classes(state: dict[str, Any]) -> list[str]:
+    return list(state.get("_dom_classes", ()) or ())
 
 
 def run_views(k: KernelDriver) -> list[RunViewState]:
-    """Every run view the kernel has displayed (a VBox of header, stream, activity,
-    approvals and completions), as the frontend's widget models describe it."""
+    """Every run view the kernel has displayed (a VBox marked ``hnb-run``), as the
+    frontend's widget models describe it."""
 
     def model(ref: str) -> dict[str, Any]:
-        return k.models.get(ref.removeprefix("IPY_MODEL_"), {})
+        return k.models.get(str(ref).removeprefix("IPY_MODEL_"), {})
+
+    def part(parts: list[dict[str, Any]], name: str) -> dict[str, Any]:
+        return next((p for p in parts if name in _classes(p)), {})
 
     views = []
     for state in k.models.values():
-        parts = [model(ref) for ref in state.get("children", ())]
-        if state.get("_model_name") != "VBoxModel" or [p.get("_model_name") for p in parts] != _RUN_VIEW_PARTS:
+        if "hnb-run" not in _classes(state):
             continue
-        header, _stream, _activity, approvals, completions = parts
-        cards = [model(model(card)["children"][0])["value"] for card in approvals["children"]]
-        posted = [out["data"].get("text/plain", "") for out in completions.get("outputs", ())]
-        views.append(RunViewState(header["value"], cards, posted))
+        parts = [model(ref) for ref in state.get("children", ())]
+        activity = part(parts, "hnb-activity")
+        cards = [
+            model(model(ref)["children"][0]).get("value", "")
+            for ref in activity.get("children", ())
+            if "hnb-card" in _classes(model(ref))
+        ]
+        posted = [out["data"].get("text/plain", "") for out in part(parts, "hnb-completions").get("outputs", ())]
+        views.append(RunViewState(visible_text(part(parts, "hnb-header").get("value", "")), cards, posted))
     return views

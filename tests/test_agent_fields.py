@@ -421,7 +421,7 @@ def test_agents_listing_shows_effective_tools_modes_and_what_is_ignored(tmp_path
     assert "plan-reviewer  [.claude/agents/plan-reviewer.md]\n    tools: (all of the main agent's) read_file, grep, bash, kernel_stats\n" in listing
     assert "misspelt  [" in listing and "    ignored: unknown keys category, colour, disalowedTools, maxturns" in listing
     html = AgentTable(h)._repr_html_()
-    assert "<th>notes</th>" in html and "style=\"color: #6a1b9a\"" in html  # plan-reviewer is purple
+    assert ">notes</th>" in html and "style=\"color: #6a1b9a\"" in html  # plan-reviewer is purple
 
 
 def test_effort_is_noted_as_not_sent_for_a_model_without_it(tmp_path: Path) -> None:
@@ -436,7 +436,7 @@ def test_a_colour_that_is_not_a_colour_never_reaches_the_html(tmp_path: Path) ->
     OPEN.append(h)
     h.registry.register(SubAgentDefinition(name="x", description="d", color='red" onmouseover="alert(1)'))
     html = AgentTable(h)._repr_html_()
-    assert 'onmouseover="' not in html and "<td><b>@x</b></td>" in html
+    assert 'onmouseover="' not in html and "<b>@x</b>" in html
 
 
 def test_resolve_tools_matches_glob_entries_and_plan_keeps_read_only_tools(tmp_path: Path) -> None:

@@ -84,7 +84,7 @@ async def test_unattended_runs_decide_approvals_at_once(tmp_path):
         assert (tmp_path / "build").is_dir()
         note = await wait_for_widget_text(k, "denied automatically (unattended run)")
         assert "rm -rf build" in note
-        assert not k.find_models(_model_name="ButtonModel"), "no approval card was shown"
+        assert not k.find_models(_model_name="ButtonModel", description="Approve"), "no approval card was shown"
         assert tool_results((await model_requests(k, "main"))[1]) == [
             "error: the call was denied: no one can answer here (unattended run): denied. Do not retry it unchanged."
         ]

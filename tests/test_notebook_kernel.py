@@ -18,6 +18,7 @@ from notebook_support import (
     last_user_text,
     model_requests,
     notebook,
+    read_text,
     result_text,
     run_views,
     task_state,
@@ -73,7 +74,7 @@ async def test_foreground_approve_then_deny(tmp_path):
         await k.finished(approve_cell)
         assert approve_cell.status == "ok", k.error(approve_cell)
         assert result_text(approve_cell) == "Build folder removed."
-        assert widget_text(k, "<i>approved</i>")
+        assert read_text(k, "✓ Approved by you: rm -rf build"), "the decided card is one line"
         assert not (tmp_path / "build").exists()
 
         deny_cell = k.execute("%%agent\nnow remove dist")
@@ -86,7 +87,7 @@ async def test_foreground_approve_then_deny(tmp_path):
         await k.finished(deny_cell)
         assert deny_cell.status == "ok", k.error(deny_cell)
         assert result_text(deny_cell) == "Understood, I left dist alone."
-        assert widget_text(k, "<i>Denied by you: dist holds the release build, keep it</i>")
+        assert read_text(k, "✗ Denied by you: dist holds the release build, keep it · rm -rf dist")
         assert (tmp_path / "dist").is_dir()
 
         requests = await model_requests(k, "main")
@@ -126,7 +127,7 @@ async def test_approve_for_this_session_lets_the_same_call_run_without_a_card(tm
         await k.finished(first)
         assert first.status == "ok", k.error(first)
         assert result_text(first) == "Cleaned twice."
-        assert widget_text(k, "<i>approved for this session: Bash(rm -rf out/logs)</i>")
+        assert read_text(k, "✓ Approved for this session: rm -rf out/logs (Bash(rm -rf out/logs) runs without asking")
         assert not (tmp_path / "out" / "logs").exists()
 
         second = k.execute("%%agent\nonce more")

@@ -10,6 +10,8 @@ The real-kernel tests (``test_notebook_*``) check the same widgets end to end.
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -17,11 +19,14 @@ from IPython.core.interactiveshell import InteractiveShell
 from traitlets.config import Config
 
 from harness_nb.core import (
+    ApprovalDecided,
     ApprovalRequested,
     BudgetWarning,
     Compacted,
     CompactionStarted,
     ContextMeasured,
+    DisplayData,
+    MessagesInjected,
     RunFailed,
     RunFinished,
     SubagentUpdate,
@@ -36,6 +41,7 @@ from harness_nb.engine import Approved, Denied
 from harness_nb.notebook.approval import ApprovalCard
 from harness_nb.notebook.live import LiveBox, Scheduler
 from harness_nb.notebook.team_view import TeamView
+from harness_nb.notebook.theme import PALETTE, STYLE, agent_color
 from harness_nb.notebook.view import RunView
 from team_support import (  # noqa: F401  (close_harnesses is an autouse fixture)
     call,
@@ -43,6 +49,7 @@ from team_support import (  # noqa: F401  (close_harnesses is an autouse fixture
     make_harness,
     teams,
 )
+from harness_nb.testing.kernel_driver import visible_text as text
 from widget_support import ManualClock, WidgetWire
 
 
@@ -203,7 +210,7 @@ def test_finish_clears_the_stream_and_marks_the_header(wire, clock):
     view(TextDelta(text="the answer"))
     view.finish("done")
     assert view.stream.outputs == ()
-    assert "✓ main" in view.header.value and " · done · " in view.header.value
+    assert text(view.header.value).startswith("✓ main · scripted/model · done · ")
 
 
 def test_a_tool_call_line_shows_its_arguments_then_a_preview_of_the_result(clock):
@@ -237,10 +244,14 @@ def test_a_subagents_progress_line_and_its_own_run_are_drawn_in_its_colour(wire,
     clock.advance(0)
     purple, odd = view.activity.children
     sent = [state["value"] for state in wire.updates(purple, "value")]
-    assert any("<b style='color:#6a1b9a'>explore</b>" in value for value in sent)
-    assert "<b>odd</b>" in odd.value and "url(" not in odd.value  # not a colour: no style at all
+    assert any("color:#6a1b9a'>explore</b>" in value for value in sent)
+    assert "border-left:3px solid #6a1b9a" in purple.value, "the line is marked in the colour too"
+    # not a colour: never put into the style, the agent gets its palette colour instead
+    assert "url(" not in odd.value and f"color:{agent_color('odd')}'>odd</b>" in odd.value
     own = RunView("explore", "m", rate=4, scheduler=clock, color_of=colours)
-    assert "<span style='color:#6a1b9a'>explore</span>" in own.header.value
+    assert "color:#6a1b9a'>explore</b>" in own.header.value
+    plain = RunView("main", "m", rate=4, scheduler=clock, color_of=colours)
+    assert "<b>main</b>" in plain.header.value, "an agent without a colour of its own is not painted"
 
 
 def test_a_subagent_has_one_progress_line_updated_in_place(wire, clock):
@@ -248,31 +259,33 @@ def test_a_subagent_has_one_progress_line_updated_in_place(wire, clock):
     view(sub("fg-1", ToolCallStarted(call=ToolCall(id="s1", name="glob", arguments='{"pattern": "*.csv"}'))))
     clock.advance(0)
     (line,) = view.activity.children
-    assert "⏳ <b>explore</b> — scan the data · glob(pattern=&#x27;*.csv&#x27;) · 1 tool · 0 tokens · 0.0 s" in line.value
+    assert text(line.value) == "explore — scan the data · glob(pattern='*.csv') · 1 tool · 0 tokens · 0.0 s"
+    assert "hnb-spin" in line.value, "a running subagent spins (CSS, no emoji font needed)"
 
     clock.advance(1.5)
     view(sub("fg-1", ToolCallStarted(call=ToolCall(id="s2", name="grep", arguments='{"pattern": "TODO"}'))))
     view(sub("fg-1", TurnFinished(turn=1, usage=Usage(input_tokens=1000, output_tokens=234))))
     clock.advance(0)
     assert view.activity.children == (line,), "still one line"
-    assert "grep(pattern=&#x27;TODO&#x27;) · 2 tools · 1,234 tokens · 1.5 s" in line.value
+    assert "grep(pattern='TODO') · 2 tools · 1,234 tokens · 1.5 s" in text(line.value)
 
     view(sub("fg-1", ApprovalRequested(call=bash_call(), reason="bash needs approval")))
     clock.advance(0.25)
-    assert "⏸" in line.value and "waiting for approval: bash" in line.value
+    assert text(line.value).startswith("● explore") and "waiting for approval: bash" in line.value
 
     usage = Usage(input_tokens=1500, output_tokens=500)
     view(sub("fg-1", RunFinished(final_text="3 files", stop_reason="end_turn", usage=usage)))
     clock.advance(0.25)
-    assert "✓ <b>explore</b>" in line.value and "finished · 2 tools · 2,000 tokens · 2.0 s" in line.value
+    assert text(line.value) == "✓ explore — scan the data · finished · 2 tools · 2,000 tokens · 1.8 s", "ended at its RunFinished"
     values = [state["value"] for state in wire.updates(line, "value")]
-    assert len(values) == 4, "each refresh updated the same widget"
+    assert text(values[-1]) == text(line.value), "each refresh updated the same widget"
+    clock.advance(5)
+    assert text(line.value).endswith(" 1.8 s"), "a finished line's clock stops"
 
     view(sub("fg-2", RunFailed(error="ProviderError: boom", usage=Usage()), agent="general-purpose"))
     assert len(view.activity.children) == 2, "another task gets its own line"
     clock.advance(0.25)
-    assert "✗ <b>general-purpose</b>" in view.activity.children[1].value
-    assert "ProviderError: boom" in view.activity.children[1].value
+    assert text(view.activity.children[1].value).startswith("✗ general-purpose · ProviderError: boom")
 
 
 @pytest.mark.parametrize("limit", ["max_turns", "token_budget", "wall_time"])
@@ -281,7 +294,7 @@ def test_a_run_stopped_by_a_limit_shows_the_stop_even_when_told_done(clock, limi
     view(RunFinished(final_text="partial [stopped]", stop_reason=limit, usage=Usage(input_tokens=10, turns=3)))
     view.finish("done")  # what the controller says after every run that did not raise
     assert view.state == f"stopped: {limit}"
-    assert f"<b>⚠ main</b> · <code>m</code> · stopped: {limit} · " in view.header.value
+    assert text(view.header.value).startswith(f"! main · m · stopped: {limit} · ")
     assert "✓" not in view.header.value
 
 
@@ -294,7 +307,7 @@ def test_a_limit_stop_does_not_hide_a_later_failure_and_a_normal_end_is_done(clo
     normal = RunView("main", "m", scheduler=clock)
     normal(RunFinished(final_text="ok", stop_reason="end_turn", usage=Usage()))
     normal.finish("done")
-    assert normal.state == "done" and "<b>✓ main</b>" in normal.header.value
+    assert normal.state == "done" and text(normal.header.value).startswith("✓ main · m · done · ")
 
 
 def test_a_background_view_keeps_the_limit_stop_of_its_own_task(clock):
@@ -310,7 +323,7 @@ def test_a_subagent_stopped_by_a_limit_says_so_on_its_line(clock):
     view(sub("fg-1", RunFinished(final_text="", stop_reason="max_turns", usage=Usage(input_tokens=5))))
     clock.advance(0)
     (line,) = view.activity.children
-    assert "⚠ <b>explore</b> · stopped: max_turns · " in line.value
+    assert text(line.value).startswith("! explore · stopped: max_turns · ")
 
 
 def test_usage_a_server_did_not_report_is_not_shown_as_zero_tokens(clock):
@@ -318,14 +331,14 @@ def test_usage_a_server_did_not_report_is_not_shown_as_zero_tokens(clock):
     view(TurnFinished(turn=1, usage=Usage(turns=1, unreported_calls=1)))
     view(sub("fg-1", TurnFinished(turn=1, usage=Usage(unreported_calls=2))))
     view.flush()
-    assert " · usage not reported · 1 turn · " in view.header.value
+    assert " · usage not reported · 1 turn · " in text(view.header.value)
     assert "0 tokens" not in view.header.value
     (line,) = view.activity.children
     assert "usage not reported" in line.value and "0 tokens" not in line.value
 
     view(TurnFinished(turn=2, usage=Usage(input_tokens=10, output_tokens=5, turns=2, unreported_calls=1)))
     view.flush()
-    assert " · 15 tokens (1 call unreported) · 2 turns · " in view.header.value
+    assert " · 15 tokens (1 call unreported) · 2 turns · " in text(view.header.value)
 
 
 def test_the_header_shows_the_context_gauge_live(wire, clock):
@@ -335,14 +348,14 @@ def test_the_header_shows_the_context_gauge_live(wire, clock):
     start = wire.count()
     view(ContextMeasured(tokens=78_000, window=128_000))
     clock.advance(0.25)
-    assert view.header.value.endswith(" · context 61% of 128k")
+    assert text(view.header.value).endswith(" · context 61% of 128k")
     assert any("context 61% of 128k" in u["value"] for u in wire.updates(view.header, "value", since=start))
     view(ContextMeasured(tokens=12_345))
     clock.advance(0.25)
-    assert view.header.value.endswith(" · context ~12k tokens"), "an unknown window: the tokens alone"
+    assert text(view.header.value).endswith(" · context ~12k tokens"), "an unknown window: the tokens alone"
     view(sub("fg-1", ContextMeasured(tokens=9_000, window=10_000)))
     clock.advance(0.25)
-    assert view.header.value.endswith(" · context ~12k tokens"), "a subagent's context is its own, not the run's"
+    assert text(view.header.value).endswith(" · context ~12k tokens"), "a subagent's context is its own, not the run's"
 
 
 def test_compaction_is_announced_before_and_reported_after(clock):
@@ -369,9 +382,9 @@ def test_the_header_and_subagent_lines_show_cost_where_it_is_known(clock):
     view(TurnFinished(turn=2, usage=Usage(input_tokens=10, turns=2, cost=0.01234)))
     view(sub("fg-1", TurnFinished(turn=1, usage=Usage(output_tokens=3, cost=0.002, unpriced_calls=1))))
     view.flush()
-    assert view.header.value.endswith(" s · $0.0123")
+    assert text(view.header.value).endswith(" s · $0.0123")
     (line,) = view.activity.children
-    assert "· $0.0020 (1 call unpriced)</code>" in line.value
+    assert text(line.value).endswith("· $0.0020 (1 call unpriced)")
 
 
 def test_a_budget_warning_is_noted_in_the_run_and_on_a_subagents_line(clock):
@@ -413,10 +426,10 @@ def test_a_background_completion_shows_the_launching_runs_usage_with_the_task_bi
     view = RunView("main", "m", scheduler=clock)
     view(TurnFinished(turn=1, usage=Usage(input_tokens=40, turns=1)))
     view.finish("done")
-    assert " · 40 tokens · " in view.header.value
+    assert " · 40 tokens · " in text(view.header.value)
     view.post_completion("**bg-1** · explore · completed\n\nrows: 3", usage=Usage(input_tokens=940, turns=3))
     clock.advance(1)
-    assert " · 940 tokens · 3 turns · " in view.header.value
+    assert " · 940 tokens · 3 turns · " in text(view.header.value)
 
 
 # ---------------------------------------------------------------------- approvals
@@ -424,9 +437,9 @@ def test_a_background_completion_shows_the_launching_runs_usage_with_the_task_bi
 
 async def wait_for_card(view: RunView) -> ApprovalCard:
     async with asyncio.timeout(5):
-        while not view.approvals.children:
+        while not view.cards:
             await asyncio.sleep(0)
-    card = view.approvals.children[-1]
+    card = view.cards[-1]
     assert isinstance(card, ApprovalCard)
     return card
 
@@ -440,28 +453,32 @@ async def ask_in_view(view: RunView, call: ToolCall, reason: str, risk: str) -> 
 
 @pytest.mark.parametrize(
     ("button", "expected", "status"),
-    [("approve_button", Approved(), "approved"), ("deny_button", Denied("", by_person=True), "Denied by you")],
+    [
+        ("approve_button", Approved(), "✓ Approved by you: rm -rf build"),
+        ("deny_button", Denied("", by_person=True), "✗ Denied by you: rm -rf build"),
+    ],
 )
 async def test_an_approval_card_is_answered_by_its_buttons(wire, clock, button, expected, status):
     view = RunView("main", "m", scheduler=clock)
     ask = view.approval_channel(timeout=None, unattended=None)
     answer = asyncio.create_task(ask(bash_call("rm -rf build"), "bash needs approval", "high"), name="ask")
     card = await wait_for_card(view)
-    assert "<b>Approve bash?</b>" in card.summary.value and "risk high" in card.summary.value
-    assert "&quot;command&quot;: &quot;rm -rf build&quot;" in card.summary.value
+    assert "<b>Approve bash?</b>" in card.summary.value and "risk high" in text(card.summary.value)
+    assert "&quot;command&quot;: &quot;rm -rf build&quot;" in card.summary.value, "the raw JSON, behind its toggle"
     view.flush()
-    assert " · waiting · " in view.header.value and "⏸" in view.header.value
+    assert text(view.header.value).startswith("● main · m · waiting · ")
     assert not answer.done(), "only a click answers"
 
     wire.click(getattr(card, button))
     async with asyncio.timeout(5):
         assert await answer == expected
     assert card.approve_button.disabled and card.deny_button.disabled
-    assert status in card.status.value
+    assert text(card.status.value) == status
+    assert card.children == (card.status,), "a decided card is one line"
     view.flush()
-    assert " · running · " in view.header.value, "the header goes back to running"
+    assert " · running · " in text(view.header.value), "the header goes back to running"
     wire.click(card.approve_button)  # a late click on a settled card changes nothing
-    assert status in card.status.value
+    assert text(card.status.value) == status
 
 
 async def test_a_reason_typed_into_the_card_goes_with_deny(wire, clock):
@@ -477,9 +494,9 @@ async def test_a_reason_typed_into_the_card_goes_with_deny(wire, clock):
     async with asyncio.timeout(5):
         assert await answer == Denied("keep the raw data, it is the only copy", by_person=True)
     assert card.reason_box.disabled and card.deny_button.disabled
-    assert "Denied by you: keep the raw data, it is the only copy" in card.status.value
+    assert text(card.status.value) == "✗ Denied by you: keep the raw data, it is the only copy · rm -rf data"
     shown = wire.updates(card.status, "value")
-    assert shown and "Denied by you: keep the raw data" in shown[-1]["value"], "the frontend was told"
+    assert shown and "Denied by you: keep the raw data" in text(shown[-1]["value"]), "the frontend was told"
     assert wire.updates(card.reason_box, "disabled")[-1]["disabled"] is True
 
 
@@ -490,7 +507,7 @@ async def test_enter_in_the_reason_box_denies_with_the_reason(wire, clock):
     wire.frontend(card.reason_box, {"method": "custom", "content": {"event": "submit"}})
     async with asyncio.timeout(5):
         assert await waiting == Denied("not today", by_person=True)
-    assert "Denied by you: not today" in card.status.value
+    assert text(card.status.value) == "✗ Denied by you: not today · rm -rf data"
 
 
 async def test_a_long_or_escaped_reason_is_cleaned_and_bounded(wire, clock):
@@ -528,9 +545,12 @@ async def test_approve_for_this_session_answers_with_the_rule_the_card_shows(wir
         result = await answer
     assert isinstance(result, Approved) and str(result.remember) == "Bash(git push origin main)"
     assert card.approve_button.disabled and card.session_button.disabled and card.deny_button.disabled
-    assert "approved for this session: Bash(git push origin main)" in card.status.value
+    assert text(card.status.value) == (
+        "✓ Approved for this session: git push origin main "
+        "(Bash(git push origin main) runs without asking until the kernel stops)"
+    )
     shown = wire.updates(card.status, "value")
-    assert shown and "approved for this session" in shown[-1]["value"], "the frontend was told"
+    assert shown and "Approved for this session" in shown[-1]["value"], "the frontend was told"
 
 
 async def test_a_call_with_unreadable_arguments_offers_no_session_rule():
@@ -544,8 +564,8 @@ async def test_an_unanswered_approval_is_denied_after_the_timeout(clock):
     async with asyncio.timeout(5):
         answer = await ask(bash_call(), "bash needs approval", "medium")
     assert answer == Denied("nobody answered within 0.01 s: denied")
-    (card,) = view.approvals.children
-    assert card.approve_button.disabled and "nobody answered within 0.01 s" in card.status.value
+    (card,) = view.cards
+    assert card.approve_button.disabled and text(card.status.value) == "✗ Denied: nobody answered within 0.01 s · ls"
 
 
 async def test_an_interrupted_approval_settles_its_card_and_re_raises():
@@ -555,7 +575,7 @@ async def test_an_interrupted_approval_settles_its_card_and_re_raises():
     waiting.cancel()
     with pytest.raises(asyncio.CancelledError):
         await waiting
-    assert card.approve_button.disabled and "interrupted" in card.status.value
+    assert card.approve_button.disabled and text(card.status.value) == "■ Interrupted: before you decided · ls"
 
 
 @pytest.mark.parametrize(
@@ -566,7 +586,7 @@ async def test_an_unattended_run_decides_at_once_and_says_so(clock, policy, expe
     view = RunView("main", "m", scheduler=clock)
     ask = view.approval_channel(timeout=30, unattended=policy)
     assert await ask(bash_call("make"), "bash needs approval", "high") == expected
-    assert view.approvals.children == (), "no card that nobody could click"
+    assert view.cards == [], "no card that nobody could click"
     (note,) = view.activity.children
     assert f"approval for bash(command=&#x27;make&#x27;) (bash needs approval): {verdict} automatically" in note.value
 
@@ -607,9 +627,9 @@ async def test_the_team_view_has_an_area_per_teammate_and_the_message_log(tmp_pa
 
     alice, bob = view._panels["alice"], view._panels["bob"]
     assert view.members.children == (alice.widget, bob.widget)
-    assert view.members.get_title(0).startswith("💤 alice (reader, analysis) · idle · ")
+    assert view.members.get_title(0).startswith("○ alice (reader, analysis) · idle · ")
     assert view.members.get_title(0).endswith(" tokens")
-    assert view.members.get_title(1) == "💤 bob (reader, analysis) · idle · usage not reported"
+    assert view.members.get_title(1) == "○ bob (reader, analysis) · idle · usage not reported"
     assert "→ read_file(path=&#x27;sales.csv&#x27;)" in alice.activity.value
     assert "✓ sales.csv has 3 rows." in alice.activity.value
     assert "read_file" not in bob.activity.value and "✓ report.py sums revenue." in bob.activity.value
@@ -640,7 +660,9 @@ async def test_the_team_views_text_box_messages_its_teammate(tmp_path, wire, clo
     async with asyncio.timeout(10):
         await manager.wait_idle("alice", turns=2)
     clock.advance(1)
-    assert "delivered to alice" in panel.status.value
+    shown = [u["value"] for u in wire.updates(panel.status, "value")]
+    assert any("delivered to alice" in v for v in shown), "the receipt was shown"
+    assert panel.status.value == "", "and cleared once alice acted on the message: no stale status"
     assert "← team-lead: which columns?" in panel.activity.value
     assert "✓ date, region, revenue." in panel.activity.value
     assert "team-lead → alice: which columns?" in view.plain_text()
@@ -653,3 +675,224 @@ async def test_the_team_views_text_box_messages_its_teammate(tmp_path, wire, clo
     assert "✓ no empty cells." in panel.activity.value
     view.close()
     assert view._on_event not in manager.on_event, "a closed view stops listening"
+
+
+# ---------------------------------------------------------------------- reading the run view
+
+
+EMOJI = ("⏳", "⏸", "💤")
+
+
+def everything_sent(wire: WidgetWire) -> str:
+    return "\n".join(str(m.data) for m in wire.messages)
+
+
+def test_the_clock_ticks_while_the_run_lives_and_stops_when_it_ends(wire, clock):
+    view = RunView("main", "m", rate=4, scheduler=clock)
+    assert text(view.header.value).startswith("main · m · running · 0 tokens · 0 turns · 0.0 s")
+    clock.advance(6)
+    assert " · 6.0 s" in text(view.header.value), "no event for 6 s, and still the clock moved"
+    clock.advance(0.5)
+    view.finish("done")
+    assert " · 6.5 s" in text(view.header.value)
+    assert clock.pending() == [], "a finished run schedules nothing"
+    clock.advance(10)
+    assert " · 6.5 s" in text(view.header.value)
+
+
+def test_waiting_for_the_model_shows_a_spinner_until_something_happens(wire, clock):
+    view = RunView("main", "m", rate=4, scheduler=clock)
+    assert "hnb-spin" in view.status.value and text(view.status.value) == "waiting for the model…"
+    clock.advance(3)
+    assert text(view.status.value) == "waiting for the model… 3 s"
+    view(TextDelta(text="Looking"))
+    clock.advance(0.25)
+    assert view.status.value == "", "the first token ends the wait"
+    call = bash_call("ls")
+    view(ToolCallStarted(call=call))
+    clock.advance(0.25)
+    assert view.status.value == "", "a running tool is its own news"
+    view(ToolCallFinished(call=call, result="a.csv"))
+    clock.advance(0.25)
+    assert text(view.status.value) == "waiting for the model…", "back to the model after the tool"
+    view.finish("done")
+    assert view.status.value == ""
+    assert not any(e in everything_sent(wire) for e in EMOJI), "no glyph needs an emoji font"
+
+
+def test_the_activity_is_in_order_and_the_answer_streams_below_it(clock):
+    view = RunView("main", "m", scheduler=clock)
+    view(TextDelta(text="First I list."))
+    view(ToolCallStarted(call=bash_call("ls", "c1")))
+    view(ToolCallFinished(call=bash_call("ls", "c1"), result="a.csv"))
+    view(TextDelta(text="Then I count."))
+    view(ToolCallStarted(call=bash_call("wc -l a.csv", "c2")))
+    view(ToolCallFinished(call=bash_call("wc -l a.csv", "c2"), result="3 a.csv"))
+    view(TextDelta(text="It has 3 lines."))
+    view.flush()
+    first, ls, second, wc = view.activity.children
+    assert first.outputs[0]["data"]["text/markdown"] == "First I list." and "ls" in ls.value
+    assert second.outputs[0]["data"]["text/markdown"] == "Then I count." and "wc -l a.csv" in wc.value
+    assert view.stream.outputs[0]["data"]["text/markdown"] == "It has 3 lines."
+    order = list(view.children)
+    assert order.index(view.header) < order.index(view.activity) < order.index(view.stream), "the answer comes last"
+    assert "hnb-activity" in view.activity._dom_classes, "a muted block, apart from the answer"
+
+
+def test_the_activity_folds_after_the_run_and_opens_again_on_click(wire, clock):
+    view = RunView("main", "m", scheduler=clock)
+    plot = ToolCall(id="p", name="run_python", arguments='{"code": "plot()"}')
+    for call in (bash_call("ls", "c1"), plot):
+        view(ToolCallStarted(call=call))
+    view(ToolCallFinished(call=bash_call("ls", "c1"), result="a.csv"))
+    figure = DisplayData(data={"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"})
+    view(ToolCallFinished(call=plot, result="<Figure>", displays=(figure,)))
+    assert view.toggle.layout.display == "none", "no fold while it runs"
+    clock.advance(2.75)
+    view.finish("done")
+    assert view.activity.layout.display == "none"
+    assert view.toggle.layout.display is None and view.toggle.description == "2 tool calls · 2.8 s ▸"
+    (shown,) = view.exhibits.children
+    assert shown.outputs[0]["data"]["image/png"] == "iVBORw0KGgo=", "what a tool displayed stays in sight"
+    wire.click(view.toggle)
+    assert view.activity.layout.display is None and view.toggle.description.endswith(" ▾")
+    assert view.exhibits.children == (), "open, the figure is in its place in the activity"
+    wire.click(view.toggle)
+    assert view.activity.layout.display == "none"
+
+
+async def test_each_card_sits_below_its_own_tool_line_which_says_it_awaits_approval(clock):
+    view = RunView("main", "m", scheduler=clock)
+    first, second = bash_call("rm -rf a", "c1"), bash_call("rm -rf b", "c2")
+    view(ToolCallStarted(call=first))
+    view(ToolCallStarted(call=second))
+    view(ApprovalRequested(call=second, reason="recursive delete", risk="high"))
+    answer, card = await ask_in_view(view, second, "recursive delete", "high")
+    line_a, line_b, shown = view.activity.children
+    assert shown is card, "the card is right below the line of its call"
+    assert text(line_b.value).endswith("· ● awaiting your approval") and "running" not in line_b.value
+    assert "running…" in line_a.value
+    card.deny_button.click()
+    denied = await answer
+    view(ApprovalDecided(call=second, approved=False, feedback=denied.feedback, by_person=True))
+    view(ToolCallFinished(call=second, result='error: the person denied this call (they gave no reason). Do not retry it unchanged: ...', is_error=True))
+    assert text(line_b.value) == "→ bash(command='rm -rf b') · ✗ Denied by you"
+    assert "Do not retry" not in line_b.value, "what the model is told is not what the person reads"
+
+
+async def test_a_card_shows_the_call_as_code_and_keeps_the_raw_json_behind_a_toggle():
+    shell = ApprovalCard(bash_call("rm -rf scratch && ls"), "recursive delete", "high")
+    assert "<pre class='hnb-shell'>" in shell.summary.value
+    assert "$ rm -rf scratch && ls" in text(shell.summary.value)
+    assert "<details class='hnb-raw'><summary" in shell.summary.value and "raw arguments (JSON)" in shell.summary.value
+
+    code = "import pandas as pd\n# the totals\ntotal = df['units'].sum()  # 'x'\nprint(total)\n"
+    python = ApprovalCard(ToolCall(id="p", name="run_python", arguments=json.dumps({"code": code})), "runs code", "high")
+    body, _, raw = python.summary.value.partition("<details")
+    assert "<pre class='hnb-code'>" in body and "\\n" not in body, "real lines, not one JSON-escaped string"
+    assert "\\n" in raw, "the JSON as sent is behind the toggle"
+    assert "var(--jp-mirror-editor-keyword-color" in body and "var(--jp-mirror-editor-comment-color" in body
+    assert "import pandas as pd" in text(body) and "# the totals" in text(body)
+
+    write = ToolCall(id="w", name="write_file", arguments=json.dumps({"path": "notes.md", "content": "# Notes\n- one\n"}))
+    card = ApprovalCard(write, "writes a file", "medium")
+    assert "write notes.md" in text(card.summary.value) and "# Notes" in text(card.summary.value)
+
+    edit = ToolCall(id="e", name="edit_file", arguments=json.dumps({"path": "a.py", "old_string": "x = 1\n", "new_string": "x = 2\n"}))
+    diff = ApprovalCard(edit, "edits a file", "medium").summary.value
+    assert "<pre class='hnb-diff'>" in diff and "-x = 1" in text(diff) and "+x = 2" in text(diff)
+
+
+def test_machine_forms_read_as_plain_lines(clock):
+    view = RunView("main", "m", scheduler=clock)
+    done = "<background-task-completed id=\"bg-1\" agent=\"explore\" status=\"completed\">3 files</background-task-completed>"
+    idle = (
+        '<teammate-message from="alice" kind="idle_notification">alice finished its turn and is idle. '
+        "Its last message:\nsales.csv has 3 rows</teammate-message>"
+    )
+    view(MessagesInjected(texts=(done, idle)))
+    first, second = view.activity.children
+    assert text(first.value) == "⇢ bg-1 (explore) finished: 3 files"
+    assert text(second.value) == "⇢ alice reported: sales.csv has 3 rows"
+
+    delegate = ToolCall(id="t", name="task", arguments='{"subagent_type": "explore", "prompt": "count"}')
+    view(ToolCallStarted(call=delegate))
+    view(ToolCallFinished(call=delegate, result='<task id="fg-1" state="completed"><task_result>3 rows\nmore</task_result></task>'))
+    line = view.activity.children[-1]
+    assert "fg-1 finished: 3 rows …" in text(line.value) and "&lt;task" not in line.value
+    background = ToolCall(id="b", name="task", arguments='{"run_in_background": true}')
+    view(ToolCallStarted(call=background))
+    view(ToolCallFinished(call=background, result='<task id="bg-2" state="running"/>'))
+    assert "bg-2 started in the background" in text(view.activity.children[-1].value)
+    spawn = ToolCall(id="s", name="task", arguments='{"name": "alice"}')
+    view(ToolCallStarted(call=spawn))
+    view(ToolCallFinished(call=spawn, result='<teammate id="tm-1" name="alice" team="review" state="running"/>'))
+    assert "alice started as a teammate (tm-1, team review)" in text(view.activity.children[-1].value)
+    assert "&lt;" not in "".join(c.value for c in view.activity.children if isinstance(c, type(line)))
+
+
+def test_subagent_lines_keep_figures_whole_and_each_agent_its_colour(clock):
+    view = RunView("main", "m", scheduler=clock)
+    view(sub("fg-1", TurnFinished(turn=1, usage=Usage(input_tokens=1000, output_tokens=234))))
+    view(sub("fg-2", ToolCallStarted(call=bash_call()), agent="reviewer"))
+    view.flush()
+    explore, reviewer = view.activity.children
+    assert "<span class='hnb-nw' style='white-space:nowrap'>1,234 tokens</span>" in explore.value
+    assert agent_color("explore") != agent_color("reviewer") or PALETTE, "a palette colour per name"
+    assert agent_color("explore") == agent_color("explore") and agent_color("explore") in PALETTE
+    assert f"--hnb-agent:{agent_color('explore')}" in explore.value
+    assert f"--hnb-agent:{agent_color('reviewer')}" in reviewer.value
+
+
+def _luminance(hex_colour: str) -> float:
+    channels = [int(hex_colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def _contrast(a: str, b: str) -> float:
+    high, low = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def test_state_colours_reach_4_5_to_1_on_light_and_dark_backgrounds():
+    light, _, dark = STYLE.partition('body[data-jp-theme-light="false"]')
+    for block, background in ((light, "#ffffff"), (dark, "#111111")):
+        for name in ("run", "ok", "warn", "err"):
+            colour = re.search(rf"--hnb-{name}: (#[0-9a-f]{{6}})", block)
+            assert colour, name
+            assert _contrast(colour.group(1), background) >= 4.5, (name, colour.group(1), background)
+
+
+def test_tables_are_left_aligned_and_task_show_has_the_whole_prompt(tmp_path):
+    from harness_nb.notebook.magics import TaskTable, task_details
+    from harness_nb.subagents import TaskTracker
+
+    tracker = TaskTracker()
+    prompt = "Count the rows of sales.csv.\n\nThen say which columns are empty — every one of them, please."
+    entry = tracker.start("subagent", "explore", prompt, description="count rows")
+    html_table = TaskTable([entry])._repr_html_()
+    assert "text-align:left" in html_table and "<td style='text-align:left" in html_table
+    shown = task_details(entry)
+    assert "> Count the rows of sales.csv.\n>\n> Then say which columns are empty — every one of them, please." in shown
+
+
+async def test_the_team_view_fills_in_what_teammates_did_before_it_existed(tmp_path, wire, clock):
+    h, _, _ = make_harness(tmp_path, TEAM_SCRIPT)
+    manager = teams(h)
+    await manager.spawn("reader", "Count the rows of sales.csv.", team="analysis", name="alice")
+    async with asyncio.timeout(10):
+        await manager.wait_idle("alice", turns=1)
+    view = TeamView(manager, scheduler=clock)  # made after alice's first turn
+    alice = view._panels["alice"]
+    lines = [text(div) for div in re.findall(r"<div>.*?</div>", alice.activity.value)]
+    assert lines == [
+        "← team-lead: Count the rows of sales.csv.",
+        "→ read_file(path='sales.csv')",
+        "✓ sales.csv has 3 rows.",
+    ], "backfilled in order, the answer once"
+    assert "no activity yet" not in alice.activity.value
+    assert "alice reported: sales.csv has 3 rows." in text(view.messages.value)
+    assert "[idle_notification]" not in view.messages.value, "the log reads in words"
+    assert "<td style='text-align:left" in view.roster.value and "alice" in text(view.roster.value)
+    assert not any(e in everything_sent(wire) for e in EMOJI)

@@ -13,7 +13,7 @@ from ..providers.effort import effort_note
 from ..subagents import SubAgentDefinition, describe_model, resolve_model, resolve_tools
 from ..subagents.memory import MEMORY_FILE, memory_folder
 from ..subagents.permission import effective_mode, memory_only_writes
-from .view import css_color
+from .theme import css_color, table
 
 
 def shown_source(source: str, workdir: Path) -> str:
@@ -36,6 +36,7 @@ class AgentRow:
     mode, memory, effort, colour, and the fields it does not act on."""
 
     name: str
+    description: str
     source: str
     tools: str
     model: str
@@ -81,7 +82,7 @@ def agent_row(definition: SubAgentDefinition, harness: Any) -> AgentRow:
     if budget:
         notes.insert(0, ("budget", budget))
     source = shown_source(str(d.source), workdir)
-    return AgentRow(d.name, source, shown, describe_model(d, main), budget, css_color(d.color), tuple(notes))
+    return AgentRow(d.name, d.description, source, shown, describe_model(d, main), budget, css_color(d.color), tuple(notes))
 
 
 class AgentTable:
@@ -108,21 +109,20 @@ class AgentTable:
 
         def name_cell(r: AgentRow) -> str:
             style = f' style="color: {r.color}"' if r.color else ""
-            return f"<td><b{style}>@{html.escape(r.name)}</b></td>"
+            about = f"<br><span style='opacity:.8'>{html.escape(r.description)}</span>" if r.description else ""
+            return f"<b{style}>@{html.escape(r.name)}</b>{about}"
 
         def notes_cell(r: AgentRow) -> str:
             notes = [f"{label}: {text}" for label, text in r.notes if label != "budget"]
-            return "<td>" + "<br>".join(html.escape(n) for n in notes) + "</td>"
+            return "<br>".join(html.escape(n) for n in notes)
 
-        cells = "".join(
-            f"<tr>{name_cell(r)}<td><code>{html.escape(r.source)}</code></td>"
-            f"<td>{html.escape(r.tools)}</td><td>{html.escape(r.model)}</td>"
-            + (f"<td>{html.escape(r.budget)}</td>" if budgets else "")
-            + notes_cell(r)
-            + "</tr>"
+        rows = [
+            [name_cell(r), f"<code>{html.escape(r.source)}</code>", html.escape(r.tools), html.escape(r.model)]
+            + ([html.escape(r.budget)] if budgets else [])
+            + [notes_cell(r)]
             for r in self.rows
-        )
+        ]
         warn = "".join(f"<li>{html.escape(w)}</li>" for w in self.warnings)
         warn_html = f"<p><b>Warnings:</b></p><ul>{warn}</ul>" if warn else ""
-        head = "<th>agent</th><th>source</th><th>tools</th><th>model</th>" + ("<th>budget</th>" if budgets else "")
-        return f"<table><tr>{head}<th>notes</th></tr>{cells}</table>{warn_html}"
+        head = ["agent", "source", "tools", "model"] + (["budget"] if budgets else []) + ["notes"]
+        return table(head, rows) + warn_html

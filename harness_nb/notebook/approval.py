@@ -1,6 +1,11 @@
 """Approval cards: a tool call, the reason, Approve / Approve for this session / Deny, and
 a box for the person's reason.
 
+The call is shown as the person reads it (``highlight.call_body``: a shell block for
+``bash``, highlighted code for ``run_python`` and ``write_file``, a diff for
+``edit_file``), with the raw JSON behind a toggle. Once decided, the card collapses to one
+line: "✓ Approved by you: `rm -rf scratch`", "✗ Denied by you: <reason> · `rm -rf data`".
+
 The buttons resolve an asyncio future and do nothing else (their callbacks run in the
 context of the click's comm message, not the cell). The awaiting task then records the
 decision on the card. A card that nobody answers denies the call after ``timeout``.
@@ -11,46 +16,82 @@ keeps it, so the same call runs without a card for the rest of its life.
 Deny answers ``Denied.by_the_person(reason)`` with what was typed into the reason box
 beside it (optional; the model reads it verbatim in the tool result, cleaned and bounded
 by ``engine.person_reason``). Enter in the box denies too: a reason is only ever asked for
-a denial, and denying is the safe direction for a stray key. The card then reads
-"Denied by you: <reason>".
+a denial, and denying is the safe direction for a stray key.
+
+``PendingApprovals`` keeps the cards still waiting, so a card lost from the page (a reload
+before the notebook was saved) can be shown again — the same widget, so a click on either
+copy answers the one call (``%approvals``, and the next cell run).
 """
 
 from __future__ import annotations
 
 import asyncio
 import html
-import json
+from collections.abc import Callable, Iterator
 
 import ipywidgets as widgets
 
 from ..core import ToolCall
 from ..engine import Approved, Denied, session_rule
+from .highlight import call_body, call_subject
 from .live import PlainTextBox
+from .theme import STATE_COLORS
 
-RISK_COLOURS = {"high": "#c62828", "medium": "#ef6c00", "low": "#2e7d32"}
+RISK_COLOURS = {"high": "var(--hnb-err, #b71c1c)", "medium": "var(--hnb-warn, #8a3c00)", "low": "var(--hnb-ok, #1b5e20)"}
 REASON_PLACEHOLDER = "Reason (optional) — tells the agent why"
 
 
-def _arguments(call: ToolCall) -> str:
-    try:
-        return json.dumps(call.parsed_arguments(), indent=2, ensure_ascii=False)[:2000]
-    except ValueError:
-        return call.arguments[:2000]
+class PendingApprovals:
+    """The cards waiting for a decision, oldest first (one registry per kernel)."""
+
+    def __init__(self) -> None:
+        self._cards: dict[int, ApprovalCard] = {}
+        self.shown_by_hook: set[int] = set()
+
+    def add(self, card: ApprovalCard) -> None:
+        self._cards[id(card)] = card
+
+    def discard(self, card: ApprovalCard) -> None:
+        self._cards.pop(id(card), None)
+        self.shown_by_hook.discard(id(card))
+
+    def __iter__(self) -> Iterator[ApprovalCard]:
+        return iter(list(self._cards.values()))
+
+    def __len__(self) -> int:
+        return len(self._cards)
+
+    def not_yet_reshown(self) -> list[ApprovalCard]:
+        """The waiting cards the next-cell hook has not shown again yet (it shows each once)."""
+        return [c for c in self if id(c) not in self.shown_by_hook]
 
 
 class ApprovalCard(PlainTextBox):
-    """One pending approval: shows the call and waits for a click."""
+    """One pending approval: shows the call and waits for a click. ``pending``: the
+    registry it is kept in while it waits; ``on_settled`` is told the outcome line."""
 
-    def __init__(self, call: ToolCall, reason: str, risk: str) -> None:
+    def __init__(
+        self,
+        call: ToolCall,
+        reason: str,
+        risk: str,
+        *,
+        pending: PendingApprovals | None = None,
+        on_settled: Callable[[ApprovalCard], None] | None = None,
+    ) -> None:
         self.call = call
         self.reason = reason
         self.risk = risk
-        colour = RISK_COLOURS.get(risk, "#555")
+        self.pending = pending
+        self.on_settled = on_settled
+        self.outcome = ""  # the one line once decided ("Approved by you: …")
+        self.outcome_state = ""  # done / failed / interrupted: the colour of that line
+        colour = RISK_COLOURS.get(risk, RISK_COLOURS["medium"])
         self.summary = widgets.HTML(
-            f'<div style="border-left:4px solid {colour};padding-left:8px">'
-            f"<b>Approve {html.escape(call.name)}?</b> "
-            f'<span style="color:{colour}">{html.escape(reason)} · risk {html.escape(risk)}</span>'
-            f"<pre style='margin:4px 0'>{html.escape(_arguments(call))}</pre></div>"
+            f"<div class='hnb'><b>Approve {html.escape(call.name)}?</b> "
+            f"<span>{html.escape(reason)}</span> · "
+            f"<span style='white-space:nowrap'>risk <b style='color:{colour}'>{html.escape(risk)}</b></span>"
+            f"{call_body(call)}</div>"
         )
         self.approve_button = widgets.Button(description="Approve", button_style="success", icon="check")
         self.deny_button = widgets.Button(description="Deny", button_style="danger", icon="times")
@@ -77,8 +118,15 @@ class ApprovalCard(PlainTextBox):
         self.reason_box.on_msg(self._on_reason_message)
         # Deny and its reason box wrap onto the next line together, never apart
         deny = widgets.HBox([self.deny_button, self.reason_box])
-        buttons = [self.approve_button, self.session_button, self.session_rule_text, deny, self.status]
-        super().__init__([self.summary, widgets.HBox(buttons, layout=widgets.Layout(flex_flow="row wrap"))])
+        buttons = [self.approve_button, self.session_button, self.session_rule_text, deny]
+        self.buttons = widgets.HBox(buttons, layout=widgets.Layout(flex_flow="row wrap"))
+        super().__init__([self.summary, self.buttons, self.status])
+        self.add_class("hnb-card")
+        self.add_class("hnb")
+        self.layout.border_left = f"4px solid {colour}"
+        self.layout.padding = "2px 0 2px 8px"
+        if pending is not None:
+            pending.add(self)
 
     def _on_reason_message(self, _box: widgets.Widget, content: dict[str, object], _buffers: object) -> None:
         """Enter in the reason box (the frontend's ``submit`` event) denies."""
@@ -88,6 +136,10 @@ class ApprovalCard(PlainTextBox):
     def _resolve(self, choice: str) -> None:
         if not self._future.done():
             self._future.set_result(choice)
+
+    @property
+    def waiting(self) -> bool:
+        return not self.outcome
 
     async def decision(self, timeout: float | None) -> Approved | Denied:
         """Wait for a click (or ``timeout`` seconds, then Denied) and show the outcome."""
@@ -101,22 +153,42 @@ class ApprovalCard(PlainTextBox):
             )
         except TimeoutError:
             answer = Denied(f"nobody answered within {timeout:g} s: denied")
+            self.settle("Denied", f"nobody answered within {timeout:g} s", state="failed")
+            return answer
         except asyncio.CancelledError:
-            self.settle("interrupted")
+            self.settle("Interrupted", "before you decided", state="interrupted")
             raise
-        if isinstance(answer, Approved):
-            self.settle(f"approved for this session: {answer.remember}" if answer.remember else "approved")
+        if isinstance(answer, Approved) and answer.remember:
+            self.settle("Approved for this session", note=f"{answer.remember} runs without asking until the kernel stops")
+        elif isinstance(answer, Approved):
+            self.settle("Approved by you")
         elif answer.by_person:
-            self.settle(f"Denied by you: {answer.feedback}" if answer.feedback else "Denied by you")
+            self.settle("Denied by you", answer.feedback, state="failed")
         else:
-            self.settle(answer.feedback)
+            self.settle("Denied", answer.feedback, state="failed")
         return answer
 
-    def settle(self, text: str) -> None:
-        """Disable the buttons and the reason box and show what was decided."""
+    def settle(self, head: str, reason: str = "", *, note: str = "", state: str = "done") -> None:
+        """Disable the buttons and the reason box, and collapse the card to one line saying
+        what was decided: ``head`` ("Approved by you"), the ``reason`` given, a ``note``
+        after the call; ``state`` (done, failed or interrupted) gives its mark and colour."""
         self.approve_button.disabled = self.deny_button.disabled = self.session_button.disabled = True
         self.reason_box.disabled = True
-        self.status.value = f"<i>{html.escape(text)}</i>"
+        self.outcome = f"{head}: {reason}" if reason else head
+        self.outcome_state = state
+        mark = {"done": "✓", "failed": "✗", "interrupted": "■"}[state]
+        said = f": {html.escape(reason)} ·" if reason else ":"
+        tail = f" <span class='hnb-muted'>({html.escape(note)})</span>" if note else ""
+        self.status.value = (
+            f"<span class='hnb'><span style='color:{STATE_COLORS[state]};font-weight:bold'>{mark}</span> "
+            f"<b>{html.escape(head)}</b>{said} <code>{html.escape(call_subject(self.call))}</code>{tail}</span>"
+        )
+        self.children = (self.status,)
+        self.layout.border_left = f"4px solid {STATE_COLORS[state]}"
+        if self.pending is not None:
+            self.pending.discard(self)
+        if self.on_settled is not None:
+            self.on_settled(self)
 
     def plain_text(self) -> str:
         """``approval: <call> (<reason>)``: the card's ``text/plain`` form."""

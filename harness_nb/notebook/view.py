@@ -1,23 +1,24 @@
 """``RunView``: the live widget of one agent run in one cell.
 
-    header        agent · model · state · tokens · turns · elapsed · cost · context gauge
-    stream        the current answer, rendered as Markdown while it streams
-    activity      narration, tool calls (arguments, result preview, what they displayed:
-                  a DataFrame's HTML, a figure), one line per subagent
-    approvals     Approve / Deny cards
+    header        state mark · agent · model · state · tokens · turns · elapsed · cost · gauge
+    activity      in order: narration, tool lines (each approval card right below its own
+                  line), what tools displayed, one line per subagent, notes — a muted block
+                  that folds after the run behind "5 tool calls · 2.8 s ▸"
+    stream        the answer being written, last (the finished answer is the cell's value)
+    status        "waiting for the model…" with a spinner while nothing else moves
     completions   background results posted later into this cell
 
 Updates are coalesced: events only mark parts dirty; at most ``rate`` refreshes a second
-push them to the frontend, so a fast stream cannot flood the browser. The ``text/plain``
-form is stable (what nbval compares and what a non-widget frontend shows).
+push them to the frontend, so a fast stream cannot flood the browser. While the run lives
+the clock ticks once a second on the same scheduler (a test's hand-moved clock, or the
+loop). The ``text/plain`` form is stable (what nbval compares and what a non-widget
+frontend shows).
 """
 
 from __future__ import annotations
 
 import html
-import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import ipywidgets as widgets
@@ -45,62 +46,21 @@ from ..core.secret import SECRETS
 from ..core.usage import plural
 from ..engine import ApprovalChannel, Approved, Denied, stop_label
 from ..textview import preview
-from .approval import ApprovalCard
-from .live import LiveBox, Scheduler
+from .approval import ApprovalCard, PendingApprovals
+from .live import LiveBox, Scheduler, TimerHandle
 from .reply import MarkdownText
+from .theme import STYLE, agent_color, agent_name, css_color, joined, state_label, state_mark
+from .view_lines import SubLine, ToolLine, note_html, plain_error
+from .wording import plain_injected
 
-STATE_ICONS = {
-    "running": "⏳",
-    "done": "✓",
-    "failed": "✗",
-    "interrupted": "■",
-    "waiting": "⏸",
-    "stopped": "⚠",  # ended early: a limit, an answer cut at max_tokens (engine.EARLY_STOPS)
-}
-
-
-def state_icon(state: str) -> str:
-    """The icon of ``state``; ``stopped: max_turns`` has the icon of ``stopped``."""
-    return STATE_ICONS.get(state.partition(":")[0], "")
+TICK_SECONDS = 1.0  # how often the clock of a live run moves
+LIVE_STATES = ("running", "waiting")
 
 
 def limit_state(stop_reason: str) -> str | None:
     """``stopped: <reason>`` when a run ended early (``engine.stop_label``), else None."""
     label = stop_label(stop_reason)
     return None if label == "done" else label
-
-
-# Claude Code's agent colours, as CSS; an agent file's ``color`` is one of these or #rrggbb.
-AGENT_COLORS = {
-    "red": "#c62828",
-    "orange": "#ef6c00",
-    "yellow": "#f9a825",
-    "green": "#2e7d32",
-    "cyan": "#00838f",
-    "blue": "#1565c0",
-    "purple": "#6a1b9a",
-    "magenta": "#ad1457",
-    "pink": "#d81b60",
-    "gray": "#616161",
-    "grey": "#616161",
-    "white": "#9e9e9e",  # white on a white notebook would hide the name
-}
-_HEX_COLOR = re.compile(r"^#(?:[0-9a-fA-F]{3}){1,2}$")
-
-
-def css_color(color: str | None) -> str | None:
-    """The CSS colour for an agent file's ``color`` (a Claude Code colour name or
-    ``#rrggbb``), ``None`` for anything else: the value comes from a file and goes into a
-    ``style`` attribute, so only these forms ever reach it."""
-    if not color:
-        return None
-    text = color.strip()
-    return AGENT_COLORS.get(text.lower()) or (text if _HEX_COLOR.match(text) else None)
-
-
-def _name_html(name: str, color: str | None) -> str:
-    style = f" style='color:{color}'" if color else ""
-    return f"<b{style}>{html.escape(name)}</b>"
 
 
 def _markdown_output(text: str) -> tuple[dict[str, Any], ...]:
@@ -128,35 +88,11 @@ def tool_outputs(event: ToolCallFinished) -> tuple[dict[str, Any], ...]:
     )
 
 
-@dataclass
-class _SubLine:
-    """Progress of one subagent (one task id), drawn as one line."""
-
-    agent: str
-    description: str
-    widget: widgets.HTML
-    started: float
-    tools: int = 0
-    last: str = "starting"
-    state: str = "running"
-    usage: Usage = field(default_factory=Usage)
-    color: str | None = None  # CSS, from the agent's ``color`` (``css_color``)
-
-    def render(self, now: float) -> str:
-        icon = state_icon(self.state)
-        title = f" — {html.escape(self.description)}" if self.description else ""
-        cost = self.usage.cost_label()
-        return (
-            f"<code>{icon} {_name_html(self.agent, self.color)}{title} · {html.escape(SECRETS.scrub(self.last))} · "
-            f"{plural(self.tools, 'tool')} · {self.usage.tokens_label()} · {now - self.started:.1f} s"
-            f"{' · ' + html.escape(cost) if cost else ''}</code>"
-        )
-
-
 class RunView(LiveBox):
     """The widget of one run. Feed it events with ``view(event)``. ``color_of`` gives an
     agent's ``color`` by name: its subagents' progress lines (and its own name, for a
-    subagent's run) are drawn in it."""
+    subagent's run) are drawn in it; agents without one get a palette colour by name.
+    ``pending`` is the kernel's registry of waiting approval cards."""
 
     def __init__(
         self,
@@ -169,6 +105,7 @@ class RunView(LiveBox):
         describe_task: Callable[[str], str] | None = None,
         color_of: Callable[[str], str | None] | None = None,
         scheduler: Scheduler | None = None,
+        pending: PendingApprovals | None = None,
     ) -> None:
         self.agent = agent
         self.color_of = color_of or (lambda _agent: None)
@@ -176,23 +113,47 @@ class RunView(LiveBox):
         self.title = title
         self.own_task = own_task
         self.describe_task = describe_task or (lambda _tid: "")
+        self.pending = pending
         self.state = "running"
         self.usage = Usage()
+        self.style = widgets.HTML(STYLE)
         self.header = widgets.HTML()
-        self.stream = widgets.Output()
         self.activity = widgets.VBox()
-        self.approvals = widgets.VBox()
+        self.toggle = widgets.Button(layout=widgets.Layout(width="auto", display="none"))
+        self.exhibits = widgets.VBox()  # what tools displayed, kept in sight while the activity is folded
+        self.stream = widgets.Output()
+        self.status = widgets.HTML()
         self.completions = widgets.Output()
+        self.cards: list[ApprovalCard] = []
+        self.expanded = True
+        self.ended: float | None = None
         self._text = ""
         self._shown_text = ""
-        self._tool_lines: dict[str, tuple[widgets.HTML, ToolCall]] = {}
-        self._subs: dict[str, _SubLine] = {}
+        self._tool_lines: dict[str, ToolLine] = {}
+        self._subs: dict[str, SubLine] = {}
+        self._asking: dict[str, widgets.Widget] = {}  # a subagent's call id → its line, while it asks
+        self._displays: list[widgets.Output] = []
         self._limit_stop: str | None = None
+        self._tick: TimerHandle | None = None
+        self._quiet_since = 0.0  # when the run last heard from the model or a tool
         self.context: ContextMeasured | None = None  # the gauge: how full the next request is
-        children = [self.header, self.stream, self.activity, self.approvals, self.completions]
+        self.toggle.on_click(lambda _b: self.set_expanded(not self.expanded))
+        for widget, name in (
+            (self.header, "hnb-header"),
+            (self.activity, "hnb-activity"),
+            (self.toggle, "hnb-toggle"),
+            (self.status, "hnb-status"),
+            (self.completions, "hnb-completions"),
+        ):
+            widget.add_class(name)
+        children = [
+            self.style, self.header, self.activity, self.toggle, self.exhibits, self.stream, self.status, self.completions,
+        ]
         super().__init__(children, rate=rate, scheduler=scheduler)
-        self.started = self.now()
-        self._render_header()
+        self.add_class("hnb")
+        self.add_class("hnb-run")
+        self.started = self._quiet_since = self.now()
+        self.render({"header", "status"})  # drawn now, without counting as a paced refresh
 
     # ------------------------------------------------------------------ text forms
     def plain_text(self) -> str:
@@ -205,6 +166,11 @@ class RunView(LiveBox):
         self._dirty.add("header")
         self.flush()
 
+    @property
+    def live(self) -> bool:
+        """The run itself is still going (running, or waiting for an approval)."""
+        return self.state in LIVE_STATES
+
     # ------------------------------------------------------------------ events
     def __call__(self, event: Event) -> None:
         if isinstance(event, SubagentUpdate) and event.task_id != self.own_task:
@@ -214,19 +180,31 @@ class RunView(LiveBox):
             event = event.event
         if isinstance(event, TextDelta):
             self._text += event.text
+            self._heard()
             self.mark("stream")
         elif isinstance(event, ToolCallStarted):
             self._freeze_narration()
-            line = widgets.HTML(self._tool_html(event.call, None, False))
-            self._tool_lines[event.call.id] = (line, event.call)
-            self.activity.children = (*self.activity.children, line)
+            line = ToolLine(event.call)
+            self._tool_lines[event.call.id] = line
+            self._append(line.widget)
+            self._draw(line)
+        elif isinstance(event, ApprovalRequested):
+            self._on_tool_line(event.call, awaiting=True)
+        elif isinstance(event, ApprovalDecided):
+            own = self._tool_lines.get(event.call.id)
+            if own is not None:
+                own.decided(event.approved, by_person=event.by_person, feedback=event.feedback)
+                self._draw(own)
         elif isinstance(event, ToolCallFinished):
-            entry = self._tool_lines.get(event.call.id)
-            if entry is not None:
-                entry[0].value = self._tool_html(event.call, event.result, event.is_error)
-            self._show_outputs(event, entry[0] if entry is not None else None)
+            own = self._tool_lines.get(event.call.id)
+            if own is not None:
+                own.result, own.is_error, own.duration, own.awaiting = event.result, event.is_error, event.duration, False
+                self._draw(own)
+            self._show_outputs(event, own.widget if own is not None else None)
+            self._heard()
         elif isinstance(event, TurnFinished):
             self.usage = event.usage
+            self._heard()
             self.mark("header")
         elif isinstance(event, ContextMeasured):
             self.context = event
@@ -236,7 +214,7 @@ class RunView(LiveBox):
             self._add_note(f"⇣ {event.describe()}")
         elif isinstance(event, MessagesInjected):
             for text in event.texts:
-                self._add_note(f"⇢ {preview(text, 140)}")
+                self._add_note(f"⇢ {plain_injected(text)}")
         elif isinstance(event, BudgetWarning):
             self._add_note(f"⚠ budget: {event.text()}")
         elif isinstance(event, RunFinished):
@@ -245,32 +223,43 @@ class RunView(LiveBox):
             self.mark("header")
         elif isinstance(event, RunFailed):
             self.usage = event.usage
+            if not event.interrupted:
+                self._add_note(f"✗ {plain_error(event.error)}")
             self.mark("header")
+
+    def _on_tool_line(self, call: ToolCall, *, awaiting: bool) -> None:
+        line = self._tool_lines.get(call.id)
+        if line is not None:
+            line.awaiting = awaiting
+            self._draw(line)
 
     def _on_subagent(self, update: SubagentUpdate) -> None:
         inner = update.event
         sub = self._subs.get(update.task_id)
+        now = self.now()
         if sub is None:
-            sub = _SubLine(
+            sub = SubLine(
                 update.agent,
                 self.describe_task(update.task_id),
                 widgets.HTML(),
-                started=self.now(),
-                color=css_color(self.color_of(update.agent)),
+                started=now,
+                color=agent_color(update.agent, self.color_of(update.agent)),
             )
             self._subs[update.task_id] = sub
             self._freeze_narration()
-            self.activity.children = (*self.activity.children, sub.widget)
+            self._append(sub.widget)
         if isinstance(inner, ToolCallStarted):
             sub.tools += 1
             sub.last = inner.call.brief(50)
         elif isinstance(inner, ApprovalRequested):
             sub.last = f"waiting for approval: {inner.call.name}"
             sub.state = "waiting"
+            self._asking[inner.call.id] = sub.widget
         elif isinstance(inner, ApprovalDecided):
             sub.state = "running"
             verdict = "approved" if inner.approved else "denied by you" if inner.by_person else "denied"
             sub.last = f"{inner.call.name} {verdict}"
+            self._asking.pop(inner.call.id, None)
         elif isinstance(inner, TurnFinished):
             sub.usage = inner.usage
         elif isinstance(inner, Compacted):
@@ -279,57 +268,55 @@ class RunView(LiveBox):
             sub.last = f"⚠ budget: {inner.text()}"
         elif isinstance(inner, RunFinished):
             stopped = limit_state(inner.stop_reason)
-            sub.state, sub.last, sub.usage = stopped or "done", stopped or "finished", inner.usage
+            sub.usage = inner.usage
+            sub.finish(stopped or "done", stopped or "finished", now)
         elif isinstance(inner, RunFailed):
-            sub.state = "interrupted" if inner.interrupted else "failed"
-            sub.last = "interrupted" if inner.interrupted else preview(inner.error, 60)
+            sub.finish(
+                "interrupted" if inner.interrupted else "failed",
+                "interrupted" if inner.interrupted else preview(inner.error, 60),
+                now,
+            )
         else:
             return
         self.mark(f"sub:{update.task_id}")
 
-    # ------------------------------------------------------------------ rendering
-    def _tool_html(self, call: ToolCall, result: str | None, is_error: bool) -> str:
-        head = html.escape(SECRETS.scrub(call.brief(100)))
-        if result is None:
-            return f"<code>→ {head}</code> <i>running…</i>"
-        result = SECRETS.scrub(result)
-        mark = "✗" if is_error else "✓"
-        colour = "#c62828" if is_error else "#2e7d32"
-        return (
-            f"<details><summary><code>→ {head}</code> <span style='color:{colour}'>{mark}</span> "
-            f"<code>{html.escape(preview(result, 90))}</code></summary>"
-            f"<pre style='max-height:16em;overflow:auto'>{html.escape(result[:4000])}</pre></details>"
-        )
+    def _heard(self) -> None:
+        self._quiet_since = self.now()
+        self.mark("status")
 
-    def _render_header(self) -> None:
-        icon = state_icon(self.state)
-        elapsed = self.now() - self.started
-        title = f" — {html.escape(self.title)}" if self.title else ""
-        gauge = f" · {html.escape(self.context.label())}" if self.context is not None else ""
-        cost = f" · {html.escape(label)}" if (label := self.usage.cost_label()) else ""
-        color = css_color(self.color_of(self.agent))
-        agent = f"<span style='color:{color}'>{html.escape(self.agent)}</span>" if color else html.escape(self.agent)
-        self.header.value = (
-            f"<b>{icon} {agent}</b>{title} · <code>{html.escape(self.model)}</code> · "
-            f"{html.escape(self.state)} · {self.usage.tokens_label()} · {plural(self.usage.turns, 'turn')} · "
-            f"{elapsed:.1f} s{cost}{gauge}"
-        )
+    # ------------------------------------------------------------------ activity
+    def _append(self, widget: widgets.Widget) -> None:
+        self.activity.children = (*self.activity.children, widget)
+
+    def _insert_after(self, anchor: widgets.Widget | None, widget: widgets.Widget) -> None:
+        """Put ``widget`` right below ``anchor`` (and what was already put there), or last."""
+        children = list(self.activity.children)
+        if anchor not in children:
+            children.append(widget)
+        else:
+            at = children.index(anchor) + 1
+            while at < len(children) and (children[at] in self.cards or children[at] in self._displays):
+                at += 1
+            children.insert(at, widget)
+        self.activity.children = tuple(children)
+
+    def _draw(self, line: ToolLine) -> None:
+        line.widget.value = line.html()
+        self.mark("status")
 
     def _show_outputs(self, event: ToolCallFinished, line: widgets.Widget | None) -> None:
         """What the tool displayed (a DataFrame's HTML, a figure), or else the images of its
-        result, in an Output right below its line in the activity log."""
+        result, in an Output right below its line."""
         outputs = tool_outputs(event)
         if not outputs:
             return
         out = widgets.Output()
         out.outputs = outputs
-        children = list(self.activity.children)
-        at = children.index(line) + 1 if line in children else len(children)
-        self.activity.children = (*children[:at], out, *children[at:])
+        self._displays.append(out)
+        self._insert_after(line, out)
 
     def _add_note(self, text: str) -> None:
-        note = widgets.HTML(f"<i>{html.escape(SECRETS.scrub(text))}</i>")
-        self.activity.children = (*self.activity.children, note)
+        self._append(widgets.HTML(note_html(text)))
 
     def _freeze_narration(self) -> None:
         """Text streamed before a tool call becomes a line in the activity log."""
@@ -337,32 +324,113 @@ class RunView(LiveBox):
         if text:
             out = widgets.Output()
             out.outputs = _markdown_output(text)
-            self.activity.children = (*self.activity.children, out)
+            out.add_class("hnb-narration")
+            self._append(out)
         self._text = ""
         self.mark("stream")
+
+    def set_expanded(self, expanded: bool) -> None:
+        """Open or fold the activity (the toggle under it does this)."""
+        self.expanded = expanded
+        self.activity.layout.display = None if expanded else "none"
+        self.exhibits.children = () if expanded else tuple(self._displays)
+        self.toggle.description = self.activity_summary() + (" ▾" if expanded else " ▸")
+
+    def activity_summary(self) -> str:
+        """``5 tool calls · 2 subagents · 2.8 s``: what the folded activity holds."""
+        parts = [plural(len(self._tool_lines), "tool call")]
+        if self._subs:
+            parts.append(plural(len(self._subs), "subagent"))
+        if not self._tool_lines and not self._subs:
+            parts = ["activity"]
+        parts.append(f"{self.elapsed():.1f} s")
+        return " · ".join(parts)
+
+    def elapsed(self) -> float:
+        return (self.ended if self.ended is not None else self.now()) - self.started
+
+    # ------------------------------------------------------------------ rendering
+    def _header_html(self, *, live: bool = True) -> str:
+        own = css_color(self.color_of(self.agent))
+        name = agent_name(self.agent, own) if own else f"<b>{html.escape(self.agent)}</b>"
+        title = f" — {html.escape(self.title)}" if self.title else ""
+        cost = self.usage.cost_label()
+        parts = [
+            f"{state_mark(self.state, spin=live)} {name}{title}".strip(),
+            f"<code>{html.escape(self.model)}</code>",
+            state_label(self.state),
+            self.usage.tokens_label(),
+            plural(self.usage.turns, "turn"),
+            f"{self.elapsed():.1f} s",
+            html.escape(cost) if cost else "",
+            html.escape(self.context.label()) if self.context is not None else "",
+        ]
+        return f"<div class='hnb'>{joined(parts)}</div>"
+
+    def _status_html(self) -> str:
+        if not self.live or self._text or any(line.open for line in self._tool_lines.values()) or self.cards_waiting():
+            return ""
+        if any(sub.live for sub in self._subs.values()):
+            return ""
+        quiet = self.now() - self._quiet_since
+        waited = f" {quiet:.0f} s" if quiet >= 1 else ""
+        return f"<span class='hnb hnb-muted'>{state_mark('running')} <i>waiting for the model…</i>{waited}</span>"
+
+    def cards_waiting(self) -> list[ApprovalCard]:
+        return [card for card in self.cards if card.waiting]
 
     def render(self, dirty: set[str]) -> None:
         if "stream" in dirty and self._text != self._shown_text:
             self.stream.outputs = _markdown_output(self._text)
             self._shown_text = self._text
-        if "header" in dirty:
-            self._render_header()
+        ticked = "clock" in dirty
+        if "header" in dirty or ticked:
+            self.header.value = self._header_html()
+        if "status" in dirty or "header" in dirty or ticked:
+            status = self._status_html()
+            if self.status.value != status:
+                self.status.value = status
         now = self.now()
         for part in dirty:
             if part.startswith("sub:"):
                 sub = self._subs.get(part[4:])
                 if sub is not None:
-                    sub.widget.value = sub.render(now)
+                    sub.widget.value = sub.html(now)
+        if ticked:
+            for sub in self._subs.values():
+                if sub.live:
+                    sub.widget.value = sub.html(now)
+        self._schedule_tick()
+
+    def _schedule_tick(self) -> None:
+        if self._tick is not None or not self.live:
+            return
+        pacer = self._pacer()
+        if pacer is not None:
+            self._tick = pacer.call_later(TICK_SECONDS, self._on_tick)
+
+    def _on_tick(self) -> None:
+        self._tick = None
+        if self.live:
+            self.mark("clock")
 
     # ------------------------------------------------------------------ outcomes
     def finish(self, state: str) -> None:
-        """Mark the run done / failed / interrupted and clear the streamed answer (the magic
-        returns it as the cell's value instead). A run whose own ``RunFinished`` said it
-        stopped on a limit stays ``stopped: <limit>`` when told it is done."""
+        """Mark the run done / failed / interrupted, stop its clock, clear the streamed
+        answer (the magic returns it as the cell's value instead) and fold the activity. A
+        run whose own ``RunFinished`` said it stopped on a limit stays ``stopped: <limit>``
+        when told it is done."""
         self.state = self._limit_stop if state == "done" and self._limit_stop else state
+        self.ended = self.now()
+        if self._tick is not None:
+            self._tick.cancel()
+            self._tick = None
         self._text = ""
-        self._dirty.update({"stream", "header"})
+        self._dirty.update({"stream", "header", "status"})
         self.flush()
+        if self.activity.children:
+            self.toggle.layout.display = None
+            self.set_expanded(bool(self.cards_waiting()))
 
     def post_completion(self, markdown: str, *, usage: Usage | None = None) -> None:
         """Append a background result to this cell (from the task that finished). ``usage``
@@ -373,8 +441,9 @@ class RunView(LiveBox):
             self.mark("header")
 
     def approval_channel(self, *, timeout: float | None, unattended: str | None) -> ApprovalChannel:
-        """An approval channel that asks in this view. With ``unattended`` set ('deny' or
-        'approve'), nobody can click: decide at once and say so."""
+        """An approval channel that asks in this view, with a card right below the call's
+        line. With ``unattended`` set ('deny' or 'approve'), nobody can click: decide at
+        once and say so."""
 
         async def ask(call: ToolCall, reason: str, risk: str) -> Approved | Denied:
             if unattended is not None:
@@ -384,14 +453,19 @@ class RunView(LiveBox):
                 verdict = "approved" if isinstance(answer, Approved) else "denied"
                 self._add_note(f"approval for {call.brief(60)} ({reason}): {verdict} automatically (unattended run)")
                 return answer
-            card = ApprovalCard(call, reason, risk)
-            self.approvals.children = (*self.approvals.children, card)
-            previous, self.state = self.state, "waiting"
+            card = ApprovalCard(call, reason, risk, pending=self.pending)
+            self.cards.append(card)
+            own = self._tool_lines.get(call.id)
+            self._insert_after(own.widget if own is not None else self._asking.get(call.id), card)
+            if not self.expanded:
+                self.set_expanded(True)
+            previous, self.state = self.state, "waiting" if self.live else self.state
             self.mark("header")
             try:
                 return await card.decision(timeout)
             finally:
-                self.state = previous if previous != "waiting" else "running"
+                if self.state == "waiting":
+                    self.state = previous if previous != "waiting" else "running"
                 self.mark("header")
 
         return ask

@@ -13,8 +13,10 @@ buttons (the comm message JupyterLab sends), answers stdin and interrupts.
 from __future__ import annotations
 
 import asyncio
+import html
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -25,6 +27,18 @@ from typing import Any
 
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
+
+
+_STYLE_SHEET = re.compile(r"<style.*?</style>", re.DOTALL)
+_BLOCK_TAG = re.compile(r"</?(?:div|p|br|pre|details|summary|tr|td|th|li|ul|table|h\d)\b[^>]*>")
+_TAG = re.compile(r"<[^>]+>")
+
+
+def visible_text(value: str) -> str:
+    """The text a person reads in an HTML value: style sheets dropped, block tags a space,
+    other tags nothing, entities decoded, whitespace runs made one space."""
+    text = _TAG.sub("", _BLOCK_TAG.sub(" ", _STYLE_SHEET.sub("", value)))
+    return " ".join(html.unescape(text).split())
 
 
 @dataclass
