@@ -69,6 +69,17 @@ async def _ticker() -> None:
         await asyncio.sleep(TICK)
 
 
+INTERRUPTED_LINE = "Interrupted"
+
+
+def shown_as_one_line(exc: BaseException, line: str = INTERRUPTED_LINE) -> None:
+    """``exc``, which IPython will show as ``line`` alone instead of a traceback through
+    asyncio and harness code (IPython asks an exception for ``_render_traceback_``). The
+    exception itself is unchanged: a cancellation stays a ``CancelledError``, so the cell
+    still fails and ``asyncio.timeout`` still sees its own cancellation."""
+    setattr(exc, "_render_traceback_", lambda: [line])  # noqa: B010 - an instance attribute IPython looks up
+
+
 async def with_ticker(awaitable: Awaitable[Any]) -> Any:
     """Await ``awaitable`` while a ticker keeps the kernel's loop waking up."""
     tick = asyncio.get_running_loop().create_task(_ticker(), name="harness_nb:ticker")
@@ -263,8 +274,9 @@ class NotebookHarness:
         view = self.new_view("main", model or h.model or "(no model)", title="compact")
         try:
             done = await with_ticker(h.compact(on_event=self._track(view), model=model))
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as exc:
             _finish(view, "interrupted")
+            shown_as_one_line(exc)
             raise
         except HarnessError as exc:
             _finish(view, "failed")
@@ -282,8 +294,9 @@ class NotebookHarness:
         failed or interrupted; a harness error is a ``UsageError`` (no traceback)."""
         try:
             result = await with_ticker(run)
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as exc:
             _finish(view, "interrupted")
+            shown_as_one_line(exc)
             raise
         except HarnessError as exc:
             _finish(view, "failed")
@@ -329,9 +342,10 @@ class NotebookHarness:
                 if view is not None:
                     display(view)
                 result = await with_ticker(h.map(agent, template, rows, **options))
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as exc:
             if view is not None and h.last_map is not None:
                 view.finish(h.last_map.result())
+            shown_as_one_line(exc)
             raise
         except HarnessError as exc:
             raise UsageError(SECRETS.scrub(str(exc))) from None

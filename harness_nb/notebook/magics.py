@@ -6,6 +6,7 @@ of top-level calls, so runs happen on the kernel's loop while the cell shows bus
 
 from __future__ import annotations
 
+import asyncio
 import html
 import re
 import shlex
@@ -22,9 +23,10 @@ from ..core import HarnessError, UnknownNameError, Usage
 from ..subagents import TaskStatus
 from .agent_table import AgentTable
 from .config import number_problem
-from .controller import NotebookHarness, Pending, completion_markdown, done, with_ticker
+from .controller import NotebookHarness, Pending, completion_markdown, done, shown_as_one_line, with_ticker
 from .history import refers_to_error
 from .reply import AgentReply, MarkdownText
+from .theme import table
 
 if TYPE_CHECKING:
     from ..engine.resume import SessionSummary
@@ -295,7 +297,11 @@ class HarnessMagics(Magics):
 
     async def _wait(self, task_id: str, timeout: float | None) -> AgentReply | None:
         h = self.controller.harness()
-        entry = await with_ticker(h.tracker.wait(task_id, timeout))
+        try:
+            entry = await with_ticker(h.tracker.wait(task_id, timeout))
+        except asyncio.CancelledError as exc:  # stop pressed while waiting: the task goes on
+            shown_as_one_line(exc, f"Interrupted (stopped waiting; {task_id} goes on)")
+            raise
         if not entry.done:
             print(f"{task_id} still running after {timeout:g} s")
             return None
@@ -372,9 +378,7 @@ class Table:
         footer = f"<p>{html.escape(self.footer)}</p>" if self.footer else ""
         if not self.rows:
             return f"<i>{html.escape(self.empty)}</i>{footer}"
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in self.head)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in self.rows)
-        return f"<table><tr>{head}</tr>{body}</table>{footer}"
+        return table([html.escape(h) for h in self.head], [[html.escape(c) for c in r] for r in self.rows]) + footer
 
 
 class TaskTable(Table):
@@ -428,13 +432,15 @@ def _so_far(entry: TaskEntry) -> str:
 
 
 def task_details(entry: TaskEntry) -> str:
-    """``%task show``: header, progress log, result."""
+    """``%task show``: header, description, the whole prompt, progress log, result."""
     log = "\n".join(f"    {line}" for line in entry.log) or "    (no progress yet)"
+    prompt = "\n".join(f"> {line}" if line.strip() else ">" for line in entry.prompt.strip().splitlines()) or "> (none)"
     parts = [
         # the usage summary carries the run's own wall time; while it runs there is none yet
         f"**{entry.id}** · {entry.agent} · {entry.status} · "
         + (entry.usage.summary() if entry.usage.wall_time else _so_far(entry)),
         f"*{entry.description}*",
+        "prompt:\n\n" + prompt,
         "progress:\n\n" + log,
     ]
     if entry.done:
