@@ -225,3 +225,10 @@ def _kb(nbytes: int) -> str:
     if nbytes >= 1024 * 1024:
         return f"{nbytes / (1024 * 1024):.1f} MB"
     return f"{max(1, round(nbytes / 1024))} KB"
+
+
+# A run view's static copy in a saved notebook (``notebook.view_static``) is wrapped in these
+# comments, so that tools reading notebooks (``testing.run_notebook``, nbval's sanitizer in
+# ``notebooks/nbval_sanitize.cfg``) can find it as one piece.
+STATIC_VIEW_OPEN = "<!-- harness_nb run view -->"
+STATIC_VIEW_CLOSE = "<!-- /harness_nb run view -->"

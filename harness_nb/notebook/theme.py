@@ -21,7 +21,8 @@ STYLE = """<style>
   --hnb-run: #0d47a1; --hnb-ok: #1b5e20; --hnb-warn: #8a3c00; --hnb-err: #b71c1c;
   --hnb-line: var(--jp-border-color2, #e0e0e0); --hnb-code-bg: var(--jp-layout-color2, #eee);
   color: var(--hnb-fg); font-size: var(--jp-content-font-size1, 14px); line-height: 1.45; }
-body[data-jp-theme-light="false"] .hnb, .vscode-dark .hnb { --hnb-muted: rgba(255,255,255,.7);
+body[data-jp-theme-light="false"] .hnb, .vscode-dark .hnb {
+  --hnb-fg: var(--jp-ui-font-color1, rgba(255,255,255,.87)); --hnb-muted: rgba(255,255,255,.7);
   --hnb-run: #64b5f6; --hnb-ok: #81c784; --hnb-warn: #ffb74d; --hnb-err: #ef9a9a; }
 body[data-jp-theme-light="false"] .hnb .hnb-agent, .vscode-dark .hnb .hnb-agent {
   color: color-mix(in srgb, var(--hnb-agent) 45%, white) !important; }

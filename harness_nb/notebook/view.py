@@ -45,12 +45,14 @@ from ..core import (
 from ..core.secret import SECRETS
 from ..core.usage import plural
 from ..engine import ApprovalChannel, Approved, Denied, stop_label
+from ..subagents.render import read_task_forms
 from ..textview import preview
 from .approval import ApprovalCard, PendingApprovals
 from .live import LiveBox, Scheduler, TimerHandle
 from .reply import MarkdownText
 from .theme import STYLE, agent_color, agent_name, css_color, joined, state_label, state_mark
 from .view_lines import SubLine, ToolLine, note_html, plain_error
+from .view_static import outputs_html, page
 from .wording import plain_injected
 
 TICK_SECONDS = 1.0  # how often the clock of a live run moves
@@ -132,8 +134,12 @@ class RunView(LiveBox):
         self._tool_lines: dict[str, ToolLine] = {}
         self._subs: dict[str, SubLine] = {}
         self._asking: dict[str, widgets.Widget] = {}  # a subagent's call id → its line, while it asks
+        self._items: list[widgets.Widget] = []  # the activity, in order (folded, the displays move out)
+        self._static: dict[int, Callable[[], str]] = {}  # how each item reads in the static copy
         self._displays: list[widgets.Output] = []
         self._limit_stop: str | None = None
+        self._first_plain: str | None = None  # the text/plain form it was displayed with: an update keeps it
+        self._background: set[str] = set()  # tasks it started in the background whose result is still to come
         self._tick: TimerHandle | None = None
         self._quiet_since = 0.0  # when the run last heard from the model or a tool
         self.context: ContextMeasured | None = None  # the gauge: how full the next request is
@@ -186,7 +192,7 @@ class RunView(LiveBox):
             self._freeze_narration()
             line = ToolLine(event.call)
             self._tool_lines[event.call.id] = line
-            self._append(line.widget)
+            self._append(line.widget, lambda: line.html(live=False))
             self._draw(line)
         elif isinstance(event, ApprovalRequested):
             self._on_tool_line(event.call, awaiting=True)
@@ -201,6 +207,7 @@ class RunView(LiveBox):
                 own.result, own.is_error, own.duration, own.awaiting = event.result, event.is_error, event.duration, False
                 self._draw(own)
             self._show_outputs(event, own.widget if own is not None else None)
+            self._background.update(f.id for f in read_task_forms(event.result) if f.state == "running" and f.id)
             self._heard()
         elif isinstance(event, TurnFinished):
             self.usage = event.usage
@@ -247,7 +254,7 @@ class RunView(LiveBox):
             )
             self._subs[update.task_id] = sub
             self._freeze_narration()
-            self._append(sub.widget)
+            self._append(sub.widget, lambda: sub.html(self.now(), live=False))
         if isinstance(inner, ToolCallStarted):
             sub.tools += 1
             sub.last = inner.call.brief(50)
@@ -285,20 +292,30 @@ class RunView(LiveBox):
         self.mark("status")
 
     # ------------------------------------------------------------------ activity
-    def _append(self, widget: widgets.Widget) -> None:
-        self.activity.children = (*self.activity.children, widget)
+    def _append(self, widget: widgets.Widget, static: Callable[[], str] | None = None) -> None:
+        self._insert_after(None, widget, static)
 
-    def _insert_after(self, anchor: widgets.Widget | None, widget: widgets.Widget) -> None:
-        """Put ``widget`` right below ``anchor`` (and what was already put there), or last."""
-        children = list(self.activity.children)
-        if anchor not in children:
-            children.append(widget)
+    def _insert_after(
+        self, anchor: widgets.Widget | None, widget: widgets.Widget, static: Callable[[], str] | None = None
+    ) -> None:
+        """Put ``widget`` right below ``anchor`` (and what was already put there), or last;
+        ``static`` is how it reads in the static copy (an HTML widget: its value)."""
+        items = self._items
+        if anchor is None or anchor not in items:
+            items.append(widget)
         else:
-            at = children.index(anchor) + 1
-            while at < len(children) and (children[at] in self.cards or children[at] in self._displays):
+            at = items.index(anchor) + 1
+            while at < len(items) and (items[at] in self.cards or items[at] in self._displays):
                 at += 1
-            children.insert(at, widget)
-        self.activity.children = tuple(children)
+            items.insert(at, widget)
+        if static is not None:
+            self._static[id(widget)] = static
+        self._show_activity()
+
+    def _show_activity(self) -> None:
+        shown = self._items if self.expanded else [w for w in self._items if w not in self._displays]
+        self.activity.children = tuple(shown)
+        self.exhibits.children = () if self.expanded else tuple(self._displays)
 
     def _draw(self, line: ToolLine) -> None:
         line.widget.value = line.html()
@@ -316,7 +333,8 @@ class RunView(LiveBox):
         self._insert_after(line, out)
 
     def _add_note(self, text: str) -> None:
-        self._append(widgets.HTML(note_html(text)))
+        note = widgets.HTML(note_html(text))
+        self._append(note, lambda: note.value)
 
     def _freeze_narration(self) -> None:
         """Text streamed before a tool call becomes a line in the activity log."""
@@ -325,15 +343,16 @@ class RunView(LiveBox):
             out = widgets.Output()
             out.outputs = _markdown_output(text)
             out.add_class("hnb-narration")
-            self._append(out)
+            self._append(out, lambda: f"<div style='white-space:pre-wrap'>{html.escape(SECRETS.scrub(text))}</div>")
         self._text = ""
         self.mark("stream")
 
     def set_expanded(self, expanded: bool) -> None:
-        """Open or fold the activity (the toggle under it does this)."""
+        """Open or fold the activity (the toggle under it does this). Folded, what tools
+        displayed (a table, a figure) moves below the toggle, in sight."""
         self.expanded = expanded
         self.activity.layout.display = None if expanded else "none"
-        self.exhibits.children = () if expanded else tuple(self._displays)
+        self._show_activity()
         self.toggle.description = self.activity_summary() + (" ▾" if expanded else " ▸")
 
     def activity_summary(self) -> str:
@@ -414,6 +433,46 @@ class RunView(LiveBox):
         if self.live:
             self.mark("clock")
 
+    # ------------------------------------------------------------------ static copy
+    @property
+    def settled(self) -> bool:
+        """Nothing in the view moves any more: the run ended, no card waits, no subagent it
+        shows is still going. Its static copy can then stand in for the widget."""
+        if self.live or self.cards_waiting() or self._background:
+            return False
+        return not any(sub.live for sub in self._subs.values())
+
+    def _item_html(self, widget: widgets.Widget) -> str:
+        static = self._static.get(id(widget))
+        if static is not None:
+            return static()
+        if isinstance(widget, ApprovalCard):
+            return f"<div class='hnb-card'>{widget.status.value if not widget.waiting else widget.summary.value}</div>"
+        if isinstance(widget, widgets.Output):
+            return outputs_html(widget.outputs)
+        return str(getattr(widget, "value", ""))
+
+    def static_html(self) -> str:
+        """The run as static HTML (``view_static``): what a saved notebook shows where the
+        widget cannot be drawn."""
+        activity = [self._item_html(w) for w in self._items if w not in self._displays]
+        exhibits = [outputs_html(out.outputs) for out in self._displays]
+        tail = [outputs_html(_markdown_output(self._text)), outputs_html(self.completions.outputs)]
+        return page(STYLE, self._header_html(live=False), activity, self.activity_summary(), exhibits, tail)
+
+    def static_bundle(self) -> dict[str, str]:
+        """The static copy alone, as a display bundle whose ``text/plain`` is the one the
+        view was first shown with (a background view's title gains its task id later)."""
+        return {"text/plain": self._first_plain or self.plain_text(), "text/html": self.static_html()}
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        bundle = super()._repr_mimebundle_(**kwargs)
+        bundle["text/html"] = self.static_html()
+        if self._first_plain is None:
+            self._first_plain = bundle["text/plain"]
+        bundle["text/plain"] = self._first_plain
+        return bundle
+
     # ------------------------------------------------------------------ outcomes
     def finish(self, state: str) -> None:
         """Mark the run done / failed / interrupted, stop its clock, clear the streamed
@@ -428,14 +487,16 @@ class RunView(LiveBox):
         self._text = ""
         self._dirty.update({"stream", "header", "status"})
         self.flush()
-        if self.activity.children:
+        if self._items:
             self.toggle.layout.display = None
             self.set_expanded(bool(self.cards_waiting()))
 
-    def post_completion(self, markdown: str, *, usage: Usage | None = None) -> None:
-        """Append a background result to this cell (from the task that finished). ``usage``
-        is the launching run's usage now that the task has billed it: the header shows it."""
+    def post_completion(self, markdown: str, *, usage: Usage | None = None, task_id: str | None = None) -> None:
+        """Append a background result to this cell (from the task ``task_id`` that
+        finished). ``usage`` is the launching run's usage now that the task has billed it:
+        the header shows it."""
         self.completions.append_display_data(MarkdownText(SECRETS.scrub(markdown)))
+        self._background.discard(task_id or "")
         if usage is not None:
             self.usage = usage
             self.mark("header")

@@ -105,7 +105,7 @@ class SubLine:
             ]
         )
         return (
-            f"<div style='border-left:3px solid {self.color};padding-left:6px'>"
+            f"<div class='hnb-sub' style='border-left:3px solid {self.color};padding-left:6px'>"
             f"<code>{state_mark(self.state, spin=live)} {agent_name(self.agent, self.color)}{title} · {figures}</code></div>"
         )
 

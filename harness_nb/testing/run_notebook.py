@@ -29,6 +29,8 @@ from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
+from ..core.media import STATIC_VIEW_OPEN
+
 _SPEC = "harness-nb-current"
 
 
@@ -91,6 +93,19 @@ def widget_text(model_id: str, state: dict[str, Any], depth: int = 0) -> list[st
     return lines
 
 
+_STYLE_SHEET = re.compile(r"<style.*?</style>", re.DOTALL)
+_RESULT_BODY = re.compile(r"</summary><pre.*?</pre></details>", re.DOTALL)  # a tool call's full result
+_BREAK = re.compile(r"<(?:div|summary|br)\b")
+
+
+def static_text(value: str) -> list[str]:
+    """The lines of a run view's static copy (``view_static``): header, activity, what the
+    tools displayed and background results, without style sheet or full tool results."""
+    text = _BREAK.sub(lambda m: "\n" + m.group(0), _RESULT_BODY.sub("", _STYLE_SHEET.sub("", value)))
+    text = html.unescape(_TAG.sub(" ", text))
+    return [" ".join(line.split()) for line in text.splitlines() if line.strip()]
+
+
 def text_outputs(cell: Any, widgets: dict[str, Any] | None = None) -> Iterator[str]:
     """The text a reader sees for each output of a code cell (with ``widgets``, the saved
     widget state, a widget's final contents instead of its one-line text form)."""
@@ -103,6 +118,8 @@ def text_outputs(cell: Any, widgets: dict[str, Any] | None = None) -> Iterator[s
             view = data.get(_WIDGET_VIEW)
             if widgets and view and view.get("model_id") in widgets:
                 yield "\n".join(widget_text(view["model_id"], widgets))
+            elif STATIC_VIEW_OPEN in str(data.get("text/html", "")):
+                yield "\n".join(static_text(str(data["text/html"])))
             else:
                 yield str(data.get("text/markdown") or data.get("text/plain") or "")
         elif kind == "error":
