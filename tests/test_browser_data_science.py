@@ -72,8 +72,8 @@ def _drive(nb: NotebookPage) -> None:
             nb.shot("4-denial-reason-typed", at)
             deny.click()
             nb.finish(at)
-            expect(cell.locator(".widget-html-content i", has_text=f"Denied by you: {REASON}")).to_have_count(1)
-            expect(cell.locator(REASON_BOX)).to_be_disabled()
+            expect(cell.locator(".hnb-card", has_text=f"Denied by you: {REASON}")).to_have_count(1)
+            expect(cell.locator(REASON_BOX)).to_have_count(0)  # the decided card is one line
             nb.shot("5-denied", at)
         else:
             nb.finish(at)

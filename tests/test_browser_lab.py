@@ -59,10 +59,12 @@ def _drive(nb: NotebookPage) -> None:
             approve.click()
             nb.finish(i)
             expect(value(i)).to_contain_text("If you approved it")
-            decided = cell(i).locator(".widget-html-content i").filter(has_text=re.compile(r"^approved$"))
-            expect(decided).to_have_count(1)  # the card records the decision
-            expect(approve).to_be_disabled()
-            expect(reason).to_be_disabled()
+            # the card folds to one line with the decision (the run's view is its static copy
+            # by now: the same classes)
+            decided = cell(i).locator(".hnb-card", has_text="Approved by you: rm -rf scratch")
+            expect(decided).to_have_count(1)
+            expect(approve).to_have_count(0)  # nothing left to click
+            expect(reason).to_have_count(0)
             nb.shot("2-approved", i)
         elif i == meanwhile:
             # While this foreground run is busy, the background task's result lands in ITS cell.
@@ -92,7 +94,7 @@ def _drive(nb: NotebookPage) -> None:
             expect(cell(i)).to_contain_text("inspect_variable(name='orders')")
         elif i == delegate:
             # One progress line for the subagent, finished, with its title and tool count.
-            line = cell(i).locator(".widget-html", has_text="explore — check orders.csv")
+            line = cell(i).locator(".hnb-sub", has_text="explore — check orders.csv")
             expect(line).to_have_count(1)
             expect(line).to_contain_text("finished · 1 tool")
             expect(value(i)).to_contain_text("8 orders")

@@ -38,11 +38,12 @@ from harness_nb.core import (
     Usage,
 )
 from harness_nb.engine import Approved, Denied
-from harness_nb.notebook.approval import ApprovalCard
+from harness_nb.notebook.approval import ApprovalCard, PendingApprovals, WaitingCards
 from harness_nb.notebook.live import LiveBox, Scheduler
 from harness_nb.notebook.team_view import TeamView
 from harness_nb.notebook.theme import PALETTE, STYLE, agent_color
 from harness_nb.notebook.view import RunView
+from harness_nb.notebook.view_static import MARK_CLOSE, MARK_OPEN
 from team_support import (  # noqa: F401  (close_harnesses is an autouse fixture)
     call,
     close_harnesses,
@@ -896,3 +897,69 @@ async def test_the_team_view_fills_in_what_teammates_did_before_it_existed(tmp_p
     assert "[idle_notification]" not in view.messages.value, "the log reads in words"
     assert "<td style='text-align:left" in view.roster.value and "alice" in text(view.roster.value)
     assert not any(e in everything_sent(wire) for e in EMOJI)
+
+
+# ---------------------------------------------------------------------- the static copy
+
+
+async def test_a_finished_run_has_a_static_copy_of_everything_it_showed(shell, wire, clock):
+    view = RunView("main", "scripted/m", scheduler=clock, pending=PendingApprovals())
+    assert view._repr_mimebundle_()["text/html"].startswith(MARK_OPEN), "the bundle carries it from the start"
+    view(TextDelta(text="Cleaning up."))
+    rm = bash_call("rm -rf build", "c1")
+    view(ToolCallStarted(call=rm))
+    answer, card = await ask_in_view(view, rm, "recursive delete", "high")
+    assert not view.settled, "a card waits"
+    wire.click(card.approve_button)
+    await answer
+    view(ToolCallFinished(call=rm, result="(no output)\nexit code: 0"))
+    plot = ToolCall(id="p", name="run_python", arguments='{"code": "plot()"}')
+    view(ToolCallStarted(call=plot))
+    figure = DisplayData(data={"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"})
+    view(ToolCallFinished(call=plot, result="<Figure>", displays=(figure,)))
+    view(sub("fg-1", RunFinished(final_text="3 files", stop_reason="end_turn", usage=Usage(output_tokens=9))))
+    view(TurnFinished(turn=2, usage=Usage(input_tokens=100, output_tokens=20, turns=2)))
+    clock.advance(2)
+    view.finish("done")
+    view.post_completion("**bg-9** · explore · completed\n\nthe data has 3 rows")
+    assert view.settled
+
+    page = view.static_html()
+    assert page.startswith(MARK_OPEN) and page.endswith(MARK_CLOSE)
+    read = text(page)
+    assert read.startswith("✓ main · scripted/m · done · 120 tokens · 2 turns · 2.0 s")
+    assert "3 tool calls" not in read and "2 tool calls · 1 subagent · 2.0 s" in read, "the fold's summary"
+    assert "<details class='hnb-activity-static'>" in page, "folded, as the live view ends"
+    assert "Cleaning up." in read and "→ bash(command='rm -rf build') ✓ (no output)" in read
+    assert "✓ Approved by you: rm -rf build" in read, "the decided card, as its one line"
+    assert "✓ explore · finished · 0 tools · 9 tokens" in read
+    assert "<img src='data:image/png;base64,iVBORw0KGgo='" in page, "what the tool displayed"
+    assert page.index("<img") > page.index("</details>"), "in sight below the fold"
+    assert "the data has 3 rows" in read, "background results posted into the view"
+    assert "class='hnb-spin'" not in page and "<script" not in page, "nothing moves in a saved copy"
+    bundle = view.static_bundle()
+    assert set(bundle) == {"text/plain", "text/html"} and bundle["text/plain"] == "agent run: main · scripted/m"
+
+
+def test_a_run_that_started_background_work_settles_only_when_its_result_is_in(shell, clock):
+    view = RunView("main", "m", scheduler=clock)
+    delegate = ToolCall(id="t", name="task", arguments='{"run_in_background": true}')
+    view(ToolCallStarted(call=delegate))
+    view(ToolCallFinished(call=delegate, result='<task id="bg-1" state="running"/>'))
+    view.finish("done")
+    assert not view.settled, "bg-1's result is still to land here: the widget must stay"
+    view.post_completion("**bg-1** · explore · completed\n\nok", task_id="bg-1")
+    assert view.settled
+
+
+async def test_waiting_cards_are_kept_until_decided_and_can_be_shown_again(wire, clock):
+    pending = PendingApprovals()
+    view = RunView("main", "m", scheduler=clock, pending=pending)
+    answer, card = await ask_in_view(view, bash_call("rm -rf data"), "recursive delete", "high")
+    assert list(pending) == [card]
+    again = WaitingCards(list(pending))
+    assert card in again.children, "the same card widget: a click on either copy answers the call"
+    assert again.plain_text() == "1 approval waiting:\napproval: bash(command='rm -rf data') (recursive delete)"
+    wire.click(card.approve_button)
+    assert await answer == Approved()
+    assert list(pending) == [], "a decided card is no longer waiting"

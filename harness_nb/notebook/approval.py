@@ -33,9 +33,10 @@ import ipywidgets as widgets
 
 from ..core import ToolCall
 from ..engine import Approved, Denied, session_rule
+from ..core.usage import plural
 from .highlight import call_body, call_subject
 from .live import PlainTextBox
-from .theme import STATE_COLORS
+from .theme import STATE_COLORS, STYLE
 
 RISK_COLOURS = {"high": "var(--hnb-err, #b71c1c)", "medium": "var(--hnb-warn, #8a3c00)", "low": "var(--hnb-ok, #1b5e20)"}
 REASON_PLACEHOLDER = "Reason (optional) — tells the agent why"
@@ -193,3 +194,22 @@ class ApprovalCard(PlainTextBox):
     def plain_text(self) -> str:
         """``approval: <call> (<reason>)``: the card's ``text/plain`` form."""
         return f"approval: {self.call.brief(80)} ({self.reason})"
+
+
+class WaitingCards(PlainTextBox):
+    """Approval cards shown again, under a line saying how many wait: the same card
+    widgets as in their runs' views, so a click on either copy answers the call and both
+    fold to the decision."""
+
+    def __init__(self, cards: list[ApprovalCard]) -> None:
+        self.cards = cards
+        head = widgets.HTML(
+            f"<span class='hnb'><b style='color:{STATE_COLORS['waiting']}'>●</b> "
+            f"<b>{plural(len(cards), 'approval')} waiting</b> (shown again: a click here answers the run that asked)</span>"
+        )
+        super().__init__([widgets.HTML(STYLE), head, *cards])
+        self.add_class("hnb")
+        self.add_class("hnb-waiting")
+
+    def plain_text(self) -> str:
+        return "\n".join([f"{plural(len(self.cards), 'approval')} waiting:", *(c.plain_text() for c in self.cards)])

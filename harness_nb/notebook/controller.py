@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from IPython.core.error import UsageError
-from IPython.display import display
+from IPython.display import DisplayHandle, display
 
 from ..core import HarnessError, SubagentUpdate
 from ..core.secret import SECRETS
@@ -25,6 +25,7 @@ from .config import HarnessNB
 from .history import CellHistory
 from .kernel_tools import kernel_tools
 from .proposal import CellProposals
+from .approval import ApprovalCard, PendingApprovals, WaitingCards
 from .map_view import MapView
 from .reply import AgentReply, MarkdownText
 from .view import RunView
@@ -107,6 +108,9 @@ class NotebookHarness:
         self._posted: set[str] = set()  # background tasks whose result is in their cell
         # the usage account of the run each view showed: background work it launched bills it
         self._accounts: weakref.WeakKeyDictionary[RunView, UsageAccount] = weakref.WeakKeyDictionary()
+        # the display of each view still drawn as a widget, to put its static copy in at the end
+        self._handles: weakref.WeakKeyDictionary[RunView, DisplayHandle] = weakref.WeakKeyDictionary()
+        self.pending = PendingApprovals()  # approval cards waiting, for %approvals and the next cell
 
     @property
     def widgets_enabled(self) -> bool:
@@ -215,9 +219,50 @@ class NotebookHarness:
             own_task=own_task,
             describe_task=describe,
             color_of=color_of,
+            pending=self.pending,
         )
-        display(view)
+        handle = display(view, display_id=True)
+        if handle is not None:
+            self._handles[view] = handle
         return view
+
+    def _end(self, view: RunView | TextView, state: str) -> None:
+        """End ``view``'s run and update its display in the cell: once the view is settled,
+        its static copy alone (so a saved notebook shows the run where no widget can be
+        drawn: reopened without its kernel, nbconvert, GitHub); until then the widget, with
+        the static copy as it is now beside it."""
+        if not isinstance(view, RunView):
+            return
+        view.finish(state)
+        self._publish(view)
+
+    def _publish(self, view: RunView) -> None:
+        handle = self._handles.get(view)
+        if handle is None:
+            return
+        if view.settled:
+            handle.update(view.static_bundle(), raw=True)
+            self._handles.pop(view, None)  # static for good: later changes cannot reach a saved copy
+        else:
+            handle.update(view)
+
+    def show_waiting(self, cards: list[ApprovalCard] | None = None) -> int:
+        """Show again in this cell the approval cards still waiting (all, or ``cards``);
+        returns how many. A page reloaded before the notebook was saved loses a card from
+        its cell while the run still waits for it: this finds it again."""
+        cards = list(self.pending) if cards is None else cards
+        if cards and self.widgets_enabled:
+            display(WaitingCards(cards))
+        return len(cards)
+
+    def before_cell(self, info: Any) -> None:
+        """``pre_run_cell``: a cell run while a card waits shows it (each card once this
+        way; ``%approvals`` shows them all, any time)."""
+        if (getattr(info, "raw_cell", "") or "").lstrip().startswith("%approvals"):
+            return
+        cards = self.pending.not_yet_reshown()
+        self.pending.shown_by_hook.update(id(c) for c in cards)
+        self.show_waiting(cards)
 
     def approval_for(self, view: RunView | TextView) -> Any:
         if isinstance(view, RunView):
@@ -245,9 +290,13 @@ class NotebookHarness:
             return
         self._posted.add(entry.id)
         account = self._accounts.get(view)
-        view.post_completion(completion_markdown(entry), usage=account.snapshot() if account else None)
+        view.post_completion(completion_markdown(entry), usage=account.snapshot() if account else None, task_id=entry.id)
         if view.own_task == entry.id:
             view.finish("done" if entry.status is TaskStatus.COMPLETED else str(entry.status))
+        if view.settled:
+            # reaches the saved copy where the frontend applies updates across cells (nbclient,
+            # so nbconvert and papermill); JupyterLab keeps the live widget
+            self._publish(view)
 
     # ------------------------------------------------------------------ runs
     async def run_main(self, prompt: str, *, model: str | None, max_turns: int | None) -> AgentReply:
@@ -275,13 +324,13 @@ class NotebookHarness:
         try:
             done = await with_ticker(h.compact(on_event=self._track(view), model=model))
         except asyncio.CancelledError as exc:
-            _finish(view, "interrupted")
+            self._end(view, "interrupted")
             shown_as_one_line(exc)
             raise
         except HarnessError as exc:
-            _finish(view, "failed")
+            self._end(view, "failed")
             raise UsageError(str(exc)) from None
-        _finish(view, "done")
+        self._end(view, "done")
         return MarkdownText(done.describe())
 
     def model_of(self, requested: str | None) -> str:
@@ -295,13 +344,13 @@ class NotebookHarness:
         try:
             result = await with_ticker(run)
         except asyncio.CancelledError as exc:
-            _finish(view, "interrupted")
+            self._end(view, "interrupted")
             shown_as_one_line(exc)
             raise
         except HarnessError as exc:
-            _finish(view, "failed")
+            self._end(view, "failed")
             raise UsageError(SECRETS.scrub(str(exc))) from None
-        _finish(view, "done")
+        self._end(view, "done")
         if isinstance(view, RunView) and result.account is not None:
             self._accounts[view] = result.account
         return AgentReply(result.final_text, usage=result.usage, result=result, task_id=result.task_id)
@@ -378,7 +427,7 @@ class NotebookHarness:
                 definition.name, prompt, on_event=self._track(view), approval=self.approval_for(view)
             )
         except HarnessError as exc:  # no model configured, say
-            _finish(view, "failed")
+            self._end(view, "failed")
             raise UsageError(SECRETS.scrub(str(exc))) from None
         if isinstance(view, RunView):
             view.own_task = handle.id
@@ -396,11 +445,6 @@ def _connection_file() -> list[Path]:
         return [Path(get_connection_file())]
     except (ImportError, RuntimeError, OSError):
         return []
-
-
-def _finish(view: RunView | TextView, state: str) -> None:
-    if isinstance(view, RunView):
-        view.finish(state)
 
 
 def completion_markdown(entry: TaskEntry) -> str:

@@ -56,6 +56,7 @@ def load(shell: Any) -> None:
 
     controller.refresh_agents = refresh_agents  # type: ignore[attr-defined]
     shell.events.register("pre_run_cell", refresh_agents)
+    shell.events.register("pre_run_cell", controller.before_cell)
     shell.events.register("post_run_cell", controller.history.after_cell)
     shell.events.register("post_run_cell", controller.proposals.after_cell)
     sync_agent_magics(shell, controller)
@@ -67,6 +68,7 @@ def unload(shell: Any) -> None:
     if controller is None:
         return
     shell.events.unregister("pre_run_cell", controller.refresh_agents)  # type: ignore[attr-defined]
+    shell.events.unregister("pre_run_cell", controller.before_cell)
     shell.events.unregister("post_run_cell", controller.history.after_cell)
     shell.events.unregister("post_run_cell", controller.proposals.after_cell)
     if _post_transform in shell.input_transformers_post:
@@ -79,7 +81,7 @@ def unload(shell: Any) -> None:
     if settings_magics is not None and magics["line"].get("config") == settings_magics.config_line:
         magics["line"]["config"] = settings_magics.ipython_config
     for kind in ("line", "cell"):
-        for name in [n for n in magics[kind] if n.startswith("@") or n in ("agent", "agents", "task", "team", "skills", "mcp", "fix")]:
+        for name in [n for n in magics[kind] if n.startswith("@") or n in ("agent", "agents", "task", "team", "skills", "mcp", "fix", "approvals")]:
             magics[kind].pop(name, None)
     if controller.config in shell.configurables:
         shell.configurables.remove(controller.config)

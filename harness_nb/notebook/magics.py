@@ -1,4 +1,5 @@
-"""The magics: ``%%agent``, ``%agent``, ``%fix``, ``%@<name>``, ``%agents`` and ``%task``.
+"""The magics: ``%%agent``, ``%agent``, ``%fix``, ``%@<name>``, ``%agents``, ``%task`` and
+``%approvals``.
 
 Every magic returns a ``Pending`` awaitable; the input transformer puts ``await`` in front
 of top-level calls, so runs happen on the kernel's loop while the cell shows busy.
@@ -218,6 +219,17 @@ class HarnessMagics(Magics):
             background=args.bg,
         )
         return Pending(run, "agent map")
+
+    @line_magic
+    def approvals(self, line: str) -> Pending:
+        """Show again the approval cards that still wait for you — after a page reload lost
+        one from its cell, say. Each is the same card: a click here answers the run that
+        asked. (The next cell you run shows a waiting card too.)"""
+        if line.strip():
+            raise UsageError("%approvals takes no arguments")
+        if not self.controller.show_waiting():
+            print("no approval is waiting")
+        return done(None)
 
     @magic_arguments()
     @argument("--reload", action="store_true", help="re-read the agent folders first")
