@@ -72,7 +72,8 @@ def _drive(nb: NotebookPage) -> None:
             seen = nb.page.wait_for_function(
                 """([selector, bg, fg]) => {
                     const cells = [...document.querySelectorAll(selector)];
-                    const out = cells[bg].querySelector('.widget-output .jp-RenderedMarkdown');
+                    // the live widget's Output, or the static copy that replaces it once settled
+                    const out = cells[bg].querySelector('.widget-output .jp-RenderedMarkdown, .hnb-completions');
                     if (!out || !out.innerText.includes('north 3, south 3, east 2')) return false;
                     return {bg: out.innerText, fgPrompt: cells[fg].querySelector('.jp-InputPrompt').innerText};
                 }""",

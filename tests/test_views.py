@@ -936,6 +936,9 @@ async def test_a_finished_run_has_a_static_copy_of_everything_it_showed(shell, w
     assert "<img src='data:image/png;base64,iVBORw0KGgo='" in page, "what the tool displayed"
     assert page.index("<img") > page.index("</details>"), "in sight below the fold"
     assert "the data has 3 rows" in read, "background results posted into the view"
+    assert "<strong>bg-9</strong>" in page, "their Markdown rendered"
+    view.post_completion("**bg-8** · done\n\n<img src=x onerror=alert(1)>")
+    assert "<img src=x" not in view.static_html(), "HTML inside an answer's Markdown stays text"
     assert "class='hnb-spin'" not in page and "<script" not in page, "nothing moves in a saved copy"
     bundle = view.static_bundle()
     assert set(bundle) == {"text/plain", "text/html"} and bundle["text/plain"] == "agent run: main · scripted/m"

@@ -294,8 +294,8 @@ class NotebookHarness:
         if view.own_task == entry.id:
             view.finish("done" if entry.status is TaskStatus.COMPLETED else str(entry.status))
         if view.settled:
-            # reaches the saved copy where the frontend applies updates across cells (nbclient,
-            # so nbconvert and papermill); JupyterLab keeps the live widget
+            # from whatever cell runs now: JupyterLab, Notebook 7 and nbclient apply a display
+            # update by its id, across cells
             self._publish(view)
 
     # ------------------------------------------------------------------ runs

@@ -52,7 +52,7 @@ from .live import LiveBox, Scheduler, TimerHandle
 from .reply import MarkdownText
 from .theme import STYLE, agent_color, agent_name, css_color, joined, state_label, state_mark
 from .view_lines import SubLine, ToolLine, note_html, plain_error
-from .view_static import outputs_html, page
+from .view_static import markdown_html, outputs_html, page
 from .wording import plain_injected
 
 TICK_SECONDS = 1.0  # how often the clock of a live run moves
@@ -343,7 +343,7 @@ class RunView(LiveBox):
             out = widgets.Output()
             out.outputs = _markdown_output(text)
             out.add_class("hnb-narration")
-            self._append(out, lambda: f"<div style='white-space:pre-wrap'>{html.escape(SECRETS.scrub(text))}</div>")
+            self._append(out, lambda: markdown_html(SECRETS.scrub(text)))
         self._text = ""
         self.mark("stream")
 
@@ -457,7 +457,10 @@ class RunView(LiveBox):
         widget cannot be drawn."""
         activity = [self._item_html(w) for w in self._items if w not in self._displays]
         exhibits = [outputs_html(out.outputs) for out in self._displays]
-        tail = [outputs_html(_markdown_output(self._text)), outputs_html(self.completions.outputs)]
+        completions = outputs_html(self.completions.outputs)
+        tail = [outputs_html(_markdown_output(self._text))]
+        if completions:
+            tail.append(f"<div class='hnb-completions'>{completions}</div>")
         return page(STYLE, self._header_html(live=False), activity, self.activity_summary(), exhibits, tail)
 
     def static_bundle(self) -> dict[str, str]:

@@ -14,10 +14,19 @@ import html
 from collections.abc import Iterable
 from typing import Any
 
+import mistune
+
 from ..core.media import STATIC_VIEW_CLOSE as MARK_CLOSE
 from ..core.media import STATIC_VIEW_OPEN as MARK_OPEN
 
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+# raw HTML in the Markdown (the model wrote it) is shown as text, never as markup
+_MARKDOWN = mistune.create_markdown(escape=True, plugins=["table", "strikethrough"])
+
+
+def markdown_html(text: str) -> str:
+    """Markdown (an answer, narration) as HTML, with any HTML in it escaped."""
+    return f"<div class='hnb-markdown'>{_MARKDOWN(text)}</div>"
 
 
 def output_html(output: dict[str, Any]) -> str:
@@ -30,7 +39,9 @@ def output_html(output: dict[str, Any]) -> str:
         if kind in data:
             alt = html.escape(str(data.get("text/plain", "image")), quote=True)
             return f"<div class='hnb-display'><img src='data:{kind};base64,{_joined(data[kind])}' alt='{alt}' style='max-width:100%'></div>"
-    text = data.get("text/markdown") or data.get("text/plain") or output.get("text", "")
+    if "text/markdown" in data:
+        return markdown_html(_joined(data["text/markdown"]))
+    text = data.get("text/plain") or output.get("text", "")
     return f"<div style='white-space:pre-wrap'>{html.escape(_joined(text))}</div>"
 
 
