@@ -344,6 +344,24 @@ class NotebookPage:
         self.start(i)
         self.finish(i, timeout)
 
+    def text_while_busy(self, i: int, text: str, busy: int, *, within: str = ".jp-OutputArea") -> str:
+        """Wait until cell i's WITHIN element shows TEXT, and check that cell BUSY was still
+        running then (``[*]:``): what lands in a cell from the background lands at once, not
+        when the foreground cell ends. Returns that element's text."""
+        seen = self.page.wait_for_function(
+            """([selector, i, busy, within, text]) => {
+                const cells = [...document.querySelectorAll(selector)];
+                const out = cells[i].querySelector(within);
+                if (!out || !out.innerText.includes(text)) return false;
+                return {text: out.innerText, busyPrompt: cells[busy].querySelector('.jp-InputPrompt').innerText};
+            }""",
+            arg=[self.CELLS_JS, i, busy, within, text],
+            timeout=30_000,
+            polling=50,
+        ).json_value()
+        assert seen["busyPrompt"].strip() == "[*]:", f"{text!r} only appeared after cell {busy} ended: {seen}"
+        return str(seen["text"])
+
     def shot(self, name: str, i: int | None = None) -> None:
         if i is not None:
             self.cell(i).scroll_into_view_if_needed()

@@ -69,20 +69,10 @@ def _drive(nb: NotebookPage) -> None:
         elif i == meanwhile:
             # While this foreground run is busy, the background task's result lands in ITS cell.
             expect(prompt(i)).to_have_text("[*]:")
-            seen = nb.page.wait_for_function(
-                """([selector, bg, fg]) => {
-                    const cells = [...document.querySelectorAll(selector)];
-                    // the live widget's Output, or the static copy that replaces it once settled
-                    const out = cells[bg].querySelector('.widget-output .jp-RenderedMarkdown, .hnb-completions');
-                    if (!out || !out.innerText.includes('north 3, south 3, east 2')) return false;
-                    return {bg: out.innerText, fgPrompt: cells[fg].querySelector('.jp-InputPrompt').innerText};
-                }""",
-                arg=[nb.CELLS_JS, background, meanwhile],
-                timeout=30_000,
-                polling=50,
-            ).json_value()
-            assert seen["fgPrompt"].strip() == "[*]:", f"the background result only appeared after the later cell ended: {seen}"
-            assert "bg-1" in seen["bg"] and "completed" in seen["bg"], seen
+            # the live widget's Output, or the static copy that replaces it once settled
+            within = ".widget-output .jp-RenderedMarkdown, .hnb-completions"
+            landed = nb.text_while_busy(background, "north 3, south 3, east 2", meanwhile, within=within)
+            assert "bg-1" in landed and "completed" in landed, landed
             nb.shot("4-background-result-while-busy", background)
             nb.finish(i)
         else:
