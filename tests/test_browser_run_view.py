@@ -167,6 +167,25 @@ CELLS = [
     "%task wait bg-1",  # the first background task of the reopened notebook's kernel
 ]
 BUTTON = ".jp-OutputArea button.jupyter-button"
+# WCAG's contrast ratio of an element's text colour on the first opaque background behind it
+CONTRAST = """element => {
+    const rgb = text => text.match(/[\\d.]+/g).map(Number);
+    const luminance = ([r, g, b]) => {
+        const lin = c => (c /= 255) <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+        return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
+    };
+    let behind = element, bg = null;
+    while (behind && !bg) {
+        const c = rgb(getComputedStyle(behind).backgroundColor);
+        if (c.length === 3 || c[3] === 1) bg = c.slice(0, 3);
+        behind = behind.parentElement;
+    }
+    const fg = rgb(getComputedStyle(element).color);
+    const alpha = fg.length === 4 ? fg[3] : 1;
+    const seen = [0, 1, 2].map(k => fg[k] * alpha + (bg || [255, 255, 255])[k] * (1 - alpha));
+    const [hi, lo] = [luminance(seen), luminance(bg || [255, 255, 255])].sort((x, y) => y - x);
+    return (hi + 0.05) / (lo + 0.05);
+}"""
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
@@ -218,6 +237,9 @@ def _approvals(nb: NotebookPage, i: int) -> None:
     shell = card.locator("pre.hnb-shell")
     expect(shell).to_have_text("$ rm -rf scratch")
     expect(cell).to_contain_text("awaiting your approval")
+    reason = card.get_by_text("recursive or forced delete")
+    ratio = reason.evaluate(CONTRAST)
+    assert ratio >= 4.5, f"the card's reason text has a contrast of {ratio:.2f}:1"
     nb.shot("02-approval-card-shell", i)
     approve.click()
 
