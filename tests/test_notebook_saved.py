@@ -80,6 +80,7 @@ async def test_percent_approvals_shows_a_waiting_card_again_and_its_click_answer
         # a reload lost the card from its cell: %approvals finds it, any time
         again = await k.run("%approvals")
         (shown,) = [o for o in again.outputs if o["msg_type"] == "display_data"]
+        assert not [o for o in again.outputs if o["msg_type"] == "execute_result"], "the magic ran: no value to show"
         box = shown["data"][WIDGET_VIEW]["model_id"]
         approve = next(
             cid for cid in tree(k, box) if k.models[cid].get("_model_name") == "ButtonModel"

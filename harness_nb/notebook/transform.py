@@ -19,7 +19,7 @@ from typing import Any
 
 from IPython.core.inputtransformer2 import EscapedCommand, MagicAssign, TokenTransformBase
 
-OUR_LINE_MAGICS = ("agent", "agents", "task", "team", "mcp", "fix")
+OUR_LINE_MAGICS = ("agent", "agents", "task", "team", "mcp", "fix", "approvals")
 _HELP_REQUEST = re.compile(r"^%{1,2}@?[\w.-]+\?{1,2}$")
 _AGENT_HELP = re.compile(r"^(%{1,2}@[\w.-]+)(\?{1,2})$")
 
