@@ -36,12 +36,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench_kernel import TRIVIAL_CELL, percentile, sample_latency  # noqa: E402
 from common import API_KEY, FINAL_STEP, MODEL, RESULTS, bare_client, bare_conversation, fake_server  # noqa: E402
 
 from harness_nb import Harness  # noqa: E402
 from harness_nb.testing import KernelDriver  # noqa: E402
 
-TRIVIAL_CELL = "1 + 1"
 TEMPLATE = "Classify review number {value} as positive or negative."
 
 
@@ -86,17 +86,6 @@ async def throughput(url: str, rows: int, concurrency: int, latency: float) -> d
     }
 
 
-async def sample_latency(k: KernelDriver, samples: int, gap: float) -> list[float]:
-    out = []
-    for _ in range(samples):
-        t0 = time.perf_counter()
-        cell = k.execute(TRIVIAL_CELL)
-        await k.wait_for(lambda: cell.reply is not None, 60, "the trivial cell's reply")
-        out.append(time.perf_counter() - t0)
-        await asyncio.sleep(gap)
-    return out
-
-
 async def map_running(k: KernelDriver) -> bool:
     cell = await k.run("print(get_ipython()._harness_nb.harness().tracker.get('bg-1').done)")
     return KernelDriver.text(cell).strip() == "False"
@@ -120,11 +109,7 @@ async def responsiveness(url: str, rows: int, samples: int) -> dict[str, Any]:
                 raise RuntimeError(f"the map did not end well: {k.text(waited)}")
 
     def stats(values: list[float]) -> dict[str, float]:
-        ordered = sorted(values)
-        return {
-            "median_ms": round(statistics.median(values) * 1000, 2),
-            "p95_ms": round(ordered[int(0.95 * (len(ordered) - 1))] * 1000, 2),
-        }
+        return {"median_ms": round(statistics.median(values) * 1000, 2), "p95_ms": round(percentile(values, 95) * 1000, 2)}
 
     idle_stats, busy_stats = stats(idle), stats(busy)
     return {

@@ -256,20 +256,21 @@ class HarnessNB(Configurable):
         """What these settings make of a run's settings, offering ``tools`` (names; ``None``:
         every tool). Here ``0`` means "none" for a budget and "the model's own" for
         ``context_window``; each value was checked when it was set."""
-        return RunSettings(
-            model=self.model or None,
+        # changed(): 0 as "none" is the run settings' own convention, written once there
+        return RunSettings().changed(
+            model=self.model or "",
             approval_policy=cast(ApprovalPolicy, self.approval_policy),
             allow=tuple(self.allow),
             deny=tuple(self.deny),
             background_approvals=cast(BackgroundApprovals, self.background_approvals),
             allow_bypass_permissions=self.allow_bypass_permissions,
             max_turns=self.max_turns,
-            token_budget=self.token_budget or None,
-            budget_usd=self.budget_usd or None,
-            subagent_budget_usd=self.subagent_budget_usd or None,
+            token_budget=self.token_budget,
+            budget_usd=self.budget_usd,
+            subagent_budget_usd=self.subagent_budget_usd,
             prices=self.prices,
             provider_options=self.provider_options,
-            context_window=self.context_window or None,
+            context_window=self.context_window,
             # the default is left to provider_options, which may name a pace of its own
             replay_pace=None if self.replay_pace == "instant" else cast(ReplayPace, self.replay_pace),
             compact_threshold=self.compact_threshold,
