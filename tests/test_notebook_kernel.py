@@ -164,10 +164,11 @@ async def test_background_approval_and_completion_while_another_cell_runs(tmp_pa
         launch = await k.run("%%agent --bg\nclean the build folder")
         assert "agent run: general-purpose" in k.text(launch)
 
-        busy = k.execute(_busy_until_file("release"))
-        await k.wait_for(lambda: any(m["header"]["msg_type"] == "execute_input" for m in k.messages_for(busy)))
         card = await wait_for_widget_text(k, "Approve bash?")
         assert "[general-purpose] recursive or forced delete" in card
+        # a cell started while the card waits shows it again (a reload may have lost it)
+        busy = k.execute(_busy_until_file("release"))
+        await k.wait_for(lambda: any(m["header"]["msg_type"] == "execute_input" for m in k.messages_for(busy)))
         k.click(await k.wait_for_button("Approve"))
 
         completion = await wait_for_widget_text(k, "**bg-1**", timeout=30)
@@ -188,7 +189,11 @@ async def test_background_approval_and_completion_while_another_cell_runs(tmp_pa
 
         (tmp_path / "release").touch()
         await k.finished(busy)
-        assert k.text(busy) == "released\n"
+        assert k.text(busy) == (
+            "1 approval waiting:\n"
+            "approval: bash(command='rm -rf build') ([general-purpose] recursive or forced delete)\n"
+            "released\n"
+        )
         assert await task_state(k, "bg-1") == "completed"
 
         answer = await k.run("%%agent\nhow did the clean-up go?")
