@@ -15,7 +15,10 @@ model and an agent file) goes through every moment the run view has to get right
 - the notebook saved, its kernel shut down, the page reloaded: each run's static copy
   shows its tool lines and its answer;
 - a page reload while a background run's card waits: ``%approvals`` shows the card again,
-  and a click on it lets the run finish.
+  and a click on it lets the run finish;
+- a page reload while a foreground run's card waits, its cell still busy: the next cell
+  run from the reloaded page queues and shows the card at once; a click there lets the run
+  finish, and the queued cell runs after it.
 
 Screenshots of each moment go to test-artifacts/browser/<frontend>-<theme>/run_view-*.png.
 """
@@ -115,6 +118,14 @@ agents:
       usage: {input_tokens: 300, output_tokens: 10}
     - text: "tmpdir removed."
       usage: {input_tokens: 400, output_tokens: 10}
+  cleaner:
+    # the foreground run whose card waits across a page reload
+    - tool_calls:
+        - name: bash
+          arguments: {command: "rm -rf logs"}
+      usage: {input_tokens: 300, output_tokens: 10}
+    - text: "logs removed."
+      usage: {input_tokens: 400, output_tokens: 10}
   alice:
     - tool_calls:
         - name: read_file
@@ -141,9 +152,20 @@ color: purple
 You check CSV files and report empty cells.
 """
 
+CLEANER = """\
+---
+name: cleaner
+description: Removes the folders it is asked to remove.
+tools: bash
+---
+You remove the folders you are asked to remove.
+"""
+
 FILES = {
     "scripts/run_view.yaml": SCRIPT,
     "agents/checker.md": CHECKER,
+    "agents/cleaner.md": CLEANER,
+    "logs/old.log": "old\n",
     "data.csv": "region,units\nnorth,12\nsouth,7\neast,4\n",
     "report.py": "def revenue(rows):\n    return sum(r['units'] for r in rows)\n",
 }
@@ -165,6 +187,9 @@ CELLS = [
     "%%agent --bg\nRemove tmpdir.",
     "%approvals",
     "%task wait bg-1",  # the first background task of the reopened notebook's kernel
+    "%@cleaner Remove the logs folder.",
+    "%approvals",
+    'import os\nprint("logs is there:", os.path.exists("logs"))',
 ]
 BUTTON = ".jp-OutputArea button.jupyter-button"
 # WCAG's contrast ratio of an element's text colour on the first opaque background behind it
@@ -201,6 +226,7 @@ def test_run_view(tmp_path: Path, frontend: Frontend, theme: Theme) -> None:
         _interrupt(nb, 10)
         _reopened_without_kernel(nb)
         _card_recovered_after_reload(nb, 11)
+        _foreground_card_recovered_after_reload(nb, 14)
 
 
 def _approve(nb: NotebookPage, i: int) -> Any:
@@ -367,6 +393,32 @@ def _card_recovered_after_reload(nb: NotebookPage, i: int) -> None:
     nb.run(i + 2)
     expect(nb.value(i + 2)).to_contain_text("tmpdir removed.")
     nb.shot("12-approved-after-reload", i + 1)
+
+
+def _foreground_card_recovered_after_reload(nb: NotebookPage, i: int) -> None:
+    """A foreground run's card waits, the kernel busy with its cell; the page reloads before
+    the notebook was saved: the next cell run from the reloaded page queues behind the run
+    and shows the card at once, a click there lets the run finish, then the cell runs."""
+    from playwright.sync_api import expect
+
+    nb.start(i)
+    _approve(nb, i).wait_for(state="visible", timeout=30_000)
+    expect(nb.cell(i).locator("pre.hnb-shell")).to_have_text("$ rm -rf logs")
+    nb.open(kernel_idle=False)  # reload, unsaved, the cell still busy
+    expect(_approve(nb, i)).to_have_count(0)
+    nb.start(i + 1)
+    again = _approve(nb, i + 1)
+    expect(again).to_be_visible(timeout=10_000)
+    expect(nb.cell(i + 1).locator("pre.hnb-shell")).to_have_text("$ rm -rf logs")
+    expect(nb.prompt(i + 1)).to_have_text("[*]:")  # queued: the run that asks still holds the kernel
+    nb.shot("13-foreground-card-in-a-queued-cell", i + 1)
+    again.click()
+    expect(nb.cell(i + 1).locator(".hnb-card", has_text="Approved by you")).to_contain_text("rm -rf logs")
+    nb.finish(i + 1)
+    expect(nb.cell(i + 1)).to_contain_text("no approval is waiting")  # it ran after the run it unblocked
+    nb.run(i + 2)
+    expect(nb.cell(i + 2)).to_contain_text("logs is there: False")
+    nb.shot("14-foreground-approved-after-reload", i + 1)
 
 
 def _open_activity(nb: NotebookPage, i: int) -> None:

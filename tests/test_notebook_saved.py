@@ -9,7 +9,7 @@ import pytest
 
 from harness_nb.notebook.view_static import MARK_OPEN
 from harness_nb.testing.kernel_driver import visible_text
-from notebook_support import notebook, read_text, result_text, wait_for_widget_text
+from notebook_support import kernel_json, notebook, read_text, result_text, wait_for_widget_text
 
 pytestmark = pytest.mark.kernel
 
@@ -92,3 +92,90 @@ async def test_percent_approvals_shows_a_waiting_card_again_and_its_click_answer
         assert not (tmp_path / "build").exists(), "the click answered the run that asked"
         assert read_text(k, "✓ Approved by you: rm -rf build"), "both copies fold to the decision"
         assert "no approval is waiting" in k.text(await k.run("%approvals"))
+
+
+async def test_a_cell_queued_from_a_reloaded_page_shows_the_foreground_card_and_its_click_answers(tmp_path):
+    """A reload while a foreground run's card waits: the kernel is busy with that run, yet a
+    cell run from the new page (a new client session) gets the card at once, while it
+    queues; the page that shows the card already gets no copy in the cells it queues."""
+    (tmp_path / "build").mkdir()
+    script = {"agents": {"main": [{"tool_calls": [RM_BUILD]}, {"text": "Build folder removed."}]}}
+    async with notebook(tmp_path, script) as k:
+        run = k.execute("%%agent\nclean the build folder")
+        approve = await k.wait_for_button("Approve")
+
+        same_page = k.execute("2 + 2")  # Run All on the page that shows the card
+        reloaded = k.execute("%approvals", page="a-reloaded-page")
+
+        def card_box(cell):
+            return next((o for o in cell.outputs if o["msg_type"] == "display_data" and WIDGET_VIEW in o["data"]), None)
+
+        shown = await k.wait_for(lambda: card_box(reloaded), what="the card, shown in the queued cell")
+        assert run.reply is None and reloaded.reply is None, "both still busy: the run waits, the cell queues"
+        copy = shown["data"][WIDGET_VIEW]["model_id"]
+        assert approve not in tree(k, copy), "a copy made of new widgets: the reloaded page knows no older one"
+        (approve_copy,) = [
+            cid for cid in tree(k, copy)
+            if k.models[cid].get("_model_name") == "ButtonModel" and k.models[cid].get("description") == "Approve"
+        ]
+        assert shown["data"]["text/plain"].startswith("1 approval waiting:\napproval: bash(command='rm -rf build')")
+        # the same page's request came first, and got nothing
+        assert same_page.outputs == [] and same_page.reply is None
+
+        again = k.execute("3 + 3", page="a-reloaded-page")  # that page has been told once
+        k.click(approve_copy)  # on the card as shown in the queued cell
+        await k.finished(run)
+        assert result_text(run) == "Build folder removed."
+        assert not (tmp_path / "build").exists(), "the click answered the run that asked"
+
+        # the queued cells then run in their turn, in order
+        assert result_text(await k.finished(same_page)) == "4"
+        await k.finished(reloaded)
+        assert "no approval is waiting" in k.text(reloaded)
+        assert result_text(await k.finished(again)) == "6"
+        assert not [o for o in again.outputs if o["msg_type"] == "display_data"], "told once"
+        assert read_text(k, "✓ Approved by you: rm -rf build"), "the card folded to the decision"
+
+
+async def test_a_forged_request_while_a_card_waits_is_passed_on_and_shown_nothing(tmp_path):
+    """Reading the queue is a look, never a gate: a request with a wrong signature (or not
+    a cell's) gets no card, ipykernel still sees it (and drops the forgery), and the
+    waiting run and the cells after it go on."""
+    (tmp_path / "build").mkdir()
+    script = {"agents": {"main": [{"tool_calls": [RM_BUILD]}, {"text": "Build folder removed."}]}}
+    async with notebook(tmp_path, script) as k:
+        run = k.execute("%%agent\nclean the build folder")
+        approve = await k.wait_for_button("Approve")
+
+        forged = k.kc.session.msg("execute_request", {"code": "open('forged', 'w')", "silent": False})
+        forged["header"]["session"] = "a-forging-page"
+        frames = k.kc.session.serialize(forged)
+        frames[1] = b"0" * len(frames[1])  # the HMAC signature
+        await k.kc.shell_channel.socket.send_multipart(frames)
+        inspect = k.kc.session.msg("inspect_request", {"code": "len", "cursor_pos": 3, "detail_level": 0})
+        inspect["header"]["session"] = "a-reloaded-page"
+        k.kc.shell_channel.send(inspect)
+        reloaded = k.execute("1 + 1", page="a-reloaded-page")
+
+        await k.wait_for(lambda: any(o["msg_type"] == "display_data" for o in reloaded.outputs), what="the card")
+        shown_to = {m["parent_header"].get("msg_id") for _, m in k.iopub if m["header"]["msg_type"] == "display_data"}
+        assert forged["header"]["msg_id"] not in shown_to and inspect["header"]["msg_id"] not in shown_to
+        k.click(approve)
+        assert result_text(await k.finished(run)) == "Build folder removed."
+        assert result_text(await k.finished(reloaded)) == "2"
+        assert not (tmp_path / "forged").exists(), "the forgery was dropped, not run"
+
+
+async def test_unloading_hands_the_shell_stream_back(tmp_path):
+    async with notebook(tmp_path) as k:
+        setup = (
+            "from harness_nb.notebook.queued_cells import _main_shell_stream\n"
+            "_stream = _main_shell_stream(get_ipython().kernel)"
+        )
+        await k.run(setup)
+        assert await kernel_json(k, "_stream._recv_callback.__qualname__") == "QueuedCells._receive"
+        await k.run("%unload_ext harness_nb")
+        assert await kernel_json(k, "_stream._recv_callback.__qualname__") == "_async_in_context.<locals>.run_in_context"
+        await k.run("%load_ext harness_nb")
+        assert await kernel_json(k, "_stream._recv_callback.__qualname__") == "QueuedCells._receive"
+        assert result_text(await k.run("6 * 7")) == "42"

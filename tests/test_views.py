@@ -9,6 +9,8 @@ The real-kernel tests (``test_notebook_*``) check the same widgets end to end.
 
 from __future__ import annotations
 
+from typing import Any
+
 import asyncio
 import json
 import re
@@ -955,14 +957,38 @@ def test_a_run_that_started_background_work_settles_only_when_its_result_is_in(s
     assert view.settled
 
 
+def widget_ids(box: Any) -> set[str]:
+    """``box`` and every widget below it."""
+    found = {box.model_id}
+    for child in getattr(box, "children", ()):
+        found |= widget_ids(child)
+    return found
+
+
 async def test_waiting_cards_are_kept_until_decided_and_can_be_shown_again(wire, clock):
     pending = PendingApprovals()
     view = RunView("main", "m", scheduler=clock, pending=pending)
     answer, card = await ask_in_view(view, bash_call("rm -rf data"), "recursive delete", "high")
     assert list(pending) == [card]
     again = WaitingCards(list(pending))
-    assert card in again.children, "the same card widget: a click on either copy answers the call"
+    (twin,) = [c for c in again.children if isinstance(c, ApprovalCard)]
+    assert not widget_ids(twin) & widget_ids(card), "a copy of new widgets: a reloaded page may not know the card's"
     assert again.plain_text() == "1 approval waiting:\napproval: bash(command='rm -rf data') (recursive delete)"
-    wire.click(card.approve_button)
+    wire.click(twin.approve_button)  # the copy answers the card's call
     assert await answer == Approved()
     assert list(pending) == [], "a decided card is no longer waiting"
+    assert text(twin.status.value) == text(card.status.value) == "✓ Approved by you: rm -rf data", "both fold"
+    assert twin.approve_button.disabled and twin.children == (twin.status,)
+
+
+async def test_a_reason_typed_into_a_copy_goes_with_its_deny(wire, clock):
+    card = ApprovalCard(bash_call("rm -rf data"), "bash needs approval", "high")
+    waiting = asyncio.create_task(card.decision(None), name="decision")
+    twin = card.copy()
+    wire.type_into(card.reason_box, "typed into the other copy")
+    wire.type_into(twin.reason_box, "keep it")
+    wire.click(twin.deny_button)
+    async with asyncio.timeout(5):
+        assert await waiting == Denied("keep it", by_person=True)
+    assert text(twin.status.value) == "✗ Denied by you: keep it · rm -rf data"
+    assert twin.reason_box.disabled

@@ -19,8 +19,13 @@ by ``engine.person_reason``). Enter in the box denies too: a reason is only ever
 a denial, and denying is the safe direction for a stray key.
 
 ``PendingApprovals`` keeps the cards still waiting, so a card lost from the page (a reload
-before the notebook was saved) can be shown again — the same widget, so a click on either
-copy answers the one call (``%approvals``, and the next cell run).
+before the notebook was saved) can be shown again (``%approvals``, and the next cell run):
+as a copy made of new widgets — a reloaded page may not have got back the widgets made
+before it loaded — that answers the same call, and folds to the decision with the card
+it copies whichever was clicked. ``PendingApprovals`` also notes which
+pages (client sessions) were shown each card, so a cell queued from a page that never saw
+it gets it at once, even while the kernel is busy with the run that asks
+(``queued_cells``).
 """
 
 from __future__ import annotations
@@ -43,18 +48,36 @@ REASON_PLACEHOLDER = "Reason (optional) — tells the agent why"
 
 
 class PendingApprovals:
-    """The cards waiting for a decision, oldest first (one registry per kernel)."""
+    """The cards waiting for a decision, oldest first (one registry per kernel).
 
-    def __init__(self) -> None:
+    ``page`` names the frontend page (client session) of the request being handled, or
+    None: a card counts as seen by the page whose cell was running when it appeared."""
+
+    def __init__(self, page: Callable[[], str | None] = lambda: None) -> None:
         self._cards: dict[int, ApprovalCard] = {}
+        self._seen_by: dict[int, set[str]] = {}
         self.shown_by_hook: set[int] = set()
+        self.page = page
 
     def add(self, card: ApprovalCard) -> None:
         self._cards[id(card)] = card
+        self._seen_by[id(card)] = set()
+        self.mark_seen([card], self.page())
 
     def discard(self, card: ApprovalCard) -> None:
         self._cards.pop(id(card), None)
+        self._seen_by.pop(id(card), None)
         self.shown_by_hook.discard(id(card))
+
+    def mark_seen(self, cards: list[ApprovalCard], page: str | None) -> None:
+        """Note that ``page`` was shown ``cards`` (None: an unknown page, noted nowhere)."""
+        if page:
+            for card in cards:
+                self._seen_by.get(id(card), set()).add(page)
+
+    def not_seen_by(self, page: str) -> list[ApprovalCard]:
+        """The waiting cards ``page`` was never shown."""
+        return [c for c in self if page not in self._seen_by.get(id(c), ())]
 
     def __iter__(self) -> Iterator[ApprovalCard]:
         return iter(list(self._cards.values()))
@@ -79,6 +102,7 @@ class ApprovalCard(PlainTextBox):
         *,
         pending: PendingApprovals | None = None,
         on_settled: Callable[[ApprovalCard], None] | None = None,
+        answers: asyncio.Future[tuple[str, str]] | None = None,
     ) -> None:
         self.call = call
         self.reason = reason
@@ -112,7 +136,9 @@ class ApprovalCard(PlainTextBox):
             layout=widgets.Layout(width="22em"),
         )
         self.status = widgets.HTML("")
-        self._future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        # the button pressed and the reason typed beside it; a copy shares its card's
+        self._future = answers if answers is not None else asyncio.get_running_loop().create_future()
+        self.copies: list[ApprovalCard] = []
         self.approve_button.on_click(lambda _b: self._resolve("approve"))
         self.session_button.on_click(lambda _b: self._resolve("session"))
         self.deny_button.on_click(lambda _b: self._resolve("deny"))
@@ -136,7 +162,14 @@ class ApprovalCard(PlainTextBox):
 
     def _resolve(self, choice: str) -> None:
         if not self._future.done():
-            self._future.set_result(choice)
+            self._future.set_result((choice, self.reason_box.value))
+
+    def copy(self) -> ApprovalCard:
+        """The same card made of new widgets, for showing it again: its buttons answer this
+        card's call, and it folds to the decision when this card does."""
+        twin = ApprovalCard(self.call, self.reason, self.risk, answers=self._future)
+        self.copies.append(twin)
+        return twin
 
     @property
     def waiting(self) -> bool:
@@ -146,11 +179,11 @@ class ApprovalCard(PlainTextBox):
         """Wait for a click (or ``timeout`` seconds, then Denied) and show the outcome."""
         try:
             async with asyncio.timeout(timeout):
-                choice = await self._future
+                choice, typed = await self._future
             answer: Approved | Denied = (
                 Approved(remember=self.rule)
                 if choice == "session"
-                else Approved() if choice == "approve" else Denied.by_the_person(self.reason_box.value)
+                else Approved() if choice == "approve" else Denied.by_the_person(typed)
             )
         except TimeoutError:
             answer = Denied(f"nobody answered within {timeout:g} s: denied")
@@ -186,6 +219,8 @@ class ApprovalCard(PlainTextBox):
         )
         self.children = (self.status,)
         self.layout.border_left = f"4px solid {STATE_COLORS[state]}"
+        for twin in self.copies:
+            twin.settle(head, reason, note=note, state=state)
         if self.pending is not None:
             self.pending.discard(self)
         if self.on_settled is not None:
@@ -197,9 +232,9 @@ class ApprovalCard(PlainTextBox):
 
 
 class WaitingCards(PlainTextBox):
-    """Approval cards shown again, under a line saying how many wait: the same card
-    widgets as in their runs' views, so a click on either copy answers the call and both
-    fold to the decision."""
+    """Approval cards shown again, under a line saying how many wait: a copy of each
+    (``ApprovalCard.copy``), so a click on either answers the call and both fold to the
+    decision."""
 
     def __init__(self, cards: list[ApprovalCard]) -> None:
         self.cards = cards
@@ -207,7 +242,7 @@ class WaitingCards(PlainTextBox):
             f"<span class='hnb'><b style='color:{STATE_COLORS['waiting']}'>●</b> "
             f"<b>{plural(len(cards), 'approval')} waiting</b> (shown again: a click here answers the run that asked)</span>"
         )
-        super().__init__([widgets.HTML(STYLE), head, *cards])
+        super().__init__([widgets.HTML(STYLE), head, *(card.copy() for card in cards)])
         self.add_class("hnb")
         self.add_class("hnb-waiting")
 

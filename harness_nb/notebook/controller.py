@@ -25,6 +25,7 @@ from .config import HarnessNB
 from .history import CellHistory
 from .kernel_tools import kernel_tools
 from .proposal import CellProposals
+from .queued_cells import QueuedCells
 from .approval import ApprovalCard, PendingApprovals, WaitingCards
 from .map_view import MapView
 from .reply import AgentReply, MarkdownText
@@ -110,7 +111,9 @@ class NotebookHarness:
         self._accounts: weakref.WeakKeyDictionary[RunView, UsageAccount] = weakref.WeakKeyDictionary()
         # the display of each view still drawn as a widget, to put its static copy in at the end
         self._handles: weakref.WeakKeyDictionary[RunView, DisplayHandle] = weakref.WeakKeyDictionary()
-        self.pending = PendingApprovals()  # approval cards waiting, for %approvals and the next cell
+        self.pending = PendingApprovals(page=self.page)  # cards waiting, for %approvals and the next cell
+        # ... and for a cell queued behind a busy one from a page that lost them (a reload)
+        self.queued_cells = QueuedCells(getattr(shell, "kernel", None), self.pending, self.show_waiting)
 
     @property
     def widgets_enabled(self) -> bool:
@@ -182,6 +185,18 @@ class NotebookHarness:
             pass
 
     # ------------------------------------------------------------------ views
+    def page(self) -> str | None:
+        """The frontend page the current request came from: its client session id (a
+        reloaded page, or a second tab, has a new one). None outside a kernel."""
+        kernel = getattr(self.shell, "kernel", None)
+        if kernel is None:
+            return None
+        try:
+            session = kernel.get_parent("shell").get("header", {}).get("session")
+        except Exception:
+            return None
+        return session if isinstance(session, str) and session else None
+
     def unattended(self) -> str | None:
         """The unattended decision when the frontend cannot answer: nbclient, nbval and
         papermill send ``allow_stdin=false``; JupyterLab and Notebook send true."""
@@ -248,11 +263,13 @@ class NotebookHarness:
 
     def show_waiting(self, cards: list[ApprovalCard] | None = None) -> int:
         """Show again in this cell the approval cards still waiting (all, or ``cards``);
-        returns how many. A page reloaded before the notebook was saved loses a card from
-        its cell while the run still waits for it: this finds it again."""
+        returns how many, as copies (``ApprovalCard.copy``). A page reloaded before the
+        notebook was saved loses a card from its cell while the run still waits for it:
+        this finds it again (``QueuedCells`` calls it for a cell queued behind a busy one)."""
         cards = list(self.pending) if cards is None else cards
         if cards and self.widgets_enabled:
             display(WaitingCards(cards))
+            self.pending.mark_seen(cards, self.page())
         return len(cards)
 
     def before_cell(self, info: Any) -> None:

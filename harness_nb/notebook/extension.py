@@ -59,6 +59,7 @@ def load(shell: Any) -> None:
     shell.events.register("pre_run_cell", controller.before_cell)
     shell.events.register("post_run_cell", controller.history.after_cell)
     shell.events.register("post_run_cell", controller.proposals.after_cell)
+    controller.queued_cells.install()
     sync_agent_magics(shell, controller)
 
 
@@ -71,6 +72,7 @@ def unload(shell: Any) -> None:
     shell.events.unregister("pre_run_cell", controller.before_cell)
     shell.events.unregister("post_run_cell", controller.history.after_cell)
     shell.events.unregister("post_run_cell", controller.proposals.after_cell)
+    controller.queued_cells.uninstall()
     if _post_transform in shell.input_transformers_post:
         shell.input_transformers_post.remove(_post_transform)
     token_transformers = shell.input_transformer_manager.token_transformers

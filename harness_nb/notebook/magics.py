@@ -223,8 +223,9 @@ class HarnessMagics(Magics):
     @line_magic
     def approvals(self, line: str) -> Pending:
         """Show again the approval cards that still wait for you — after a page reload lost
-        one from its cell, say. Each is the same card: a click here answers the run that
-        asked. (The next cell you run shows a waiting card too.)"""
+        one from its cell, say. Each is a copy of the card: a click here answers the run
+        that asked. (The next cell you run shows a waiting card too; while a foreground run
+        waits, a cell run from a reloaded page shows it as soon as it queues.)"""
         if line.strip():
             raise UsageError("%approvals takes no arguments")
         if not self.controller.show_waiting():

@@ -147,10 +147,28 @@ class KernelDriver:
                 pass
 
     # ------------------------------------------------------------------ cells
-    def execute(self, code: str, *, allow_stdin: bool = True, store_history: bool = True) -> Cell:
+    def execute(
+        self, code: str, *, allow_stdin: bool = True, store_history: bool = True, page: str | None = None
+    ) -> Cell:
         """Send a cell and return at once (the cell may still be running). Without
-        ``store_history`` the cell runs as nbval runs every cell: no ``In`` entry, no number."""
-        msg_id = self.kc.execute(code, allow_stdin=allow_stdin, store_history=store_history)
+        ``store_history`` the cell runs as nbval runs every cell: no ``In`` entry, no number.
+        ``page``: the client session id the request carries instead of this client's (a
+        reloaded page, or a second tab, sends a new one)."""
+        if page is None:
+            msg_id = self.kc.execute(code, allow_stdin=allow_stdin, store_history=store_history)
+        else:
+            content = {
+                "code": code,
+                "silent": False,
+                "store_history": store_history,
+                "user_expressions": {},
+                "allow_stdin": allow_stdin,
+                "stop_on_error": True,
+            }
+            msg = self.kc.session.msg("execute_request", content)
+            msg["header"]["session"] = page
+            self.kc.shell_channel.send(msg)
+            msg_id = msg["header"]["msg_id"]
         cell = Cell(msg_id)
         self._cells[msg_id] = cell
         return cell
