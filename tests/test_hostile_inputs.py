@@ -115,7 +115,7 @@ def test_alias_bomb_is_refused_before_it_expands(agents_dir: Path) -> None:
     result, peak = peak_bytes(lambda: guarded(lambda: load_agent_dir(agents_dir, label="agents")))
     assert [d.name for d in result.definitions] == ["fine"]
     assert result.warnings == [
-        "agents/bomb.md: skipped: YAML alias *a at line 4: aliases are not allowed in agent "
+        "agents/bomb.md: skipped: YAML alias *a at line 5: aliases are not allowed in agent "
         "files (they can expand a few bytes into gigabytes); write the value out in full"
     ]
     assert peak < 2 * 1024 * 1024
@@ -127,6 +127,7 @@ def test_deep_nesting_is_refused_without_recursion(agents_dir: Path) -> None:
     assert [d.name for d in result.definitions] == ["fine"]
     (warning,) = result.warnings
     assert warning.startswith(f"agents/deep.md: skipped: YAML nested more than {YAML_MAX_DEPTH} levels")
+    assert f"levels deep at line 4;" in warning, "the line of the file, where x: starts"
 
 
 def test_oversized_frontmatter_and_file_are_refused_unread(agents_dir: Path) -> None:

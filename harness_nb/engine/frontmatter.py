@@ -43,15 +43,16 @@ class FrontmatterRefused(Exception):
 class _BoundedLoader(yaml.SafeLoader):
     """PyYAML's safe loader, refusing aliases and deep nesting as it composes nodes."""
 
-    def __init__(self, stream: str) -> None:
+    def __init__(self, stream: str, first_line: int) -> None:
         super().__init__(stream)
         self._depth = 0
+        self._first_line = first_line  # the file's line number of the stream's first line
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
             raise FrontmatterRefused(
-                f"YAML alias *{event.anchor} at line {event.start_mark.line + 1}: aliases are "
+                f"YAML alias *{event.anchor} at line {event.start_mark.line + self._first_line}: aliases are "
                 "not allowed in agent files (they can expand a few bytes into gigabytes); "
                 "write the value out in full"
             )
@@ -61,7 +62,7 @@ class _BoundedLoader(yaml.SafeLoader):
                 mark = self.peek_event().start_mark
                 raise FrontmatterRefused(
                     f"YAML nested more than {YAML_MAX_DEPTH} levels deep at line "
-                    f"{mark.line + 1}; agent frontmatter is a few flat keys "
+                    f"{mark.line + self._first_line}; agent frontmatter is a few flat keys "
                     "(name, description, tools, ...)"
                 )
             return super().compose_node(parent, index)
@@ -69,16 +70,18 @@ class _BoundedLoader(yaml.SafeLoader):
             self._depth -= 1
 
 
-def load_frontmatter(text: str) -> Any:
+def load_frontmatter(text: str, *, first_line: int = 1) -> Any:
     """The YAML value of ``text`` (``None`` for an empty document). Raises
-    ``FrontmatterRefused`` for text over a limit and ``yaml.YAMLError`` for invalid YAML."""
+    ``FrontmatterRefused`` for text over a limit and ``yaml.YAMLError`` for invalid YAML.
+    ``first_line``: the line of the file ``text`` starts on, for the refusals' line numbers
+    (``yaml.YAMLError`` marks count from the text's own first line)."""
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > FRONTMATTER_MAX_BYTES:
         raise FrontmatterRefused(
             f"frontmatter is {size:,} bytes; it is limited to {FRONTMATTER_MAX_BYTES // 1024} "
             "KiB — put long text (the agent's prompt) in the body, below the closing '---'"
         )
-    loader = _BoundedLoader(text)
+    loader = _BoundedLoader(text, first_line)
     try:
         return loader.get_single_data()
     finally:

@@ -283,7 +283,7 @@ def _split_frontmatter(text: str) -> tuple[str, str, int]:
 
 def _read_mapping(front: str, first_line: int, notes: list[str]) -> dict[Any, Any]:
     try:
-        loaded = load_frontmatter(front)
+        loaded = load_frontmatter(front, first_line=first_line)
     except FrontmatterRefused as exc:
         raise _Skip(str(exc)) from None
     except yaml.YAMLError as exc:
