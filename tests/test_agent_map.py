@@ -164,12 +164,15 @@ class Gated(Provider):
         yield answered(f"answer {row}")
 
 
-async def wait_until(condition) -> None:
-    for _ in range(1_000):
-        if condition():
-            return
-        await asyncio.sleep(0)
-    raise AssertionError("condition never held")
+async def wait_until(condition, timeout: float = 30) -> None:
+    """Until ``condition()`` holds. Not a count of loop turns: a run's setup reads files on
+    worker threads, which a loaded machine finishes later."""
+    try:
+        async with asyncio.timeout(timeout):
+            while not condition():
+                await asyncio.sleep(0.001)
+    except TimeoutError:
+        raise AssertionError(f"condition never held in {timeout:g} s") from None
 
 
 async def test_at_most_concurrency_rows_run_at_once_and_rows_start_in_order(tmp_path):
