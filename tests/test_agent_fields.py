@@ -421,7 +421,8 @@ def test_agents_listing_shows_effective_tools_modes_and_what_is_ignored(tmp_path
     assert "plan-reviewer  [.claude/agents/plan-reviewer.md]\n    tools: (all of the main agent's) read_file, grep, bash, kernel_stats\n" in listing
     assert "misspelt  [" in listing and "    ignored: unknown keys category, colour, disalowedTools, maxturns" in listing
     html = AgentTable(h)._repr_html_()
-    assert ">notes</th>" in html and "style=\"color: #6a1b9a\"" in html  # plan-reviewer is purple
+    assert ">notes</th>" in html and "--hnb-agent:#6a1b9a;color:#6a1b9a'>@plan-reviewer</b>" in html  # purple
+    assert html.startswith("<div class='hnb'><style>"), "in the style sheet that lightens it in a dark theme"
 
 
 def test_effort_is_noted_as_not_sent_for_a_model_without_it(tmp_path: Path) -> None:

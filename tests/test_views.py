@@ -43,7 +43,7 @@ from harness_nb.engine import Approved, Denied
 from harness_nb.notebook.approval import ApprovalCard, PendingApprovals, WaitingCards
 from harness_nb.notebook.live import LiveBox, Scheduler
 from harness_nb.notebook.team_view import TeamView
-from harness_nb.notebook.theme import PALETTE, STYLE, agent_color
+from harness_nb.notebook.theme import AGENT_COLORS, PALETTE, STYLE, agent_color, agent_name, legible_color
 from harness_nb.notebook.view import RunView
 from harness_nb.notebook.view_static import MARK_CLOSE, MARK_OPEN
 from team_support import (  # noqa: F401  (close_harnesses is an autouse fixture)
@@ -250,7 +250,7 @@ def test_a_subagents_progress_line_and_its_own_run_are_drawn_in_its_colour(wire,
     assert any("color:#6a1b9a'>explore</b>" in value for value in sent)
     assert "border-left:3px solid #6a1b9a" in purple.value, "the line is marked in the colour too"
     # not a colour: never put into the style, the agent gets its palette colour instead
-    assert "url(" not in odd.value and f"color:{agent_color('odd')}'>odd</b>" in odd.value
+    assert "url(" not in odd.value and f"color:{legible_color(agent_color('odd'))}'>odd</b>" in odd.value
     own = RunView("explore", "m", rate=4, scheduler=clock, color_of=colours)
     assert "color:#6a1b9a'>explore</b>" in own.header.value
     plain = RunView("main", "m", rate=4, scheduler=clock, color_of=colours)
@@ -865,6 +865,21 @@ def test_state_colours_reach_4_5_to_1_on_light_and_dark_backgrounds():
             colour = re.search(rf"--hnb-{name}: (#[0-9a-f]{{6}})", block)
             assert colour, name
             assert _contrast(colour.group(1), background) >= 4.5, (name, colour.group(1), background)
+
+
+def test_every_agent_colour_is_legible_as_a_name_on_a_white_notebook():
+    """Claude Code's yellow and orange (and any #rrggbb a file sets) are darkened just
+    enough to read; a colour that reads already is kept as the file says."""
+    for colour in [*AGENT_COLORS.values(), *PALETTE, "#ffff00", "#fff", "#0f0"]:
+        text_colour = legible_color(colour)
+        full = text_colour if len(text_colour) == 7 else "#" + "".join(c * 2 for c in text_colour[1:])
+        assert _contrast(full, "#ffffff") >= 4.5, (colour, text_colour)
+    assert legible_color(AGENT_COLORS["purple"]) == AGENT_COLORS["purple"]
+    assert legible_color(AGENT_COLORS["yellow"]) != AGENT_COLORS["yellow"]
+    yellow = agent_name("checker", AGENT_COLORS["yellow"])
+    assert f"--hnb-agent:{AGENT_COLORS['yellow']};" in yellow, "the pure colour stays for the dark theme's mix"
+    assert f"color:{legible_color(AGENT_COLORS['yellow'])}'" in yellow
+    assert legible_color("red; background: url(x)") == "red; background: url(x)", "only hex is reshaded"
 
 
 def test_tables_are_left_aligned_and_task_show_has_the_whole_prompt(tmp_path):

@@ -13,7 +13,7 @@ from ..providers.effort import effort_note
 from ..subagents import SubAgentDefinition, describe_model, resolve_model, resolve_tools
 from ..subagents.memory import MEMORY_FILE, memory_folder
 from ..subagents.permission import effective_mode, memory_only_writes
-from .theme import css_color, table
+from .theme import STYLE, agent_name, css_color, table
 
 
 def shown_source(source: str, workdir: Path) -> str:
@@ -108,9 +108,9 @@ class AgentTable:
         budgets = any(r.budget for r in self.rows)  # a budget column only when some agent has one
 
         def name_cell(r: AgentRow) -> str:
-            style = f' style="color: {r.color}"' if r.color else ""
+            name = agent_name(f"@{r.name}", r.color) if r.color else f"<b>@{html.escape(r.name)}</b>"
             about = f"<br><span style='opacity:.8'>{html.escape(r.description)}</span>" if r.description else ""
-            return f"<b{style}>@{html.escape(r.name)}</b>{about}"
+            return f"{name}{about}"
 
         def notes_cell(r: AgentRow) -> str:
             notes = [f"{label}: {text}" for label, text in r.notes if label != "budget"]
@@ -125,4 +125,5 @@ class AgentTable:
         warn = "".join(f"<li>{html.escape(w)}</li>" for w in self.warnings)
         warn_html = f"<p><b>Warnings:</b></p><ul>{warn}</ul>" if warn else ""
         head = ["agent", "source", "tools", "model"] + (["budget"] if budgets else []) + ["notes"]
-        return table(head, rows) + warn_html
+        # in the views' style sheet: an agent's colour is lightened in a dark theme there
+        return f"<div class='hnb'>{STYLE}{table(head, rows)}{warn_html}</div>"

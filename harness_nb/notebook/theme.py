@@ -121,9 +121,36 @@ def agent_color(name: str, color: str | None = None) -> str:
     return css_color(color) or PALETTE[zlib.crc32(name.encode()) % len(PALETTE)]
 
 
+def legible_color(color: str) -> str:
+    """``color`` (``#rgb`` or ``#rrggbb``) darkened just enough to reach 4.5:1 as text on a
+    white notebook: Claude Code's "yellow", say, is 1.9:1 as it is. Any other form is
+    returned unchanged. (A dark theme lightens the pure colour instead: the style sheet.)"""
+    if not _HEX_COLOR.match(color):
+        return color
+    digits = color[1:] if len(color) == 7 else "".join(c * 2 for c in color[1:])
+    rgb = [int(digits[i : i + 2], 16) for i in (0, 2, 4)]
+    for step in range(21):  # mixed with black, 5 % at a time
+        shade = [round(c * (1 - step / 20)) for c in rgb]
+        if _contrast_on_white(shade) >= 4.5:
+            return color if step == 0 else "#" + "".join(f"{c:02x}" for c in shade)
+    return "#000000"
+
+
+def _contrast_on_white(rgb: list[int]) -> float:
+    """WCAG 2's contrast ratio of an sRGB colour against white."""
+
+    def linear(c: int) -> float:
+        x = c / 255
+        return x / 12.92 if x <= 0.04045 else ((x + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (linear(c) for c in rgb)
+    return 1.05 / (0.2126 * r + 0.7152 * g + 0.0722 * b + 0.05)
+
+
 def agent_name(name: str, color: str) -> str:
-    """The agent's name, bold in its colour (lightened in a dark theme by the style sheet)."""
-    return f"<b class='hnb-agent' style='--hnb-agent:{color};color:{color}'>{html.escape(name)}</b>"
+    """The agent's name, bold in its colour: darkened where it is too light to read on
+    white (``legible_color``), lightened in a dark theme by the style sheet."""
+    return f"<b class='hnb-agent' style='--hnb-agent:{color};color:{legible_color(color)}'>{html.escape(name)}</b>"
 
 
 _CELL = "text-align:left;vertical-align:top;padding:2px 10px 2px 0"
