@@ -663,3 +663,62 @@ async def test_a_result_awaited_from_python_still_reaches_the_main_agent(tmp_pat
     assert injected.content == (
         '<background-task-completed id="bg-1" agent="reader" status="completed">found 3 CSVs</background-task-completed>'
     )
+
+
+def _three_background_jobs() -> dict:
+    jobs = [{"name": "task", "arguments": {"subagent_type": "general-purpose", "prompt": f"job {n}", "background": True}} for n in (1, 2, 3)]
+    return {
+        "main": [{"tool_calls": jobs}, {"text": "launched"}],
+        "general-purpose": [{"match": f"job {n}", "text": f"job {n} done"} for n in (1, 2, 3)],
+    }
+
+
+class HoldJobOne(Hook):
+    """Asks the person about the "job 1" call, and notes when the later calls' checks are
+    done (this hook runs after the permission check)."""
+
+    def __init__(self) -> None:
+        self.checked: set[str] = set()
+        self.others_checked = asyncio.Event()
+
+    async def before_tool(self, call, ctx):
+        prompt = json.loads(call.arguments or "{}").get("prompt", "")
+        if prompt == "job 1":
+            return Ask("the first job needs a look", "low")
+        self.checked.add(prompt)
+        if self.checked == {"job 2", "job 3"}:
+            self.others_checked.set()
+        return await super().before_tool(call, ctx)
+
+
+async def test_task_ids_follow_the_order_of_the_calls_not_of_their_checks(tmp_path):
+    """Three background task calls in one turn; the first one's check finishes last (it
+    waits for the person). The ids still follow the calls: job 1 is bg-1."""
+    hold = HoldJobOne()
+
+    async def person(call, reason, risk):
+        await hold.others_checked.wait()  # the other two are through their checks first
+        for _ in range(20):
+            await asyncio.sleep(0)  # and free to launch, were they not waiting their turn
+        return Approved()
+
+    h = Harness(ScriptedProvider(_three_background_jobs()), workdir=tmp_path, include_user_agents=False, sandbox="off", hooks=[hold])
+    OPEN.append(h)
+    await h.run("go", approval=person)
+    prompts = {f"bg-{n}": (await h.tracker.wait(f"bg-{n}", timeout=10)).prompt for n in (1, 2, 3)}
+    assert prompts == {"bg-1": "job 1", "bg-2": "job 2", "bg-3": "job 3"}
+
+
+async def test_a_denied_task_call_holds_no_later_call_back(tmp_path):
+    hold = HoldJobOne()
+
+    async def person(call, reason, risk):
+        await hold.others_checked.wait()
+        return Denied("not that one")
+
+    h = Harness(ScriptedProvider(_three_background_jobs()), workdir=tmp_path, include_user_agents=False, sandbox="off", hooks=[hold])
+    OPEN.append(h)
+    async with asyncio.timeout(20):  # a turn never passed would hang here
+        await h.run("go", approval=person)
+    prompts = {f"bg-{n}": (await h.tracker.wait(f"bg-{n}", timeout=10)).prompt for n in (1, 2)}
+    assert prompts == {"bg-1": "job 2", "bg-2": "job 3"}, "the two allowed calls, in their order"

@@ -50,7 +50,7 @@ from ..core import (
 )
 from ..core.media import bound_images
 from ..providers.base import ModelRequest, ModelResponse, Provider, TextChunk
-from ..tools import ToolContext, ToolOutcome, ToolRegistry, invoke, own_timeout
+from ..tools import CallOrder, ToolContext, ToolOutcome, ToolRegistry, invoke, own_timeout
 from .budget import BudgetScope, PromptTally
 from .compaction import ContextKeeper, FitContext
 from .context import ParentContext, RunContext, UsageAccount
@@ -415,9 +415,10 @@ class AgentEngine:
         context: RunContext,
     ) -> None:
         results: dict[str, ToolResultMessage] = {}
+        order = CallOrder(c.id for c in calls if getattr(self.tools.get(c.name), "in_call_order", False))
 
         def one(call: ToolCall) -> Any:
-            return self._run_tool(call, stop_reason, emit, parent, context)
+            return self._run_tool(call, stop_reason, emit, parent, context, order)
 
         try:
             if len(calls) == 1:
@@ -437,14 +438,30 @@ class AgentEngine:
                 )
 
     async def _run_tool(
-        self, call: ToolCall, stop_reason: str, emit: EventSink, parent: ParentContext, context: RunContext
+        self,
+        call: ToolCall,
+        stop_reason: str,
+        emit: EventSink,
+        parent: ParentContext,
+        context: RunContext,
+        order: CallOrder,
     ) -> ToolResultMessage:
         emit(ToolCallStarted(call=call, agent=self.agent))
         tool = self.tools.get(call.name)
         ctx = ToolContext(
-            workdir=self.workdir, call=call, agent=self.agent, emit=emit, tool=tool, parent=parent, roots=self.roots
+            workdir=self.workdir,
+            call=call,
+            agent=self.agent,
+            emit=emit,
+            tool=tool,
+            parent=parent,
+            roots=self.roots,
+            order=order,
         )
-        outcome = await self._outcome(call, stop_reason, ctx, emit, context)
+        try:
+            outcome = await self._outcome(call, stop_reason, ctx, emit, context)
+        finally:
+            order.pass_turn(call.id)  # denied, failed or done: it holds no later call back
         outcome = await self.hooks.after_tool(call, outcome, ctx)
         # Bounded here, where every tool's result (a kernel plot, an MCP screenshot) passes.
         images, left_out = bound_images(outcome.images)

@@ -83,6 +83,7 @@ class TaskTool(Tool):
     Params = TaskParams
     long_running = True  # a foreground subagent may run longer than the per-tool timeout
     coordination = True
+    in_call_order = True  # task ids follow the order of the model's calls
 
     def __init__(
         self,
@@ -115,6 +116,16 @@ class TaskTool(Tool):
         return self._spec
 
     async def run(self, params: TaskParams, ctx: ToolContext) -> str:
+        # Several task calls in one turn: each waits for the earlier ones to take their task
+        # ids, and passes its turn once it has taken its own (or on the way out, if it
+        # takes none), so bg-1 is the model's first call however their checks raced.
+        await ctx.order.wait_turn(ctx.call.id)
+        try:
+            return await self._run(params, ctx)
+        finally:
+            ctx.order.pass_turn(ctx.call.id)
+
+    async def _run(self, params: TaskParams, ctx: ToolContext) -> str:
         parent: ParentContext = ctx.parent
         if params.team_name:
             return await self._team(params, ctx)
@@ -153,10 +164,13 @@ class TaskTool(Tool):
         description: str = "",
         emit: Callable[[Event], Any] | None = None,
         wrap: bool = True,
+        numbered: Callable[[], None] = lambda: None,
     ) -> tuple[str, RunResult]:
         """Run one subagent in the foreground, tracked as ``fg-N``. Returns (task id, result);
-        a failure is recorded on the task entry and re-raised."""
+        a failure is recorded on the task entry and re-raised. ``numbered`` is called once
+        the task has its id, before it runs."""
         entry = self.tracker.start("subagent", definition.name, prompt, description=description, background=False)
+        numbered()
         account = parent.account.child()
         entry.usage = account.usage  # live: %task shows what it has used so far
         run = self.runner.run(
@@ -191,7 +205,14 @@ class TaskTool(Tool):
         """``run_child`` for the model: never raises except on cancellation, so one failure
         does not lose the results of its siblings."""
         try:
-            task_id, result = await self.run_child(definition, prompt, parent, description=description, emit=ctx.emit)
+            task_id, result = await self.run_child(
+                definition,
+                prompt,
+                parent,
+                description=description,
+                emit=ctx.emit,
+                numbered=lambda: ctx.order.pass_turn(ctx.call.id),
+            )
         except SubagentFailed as exc:
             return _Outcome(exc.task_id, finished_task(self.tracker.get(exc.task_id)), None)
         failed = result.stop_reason in BUDGET_STOPS

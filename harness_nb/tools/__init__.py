@@ -1,6 +1,6 @@
 """Tool base, registry and the built-in tools."""
 
-from .base import FunctionTool, Tool, ToolContext, ToolOutcome, ToolOutput, ToolRegistry, invoke, own_timeout, tool
+from .base import CallOrder, FunctionTool, Tool, ToolContext, ToolOutcome, ToolOutput, ToolRegistry, invoke, own_timeout, tool
 from .builtin import READ_ONLY_TOOLS, builtin_tools
 from .files import edit_file, ls, read_file, write_file
 from .path import display_path, resolve_in_workdir
@@ -11,6 +11,7 @@ from .shell import BashTool, bash, kill_running_commands
 __all__ = [
     "READ_ONLY_TOOLS",
     "BashTool",
+    "CallOrder",
     "FunctionTool",
     "Tool",
     "ToolContext",

@@ -8,12 +8,13 @@ every failure becomes a result the model can read.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import inspect
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_type_hints
 
@@ -22,13 +23,38 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from ..core import DisplayData, Event, HarnessError, ImagePart, ToolCall, ToolSpec, UnknownNameError, escape_surrogates
 
 
+class CallOrder:
+    """The calls of one model turn that take effect in the order the model made them,
+    while they still run side by side: the delegation tool numbers its tasks (bg-1, bg-2,
+    …) by it, so the numbers follow the calls and not which call's permission check
+    happened to finish first (each runs on a worker thread). ``wait_turn(call_id)``
+    returns once every earlier call in the order has passed its turn (``pass_turn``) or
+    ended (the engine passes it then); a call not in the order never waits."""
+
+    def __init__(self, call_ids: Iterable[str] = ()) -> None:
+        self._ids = list(dict.fromkeys(call_ids))
+        self._passed = {call_id: asyncio.Event() for call_id in self._ids}
+
+    async def wait_turn(self, call_id: str) -> None:
+        if call_id not in self._passed:
+            return
+        for earlier in self._ids[: self._ids.index(call_id)]:
+            await self._passed[earlier].wait()
+
+    def pass_turn(self, call_id: str) -> None:
+        event = self._passed.get(call_id)
+        if event is not None:
+            event.set()
+
+
 @dataclass(frozen=True)
 class ToolContext:
     """What a running tool may use: the working directory, the call, the calling agent, the
     event sink, the tool itself, and ``parent``: the calling run as a subagent would inherit
     it (an ``engine.ParentContext``, typed loosely so that tools need not import the engine;
     the delegation tool starts its subagents from it). ``roots`` are folders outside the
-    workdir that the file tools may use too (a subagent's memory folder)."""
+    workdir that the file tools may use too (a subagent's memory folder). ``order``: the
+    turn's calls of ``in_call_order`` tools, for effects that must follow the calls' order."""
 
     workdir: Path
     call: ToolCall
@@ -37,6 +63,7 @@ class ToolContext:
     tool: Tool | None = None
     parent: Any = None
     roots: tuple[Path, ...] = ()
+    order: CallOrder = field(default_factory=CallOrder)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +99,8 @@ class Tool(ABC):
     """Base class for tools. Set ``name``, ``description`` and ``Params`` and implement ``run``.
 
     ``read_only`` tools never change files or state; ``long_running`` tools (the delegation
-    tool) escape the per-tool timeout; ``coordination`` tools are never given to a subagent.
+    tool) escape the per-tool timeout; ``coordination`` tools are never given to a subagent;
+    ``in_call_order`` tools take their turn in ``ToolContext.order`` (see ``CallOrder``).
     """
 
     name: str
@@ -81,6 +109,7 @@ class Tool(ABC):
     read_only: bool = False
     long_running: bool = False
     coordination: bool = False
+    in_call_order: bool = False
     # The name of a parameter holding the tool's own timeout in seconds (bash has one): the
     # engine then waits that long (plus a margin) instead of cutting it off earlier.
     timeout_param: str | None = None
