@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from harness_nb.subagents.agent_map import NOT_RUN_INTERRUPTED
+from harness_nb.testing.kernel_driver import visible_text
 from notebook_support import HARNESS, error_name, kernel_json, notebook, result_text, wait_for_widget_text
 
 pytestmark = pytest.mark.kernel
@@ -33,6 +34,16 @@ async def test_a_map_over_a_series_keeps_row_order_and_a_failing_row_and_survive
         assert result_text(cell).startswith("<MapResult general-purpose over 3 rows: 2 done, 1 failed · "), result_text(cell)
         bar = await wait_for_widget_text(k, "agent map")
         assert "3 rows" in bar and "done, 1 failed" in bar
+        # ended: the static copy stands in for the bar (a saved notebook keeps how it went)
+        (shown,) = [o for o in cell.outputs if o["msg_type"] == "display_data"]
+        (final,) = [o for o in cell.outputs if o["msg_type"] == "update_display_data"]
+        assert final["transient"]["display_id"] == shown["transient"]["display_id"]
+        assert set(final["data"]) == {"text/plain", "text/html"}, "no widget left to draw"
+        assert final["data"]["text/plain"] == shown["data"]["text/plain"], "the text/plain it was shown with"
+        assert visible_text(final["data"]["text/html"]).startswith(
+            "agent map · general-purpose · 3 rows · done, 1 failed 3/3 · 1 failed · "
+        )
+        assert "width:100.0%" in final["data"]["text/html"] and "--hnb-warn" in final["data"]["text/html"]
         outcome = await kernel_json(k, "[_.texts, {str(i): e for i, e in _.errors.items()}]")
         assert outcome[0] == ["positive", None, "neutral"]
         assert list(outcome[1]) == ["r2"] and "the model refused this row" in outcome[1]["r2"]
@@ -62,5 +73,13 @@ async def test_a_map_over_a_series_keeps_row_order_and_a_failing_row_and_survive
         assert result_text(await k.run("2 + 2")) == "4"  # the kernel is free while the map runs
         await k.run("%task stop bg-1")
         await wait_for_widget_text(k, "(background bg-1)")
+
+        def static_copy():  # of the background map, sent to its cell when it stopped
+            return next((o for o in started.outputs if o["msg_type"] == "update_display_data"), None)
+
+        final = await k.wait_for(static_copy, what="the background map's static copy")
+        (shown,) = [o for o in started.outputs if o["msg_type"] == "display_data"]
+        assert final["transient"]["display_id"] == shown["transient"]["display_id"]
+        assert "(background bg-1) · general-purpose · 2 rows · interrupted" in visible_text(final["data"]["text/html"])
         texts = await kernel_json(k, f"{HARNESS}.last_map.result().texts")
         assert texts[1] is None

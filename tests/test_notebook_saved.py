@@ -21,6 +21,14 @@ def children(k, model_id: str) -> list[str]:
     return [str(ref).removeprefix("IPY_MODEL_") for ref in k.models.get(model_id, {}).get("children", ())]
 
 
+def updates_of(k, display_id: str) -> list[dict]:
+    """The ``update_display_data`` messages for ``display_id``, from whichever cell."""
+    return [
+        m for _, m in k.iopub
+        if m["header"]["msg_type"] == "update_display_data" and m["content"]["transient"]["display_id"] == display_id
+    ]
+
+
 def tree(k, model_id: str) -> set[str]:
     """``model_id`` and every widget below it."""
     found, todo = set(), [model_id]
@@ -91,6 +99,13 @@ async def test_percent_approvals_shows_a_waiting_card_again_and_its_click_answer
         assert result_text(await k.run("%task wait bg-1 --timeout 60")) == "Background clean-up done."
         assert not (tmp_path / "build").exists(), "the click answered the run that asked"
         assert read_text(k, "✓ Approved by you: rm -rf build"), "both copies fold to the decision"
+        # all decided: the copies' static form stands in for them (a saved notebook keeps it)
+        # (sent from the run's own task, so its parent is the cell that launched the run:
+        # frontends apply it by its display id, across cells)
+        final = await k.wait_for(lambda: updates_of(k, shown["transient"]["display_id"]), what="the static copy")
+        final = final[-1]["content"]
+        assert set(final["data"]) == {"text/plain", "text/html"}
+        assert visible_text(final["data"]["text/html"]) == "1 approval shown again ✓ Approved by you: rm -rf build"
         assert "no approval is waiting" in k.text(await k.run("%approvals"))
 
 

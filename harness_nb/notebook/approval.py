@@ -37,6 +37,8 @@ from collections.abc import Callable, Iterator
 import ipywidgets as widgets
 
 from ..core import ToolCall
+from ..core.media import STATIC_VIEW_CLOSE as MARK_CLOSE
+from ..core.media import STATIC_VIEW_OPEN as MARK_OPEN
 from ..engine import Approved, Denied, session_rule
 from ..core.usage import plural
 from .highlight import call_body, call_subject
@@ -164,10 +166,11 @@ class ApprovalCard(PlainTextBox):
         if not self._future.done():
             self._future.set_result((choice, self.reason_box.value))
 
-    def copy(self) -> ApprovalCard:
+    def copy(self, on_settled: Callable[[ApprovalCard], None] | None = None) -> ApprovalCard:
         """The same card made of new widgets, for showing it again: its buttons answer this
-        card's call, and it folds to the decision when this card does."""
-        twin = ApprovalCard(self.call, self.reason, self.risk, answers=self._future)
+        card's call, and it folds to the decision when this card does (then tells
+        ``on_settled``)."""
+        twin = ApprovalCard(self.call, self.reason, self.risk, answers=self._future, on_settled=on_settled)
         self.copies.append(twin)
         return twin
 
@@ -226,6 +229,13 @@ class ApprovalCard(PlainTextBox):
         if self.on_settled is not None:
             self.on_settled(self)
 
+    def static_html(self) -> str:
+        """The card in a static copy: the one decided line, or the call while it waits,
+        marked in its colour as the widget is."""
+        colour = STATE_COLORS[self.outcome_state] if self.outcome else RISK_COLOURS.get(self.risk, RISK_COLOURS["medium"])
+        shown = self.status.value if self.outcome else self.summary.value
+        return f"<div class='hnb-card' style='border-left-color:{colour}'>{shown}</div>"
+
     def plain_text(self) -> str:
         """``approval: <call> (<reason>)``: the card's ``text/plain`` form."""
         return f"approval: {self.call.brief(80)} ({self.reason})"
@@ -234,17 +244,36 @@ class ApprovalCard(PlainTextBox):
 class WaitingCards(PlainTextBox):
     """Approval cards shown again, under a line saying how many wait: a copy of each
     (``ApprovalCard.copy``), so a click on either answers the call and both fold to the
-    decision."""
+    decision. Once every one is decided, ``when_settled`` is told: nothing here can
+    change any more, so its static copy (``static_bundle``) can stand in for the widget,
+    and a saved notebook keeps the decisions."""
 
     def __init__(self, cards: list[ApprovalCard]) -> None:
         self.cards = cards
+        self.when_settled: Callable[[], None] | None = None
+        self.copies = [card.copy(on_settled=self._card_settled) for card in cards]
         head = widgets.HTML(
             f"<span class='hnb'><b style='color:{STATE_COLORS['waiting']}'>●</b> "
             f"<b>{plural(len(cards), 'approval')} waiting</b> (shown again: a click here answers the run that asked)</span>"
         )
-        super().__init__([widgets.HTML(STYLE), head, *(card.copy() for card in cards)])
+        super().__init__([widgets.HTML(STYLE), head, *self.copies])
         self.add_class("hnb")
         self.add_class("hnb-waiting")
+
+    @property
+    def settled(self) -> bool:
+        return not any(copy.waiting for copy in self.copies)
+
+    def _card_settled(self, _copy: ApprovalCard) -> None:
+        if self.settled and self.when_settled is not None:
+            self.when_settled()
+
+    def static_bundle(self) -> dict[str, str]:
+        """The decided cards as static HTML, under the ``text/plain`` they were shown with."""
+        lines = "".join(copy.static_html() for copy in self.copies)
+        head = f"<span class='hnb'><b>{plural(len(self.cards), 'approval')} shown again</b></span>"
+        page = f"{MARK_OPEN}{STYLE}<div class='hnb hnb-waiting hnb-static'>{head}{lines}</div>{MARK_CLOSE}"
+        return {"text/plain": self.plain_text(), "text/html": page}
 
     def plain_text(self) -> str:
         return "\n".join([f"{plural(len(self.cards), 'approval')} waiting:", *(c.plain_text() for c in self.cards)])

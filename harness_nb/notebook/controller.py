@@ -268,7 +268,10 @@ class NotebookHarness:
         this finds it again (``QueuedCells`` calls it for a cell queued behind a busy one)."""
         cards = list(self.pending) if cards is None else cards
         if cards and self.widgets_enabled:
-            display(WaitingCards(cards))
+            box = WaitingCards(cards)
+            shown = display(box, display_id=True)
+            if shown is not None:  # once all are decided, their static copy stands in for it
+                box.when_settled = lambda: shown.update(box.static_bundle(), raw=True)
             self.pending.mark_seen(cards, self.page())
         return len(cards)
 
@@ -401,30 +404,39 @@ class NotebookHarness:
             budget_usd=budget_usd,
             on_progress=view.update if view is not None else None,
         )
+        shown: DisplayHandle | None = None
+
+        def finish(result: MapResult) -> None:
+            # the map has ended: its static copy stands in for the bar from now on
+            assert view is not None
+            view.finish(result)
+            if shown is not None:
+                shown.update(view.static_bundle(), raw=True)
+
         try:
             if background:
                 handle = await h.start_map(agent, template, rows, **options)
             else:
                 if view is not None:
-                    display(view)
+                    shown = display(view, display_id=True)
                 result = await with_ticker(h.map(agent, template, rows, **options))
         except asyncio.CancelledError as exc:
             if view is not None and h.last_map is not None:
-                view.finish(h.last_map.result())
+                finish(h.last_map.result())
             shown_as_one_line(exc)
             raise
         except HarnessError as exc:
             raise UsageError(SECRETS.scrub(str(exc))) from None
         if not background:
             if view is not None:
-                view.finish(result)
+                finish(result)
             return result
         if view is not None:
             view.set_title(f"background {handle.id}")
-            display(view)
+            shown = display(view, display_id=True)
             finished = handle.entry.task
             if finished is not None:
-                finished.add_done_callback(lambda _task: view.finish(handle.result()))
+                finished.add_done_callback(lambda _task: finish(handle.result()))
         return handle
 
     def start_background(self, agent: str, prompt: str) -> str:

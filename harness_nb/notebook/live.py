@@ -99,3 +99,28 @@ class LiveBox(PlainTextBox):
             self._last_flush = pacer.time()
         dirty, self._dirty = self._dirty, set()
         self.render(dirty)
+
+
+class StaticCopyBox(LiveBox):
+    """A live box with a static copy of itself (``static_html``, implemented by the
+    subclass): the copy rides beside the widget in the bundle it is shown with, and
+    ``static_bundle()`` stands in for the widget once nothing in it moves any more (the
+    caller updates the display with it). Both keep the ``text/plain`` it was first shown
+    with: an update never changes what nbval compares, and a view whose title changes
+    later (a background run's task id) keeps its line."""
+
+    _first_plain: str | None = None
+
+    def static_html(self) -> str:
+        raise NotImplementedError
+
+    def static_bundle(self) -> dict[str, str]:
+        return {"text/plain": self._first_plain or self.plain_text(), "text/html": self.static_html()}
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        bundle = super()._repr_mimebundle_(**kwargs)
+        bundle["text/html"] = self.static_html()
+        if self._first_plain is None:
+            self._first_plain = bundle["text/plain"]
+        bundle["text/plain"] = self._first_plain
+        return bundle

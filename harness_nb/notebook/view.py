@@ -48,7 +48,7 @@ from ..engine import ApprovalChannel, Approved, Denied, stop_label
 from ..subagents.render import read_task_forms
 from ..textview import preview
 from .approval import ApprovalCard, PendingApprovals
-from .live import LiveBox, Scheduler, TimerHandle
+from .live import Scheduler, StaticCopyBox, TimerHandle
 from .reply import MarkdownText
 from .theme import STYLE, agent_color, agent_name, css_color, joined, state_label, state_mark
 from .view_lines import SubLine, ToolLine, note_html, plain_error
@@ -90,7 +90,7 @@ def tool_outputs(event: ToolCallFinished) -> tuple[dict[str, Any], ...]:
     )
 
 
-class RunView(LiveBox):
+class RunView(StaticCopyBox):
     """The widget of one run. Feed it events with ``view(event)``. ``color_of`` gives an
     agent's ``color`` by name: its subagents' progress lines (and its own name, for a
     subagent's run) are drawn in it; agents without one get a palette colour by name.
@@ -138,7 +138,6 @@ class RunView(LiveBox):
         self._static: dict[int, Callable[[], str]] = {}  # how each item reads in the static copy
         self._displays: list[widgets.Output] = []
         self._limit_stop: str | None = None
-        self._first_plain: str | None = None  # the text/plain form it was displayed with: an update keeps it
         self._background: set[str] = set()  # tasks it started in the background whose result is still to come
         self._tick: TimerHandle | None = None
         self._quiet_since = 0.0  # when the run last heard from the model or a tool
@@ -447,7 +446,7 @@ class RunView(LiveBox):
         if static is not None:
             return static()
         if isinstance(widget, ApprovalCard):
-            return f"<div class='hnb-card'>{widget.status.value if not widget.waiting else widget.summary.value}</div>"
+            return widget.static_html()
         if isinstance(widget, widgets.Output):
             return outputs_html(widget.outputs)
         return str(getattr(widget, "value", ""))
@@ -462,19 +461,6 @@ class RunView(LiveBox):
         if completions:
             tail.append(f"<div class='hnb-completions'>{completions}</div>")
         return page(STYLE, self._header_html(live=False), activity, self.activity_summary(), exhibits, tail)
-
-    def static_bundle(self) -> dict[str, str]:
-        """The static copy alone, as a display bundle whose ``text/plain`` is the one the
-        view was first shown with (a background view's title gains its task id later)."""
-        return {"text/plain": self._first_plain or self.plain_text(), "text/html": self.static_html()}
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        bundle = super()._repr_mimebundle_(**kwargs)
-        bundle["text/html"] = self.static_html()
-        if self._first_plain is None:
-            self._first_plain = bundle["text/plain"]
-        bundle["text/plain"] = self._first_plain
-        return bundle
 
     # ------------------------------------------------------------------ outcomes
     def finish(self, state: str) -> None:
