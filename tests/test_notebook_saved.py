@@ -146,7 +146,8 @@ async def test_a_cell_queued_from_a_reloaded_page_shows_the_foreground_card_and_
         # the queued cells then run in their turn, in order
         assert result_text(await k.finished(same_page)) == "4"
         await k.finished(reloaded)
-        assert "no approval is waiting" in k.text(reloaded)
+        assert "no approval is waiting" not in k.text(reloaded), "the decided card above says it all"
+        assert [o["msg_type"] for o in reloaded.outputs] == ["display_data"], "shown once, nothing more"
         assert result_text(await k.finished(again)) == "6"
         assert not [o for o in again.outputs if o["msg_type"] == "display_data"], "told once"
         assert read_text(k, "✓ Approved by you: rm -rf build"), "the card folded to the decision"
@@ -194,3 +195,35 @@ async def test_unloading_hands_the_shell_stream_back(tmp_path):
         await k.run("%load_ext harness_nb")
         assert await kernel_json(k, "_stream._recv_callback.__qualname__") == "QueuedCells._receive"
         assert result_text(await k.run("6 * 7")) == "42"
+
+
+async def test_a_card_shown_to_a_queued_approvals_cell_is_not_shown_there_again(tmp_path):
+    """A background run's card waits while another cell holds the kernel; a reloaded page
+    queues ``%approvals`` and is shown the card at once. When that cell runs in its turn,
+    the card (still waiting) is not shown a second time under the first."""
+    (tmp_path / "build").mkdir()
+    script = {"agents": {"general-purpose": [{"tool_calls": [RM_BUILD]}, {"text": "Background clean-up done."}]}}
+    async with notebook(tmp_path, script) as k:
+        await k.run("%config HarnessNB.background_approvals = 'ask'")
+        await k.run(
+            "import asyncio, ipywidgets\n_gate = asyncio.Event()\n"
+            "_open = ipywidgets.Button(description='open the gate')\n_open.on_click(lambda _b: _gate.set())"
+        )
+        await k.run("%%agent --bg\nclean the build folder")
+        await wait_for_widget_text(k, "Approve bash?")
+        busy = k.execute("await _gate.wait()")  # holds the kernel until the gate opens
+        reloaded = k.execute("%approvals", page="a-reloaded-page")
+        await k.wait_for(lambda: reloaded.outputs, what="the card, shown in the queued cell")
+        k.click(await k.wait_for_button("open the gate"))
+        await k.finished(busy)
+        await k.finished(reloaded)
+        assert [o["msg_type"] for o in reloaded.outputs] == ["display_data"], "once, though it still waits"
+        assert "no approval is waiting" not in k.text(reloaded)
+
+        box = reloaded.outputs[0]["data"][WIDGET_VIEW]["model_id"]
+        (approve,) = [
+            cid for cid in tree(k, box)
+            if k.models[cid].get("_model_name") == "ButtonModel" and k.models[cid].get("description") == "Approve"
+        ]
+        k.click(approve)
+        assert result_text(await k.run("%task wait bg-1 --timeout 60")) == "Background clean-up done."

@@ -59,6 +59,9 @@ class PendingApprovals:
         self._cards: dict[int, ApprovalCard] = {}
         self._seen_by: dict[int, set[str]] = {}
         self.shown_by_hook: set[int] = set()
+        # the cards shown to a cell while it queued (QueuedCells), by its request's id: when
+        # that cell is %approvals and runs, it need not show them twice
+        self._shown_in: dict[str, set[int]] = {}
         self.page = page
 
     def add(self, card: ApprovalCard) -> None:
@@ -76,6 +79,16 @@ class PendingApprovals:
         if page:
             for card in cards:
                 self._seen_by.get(id(card), set()).add(page)
+
+    def shown_in(self, request: str, cards: list[ApprovalCard]) -> None:
+        """Note that the cell of ``request`` (an execute request's id) shows ``cards``."""
+        self._shown_in.setdefault(request, set()).update(id(c) for c in cards)
+        while len(self._shown_in) > 64:  # cells that never ran (their page closed) are forgotten
+            del self._shown_in[next(iter(self._shown_in))]
+
+    def take_shown_in(self, request: str | None) -> set[int]:
+        """The ids of the cards the cell of ``request`` shows already (forgotten then)."""
+        return self._shown_in.pop(request, set()) if request else set()
 
     def not_seen_by(self, page: str) -> list[ApprovalCard]:
         """The waiting cards ``page`` was never shown."""

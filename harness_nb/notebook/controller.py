@@ -185,17 +185,23 @@ class NotebookHarness:
             pass
 
     # ------------------------------------------------------------------ views
+    def request_id(self) -> str | None:
+        """The id of the request being handled (the cell's execute request)."""
+        return self._request_header("msg_id")
+
     def page(self) -> str | None:
         """The frontend page the current request came from: its client session id (a
-        reloaded page, or a second tab, has a new one). None outside a kernel."""
+        reloaded page, or a second tab, has a new one)."""
+        return self._request_header("session")
+
+    def _request_header(self, name: str) -> str | None:
+        """A field of the current request's header; None outside a kernel."""
         kernel = getattr(self.shell, "kernel", None)
-        if kernel is None:
-            return None
         try:
-            session = kernel.get_parent("shell").get("header", {}).get("session")
+            value = kernel.get_parent("shell").get("header", {}).get(name) if kernel is not None else None
         except Exception:
             return None
-        return session if isinstance(session, str) and session else None
+        return value if isinstance(value, str) and value else None
 
     def unattended(self) -> str | None:
         """The unattended decision when the frontend cannot answer: nbclient, nbval and

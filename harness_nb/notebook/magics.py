@@ -228,7 +228,11 @@ class HarnessMagics(Magics):
         waits, a cell run from a reloaded page shows it as soon as it queues.)"""
         if line.strip():
             raise UsageError("%approvals takes no arguments")
-        if not self.controller.show_waiting():
+        controller = self.controller
+        # a cell queued behind a busy one may have been shown the cards already, while it
+        # waited (QueuedCells): those are above this cell's output, decided or not
+        shown = controller.pending.take_shown_in(controller.request_id())
+        if not controller.show_waiting([c for c in controller.pending if id(c) not in shown]) and not shown:
             print("no approval is waiting")
         return done(None)
 

@@ -19,8 +19,10 @@ answers the run that waits.
 
 A request from the page that already shows the card (Run All queueing the cells below
 it) gets nothing: each page is told once, recognised by the client session id every
-Jupyter frontend puts in its requests' headers. When the kernel is idle the request
-runs at once and the ``pre_run_cell`` hook shows the cards instead.
+Jupyter frontend puts in its requests' headers. (A page's next cell is shown a waiting
+card once more by the ``pre_run_cell`` hook, when it runs.) This holds whether the kernel
+is busy or not at that instant: a request that arrives just behind the one that will keep
+the kernel busy is read before that one has started, so "busy" is not a test here.
 
 How: a pass-through around the receive callback of ipykernel's main-shell stream — each
 message is read (its header and content, the signature checked and not recorded, as
@@ -67,8 +69,7 @@ class QueuedCells:
             return False
         stream = _main_shell_stream(self.kernel)
         original = getattr(stream, "_recv_callback", None)
-        lock = getattr(self.kernel, "_main_asyncio_lock", None)
-        if stream is None or not callable(original) or lock is None or getattr(self.kernel, "session", None) is None:
+        if stream is None or not callable(original) or getattr(self.kernel, "session", None) is None:
             log.info("harness_nb: this ipykernel's shell stream was not found; a lost card comes back with %%approvals")
             return False
         self._stream, self._passed_to = stream, original
@@ -85,7 +86,7 @@ class QueuedCells:
     def _receive(self, frames: list[Any]) -> Any:
         """The stream's callback: look, then hand the message on as it came."""
         passed_to = self._passed_to
-        if len(self.pending) and self.kernel._main_asyncio_lock.locked():
+        if len(self.pending):
             try:
                 self._offer(frames)
             except Exception:  # never let a look at a message lose the message
@@ -122,6 +123,7 @@ class QueuedCells:
                 self.kernel._shell_context = latest
         self.pending.mark_seen(cards, page)
         self.pending.shown_by_hook.update(id(c) for c in cards)  # its pre_run_cell has shown them
+        self.pending.shown_in(header["msg_id"], cards)  # and so has it, if it is %approvals
 
     def _show_to(self, idents: list[bytes], request: dict[str, Any], cards: list[ApprovalCard]) -> None:
         self.kernel.set_parent(idents, request, channel="shell")
