@@ -91,7 +91,6 @@ class MapView(StaticCopyBox):
             f"{bar}<div>{self._line_html()}</div></div>{MARK_CLOSE}"
         )
 
-
     def _bar_style(self) -> str:
         if self.state == "interrupted":
             return "danger"

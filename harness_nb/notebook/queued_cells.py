@@ -47,7 +47,8 @@ log = logging.getLogger(__name__)
 
 class QueuedCells:
     """Shows ``pending`` cards to a page whose cell queues behind a busy one, through
-    ``show`` (which displays them in the current request's cell)."""
+    ``show`` (which displays them in the current request's cell and marks them seen by its
+    page: ``NotebookHarness.show_waiting``)."""
 
     def __init__(self, kernel: Any, pending: PendingApprovals, show: Callable[[list[ApprovalCard]], object]) -> None:
         self.kernel = kernel
@@ -70,7 +71,7 @@ class QueuedCells:
         stream = _main_shell_stream(self.kernel)
         original = getattr(stream, "_recv_callback", None)
         if stream is None or not callable(original) or getattr(self.kernel, "session", None) is None:
-            log.info("harness_nb: this ipykernel's shell stream was not found; a lost card comes back with %%approvals")
+            log.info("harness_nb: this ipykernel's shell stream was not found; a lost card comes back with %approvals")
             return False
         self._stream, self._passed_to = stream, original
         stream.on_recv(self._receive, copy=getattr(stream, "_recv_copy", False))
@@ -121,7 +122,7 @@ class QueuedCells:
         finally:
             if latest is not None:
                 self.kernel._shell_context = latest
-        self.pending.mark_seen(cards, page)
+        # (``show`` noted the page as having seen them: it ran as this request)
         self.pending.shown_by_hook.update(id(c) for c in cards)  # its pre_run_cell has shown them
         self.pending.shown_in(header["msg_id"], cards)  # and so has it, if it is %approvals
 
