@@ -147,7 +147,7 @@ class Harness:
     (``skill_catalog``) and loaded on demand by the read-only ``skill`` tool; ``skills``
     names skills preloaded whole into the main agent's prompt.
 
-    ``sandbox``: how ``bash`` runs (``tools/sandbox.py``): ``"auto"`` under bubblewrap where
+    ``sandbox``: how ``bash`` runs (``sandbox/bubblewrap.py``): ``"auto"`` under bubblewrap where
     it works (else unsandboxed, with one warning), ``"bwrap"`` always (``ConfigError`` when
     it cannot), ``"off"`` never, or a ``Sandbox``; ``sandbox_network`` lets sandboxed
     commands use the network. ``self.sandbox.active`` says whether commands are confined.

@@ -1,5 +1,5 @@
 """Imports point downward only (DESIGN.md §1): notebook → harness → team → subagents →
-engine / mcp → tools / providers → core. Only notebook/ imports IPython, ipywidgets or ipykernel.
+engine / mcp → tools / providers / sandbox → core. Only notebook/ imports IPython, ipywidgets or ipykernel.
 
 The check reads every module's import statements (function-level imports included), so a
 lazy import cannot sneak a layer crossing past it.
@@ -17,6 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "harness_nb"
 RANK = {
     "core": 0,
     "providers": 1,
+    "sandbox": 1,
     "tools": 1,
     "engine": 2,
     "mcp": 2,
@@ -32,7 +33,15 @@ RANK = {
     "notebook": 6,
 }
 # same-rank layers that must not import each other
-SIBLINGS_FORBIDDEN = {("providers", "tools"), ("tools", "providers"), ("engine", "mcp"), ("mcp", "engine")}
+SIBLINGS_FORBIDDEN = {
+    ("providers", "tools"),
+    ("tools", "providers"),
+    ("sandbox", "tools"),
+    ("sandbox", "providers"),
+    ("providers", "sandbox"),
+    ("engine", "mcp"),
+    ("mcp", "engine"),
+}
 NOTEBOOK_ONLY = {"IPython", "ipywidgets", "ipykernel", "traitlets", "comm"}
 CORE_ALLOWED_THIRD_PARTY = {"pydantic", "pydantic_core", "typing_extensions"}
 

@@ -25,7 +25,7 @@ from harness_nb.engine.prompt import skill_dirs
 from harness_nb.harness import Harness
 from harness_nb.subagents import AgentRegistry
 from harness_nb.tools import BashTool, Sandbox, ToolContext, ToolOutcome, invoke, kill_running_commands
-from harness_nb.tools.sandbox import PROTECTED_FOLDERS, command_environment
+from harness_nb.sandbox import PROTECTED_FOLDERS, command_environment
 from sandbox_support import bwrap_sandbox, kill_all, open_fds, sleep_arg, wait_gone, wait_running
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="needs Linux /proc")
@@ -297,7 +297,7 @@ async def test_a_signal_exit_is_named(sandboxed, workdir):
 # ---------------------------------------------------------------- modes and settings
 def test_auto_without_bubblewrap_runs_unsandboxed_and_says_so_once(tmp_path, caplog):
     missing = str(tmp_path / "no-bwrap")
-    with caplog.at_level(logging.WARNING, logger="harness_nb.tools"):
+    with caplog.at_level(logging.WARNING, logger="harness_nb.sandbox"):
         first = Sandbox.create("auto", executable=missing)
         again = Sandbox.create("auto", executable=missing)
     assert not first.active and not again.active

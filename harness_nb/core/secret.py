@@ -447,6 +447,7 @@ LOGGER_NAMES = (
     "harness_nb.engine",
     "harness_nb.providers",
     "harness_nb.tools",
+    "harness_nb.sandbox",
     "harness_nb.subagents",
     "harness_nb.team",
     "harness_nb.notebook",

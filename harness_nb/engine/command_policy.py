@@ -66,7 +66,7 @@ GIT_RUNS = Reason("sets a git option that runs programs")
 FORCE_PUSH = Reason("rewrites git history")
 FORK_BOMB = Reason("fork bomb")
 # Contained by the sandbox: ask only outside it. The sandbox mounts the agent, skill and
-# settings folders and git's hooks and config read-only (tools/sandbox.py), so a command
+# settings folders and git's hooks and config read-only (sandbox/bubblewrap.py), so a command
 # there cannot plant what runs later outside it.
 PROTECTED = Reason("writes an agent, skill or settings file", contained=True)
 GIT_INTERNALS = Reason("writes git's own files (its hooks and config run programs)", contained=True)

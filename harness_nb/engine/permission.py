@@ -61,7 +61,7 @@ from typing import Literal, TypeAlias, get_args
 
 from ..core import ToolCall, ToolError, run_blocking
 from ..tools import ToolContext, ToolOutcome
-from ..tools.sandbox import PROTECTED_FOLDERS
+from ..sandbox import PROTECTED_FOLDERS
 from .command import Script, parse_command
 from .command_policy import GIT_INTERNALS, PROTECTED, Place, Reason, assess, command_texts, each_command
 from .hook import ALLOW, ApprovalChannel, Approved, Ask, Decision, Denied, Deny, Hook

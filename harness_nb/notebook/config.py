@@ -36,7 +36,7 @@ from ..providers.factory import parse_model
 from ..providers.options import ProviderOptions, ReplayPace, check_pace
 from ..settings import ApprovalPolicy, RunSettings
 from ..subagents import BackgroundApprovals
-from ..tools.sandbox import SANDBOX_MODES, Sandbox
+from ..sandbox import SANDBOX_MODES, Sandbox
 
 
 # The settings whose default comes from the environment, and from which variable.

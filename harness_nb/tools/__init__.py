@@ -5,7 +5,7 @@ from .builtin import READ_ONLY_TOOLS, builtin_tools
 from .files import edit_file, ls, read_file, write_file
 from .path import display_path, resolve_in_workdir
 from .search import glob, grep
-from .sandbox import Sandbox, SandboxMode
+from ..sandbox import Sandbox, SandboxMode
 from .shell import BashTool, bash, kill_running_commands
 
 __all__ = [

@@ -6,7 +6,7 @@ import copy
 
 from .base import FunctionTool, Tool
 from .files import edit_file, ls, read_file, write_file
-from .sandbox import Sandbox
+from ..sandbox import Sandbox
 from .search import glob, grep
 from .shell import BashTool
 

@@ -1,6 +1,6 @@
 """The ``bash`` tool: run a shell command in the working directory.
 
-A command runs under the tool's ``Sandbox`` (``tools/sandbox.py``: bubblewrap where it
+A command runs under the tool's ``Sandbox`` (``sandbox/bubblewrap.py``: bubblewrap where it
 works) with an allow-listed environment, in its own session. When it ends — finished,
 timed out or interrupted — its whole process group is killed, so background jobs end with
 it. Under bubblewrap its pid namespace makes that cover every process it started
@@ -28,7 +28,7 @@ from pydantic import Field
 
 from ..core import ToolError, run_blocking
 from .base import FunctionTool, ToolContext
-from .sandbox import Plan, Sandbox, default_sandbox
+from ..sandbox import Plan, Sandbox, default_sandbox
 
 BASH_MAX_OUTPUT_CHARS = 30_000
 """Most characters of output ``bash`` returns: the first and the last half of that."""

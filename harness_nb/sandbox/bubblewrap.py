@@ -41,21 +41,18 @@ from pathlib import Path
 from typing import Literal, cast
 
 from ..core import ConfigError, ToolError
+from .protected import PROTECTED_FOLDERS
 
-log = logging.getLogger("harness_nb.tools")
+log = logging.getLogger("harness_nb.sandbox")
 
 SandboxMode = Literal["auto", "bwrap", "off"]
 SANDBOX_MODES: tuple[SandboxMode, ...] = ("auto", "bwrap", "off")
 
 INSTALL_HINT = "install it: apt-get install bubblewrap"
 
-# Folders of the working directory a command may read but never change: agent files,
-# skills and settings (the harness loads them, so a command must not be able to rewrite
-# them) and the git hooks and config (git runs them later, outside the sandbox). Every
-# agent and skill folder the registry and the prompt builder read lies under one of
-# these (a test holds that).
-PROTECTED_FOLDERS: tuple[str, ...] = ("agents", "skills", ".claude", ".harness_nb")
-_GIT_PROTECTED = (".git/config", ".git/hooks")
+# The folders of the working directory a command may read but never change (agent files,
+# skills and settings) are ``protected.PROTECTED_FOLDERS``; git's hooks and config are
+# mounted read-only too (git runs them later, outside the sandbox).
 # Created as an empty mount point when missing and then kept: the harness's own state folder.
 _KEPT_MOUNT_POINTS = frozenset({".harness_nb"})
 
