@@ -1,0 +1,279 @@
+"""The model trial's machinery (benchmarks/model_trial/), answered by a script.
+
+The real trial has a capable model answer the relay's files; these tests prove that what it
+relies on works: the relay's round trip, streamed and not, through harness_nb's own
+provider; its refusal of a malformed answer until a corrected one comes; its HTTP 504 for a
+request nobody answers; and run_trial.py running a task notebook in a real kernel, with
+summarise.py counting what the requests hold.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+
+from harness_nb.core import ProviderError, ToolSpec
+from harness_nb.core.message import UserMessage
+from harness_nb.providers.base import ModelRequest
+from harness_nb.providers.openai import OpenAICompatibleProvider
+from harness_nb.providers.options import ProviderOptions
+
+TRIAL = Path(__file__).resolve().parent.parent / "benchmarks" / "model_trial"
+WITHIN = 120.0  # seconds: a bound on waiting for files and processes, not a measurement
+ECHO = ToolSpec(
+    name="echo",
+    description="Return the text.",
+    parameters={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+)
+
+
+def wait_for(path: Path) -> Path:
+    """``path`` once it exists (failing the test after ``WITHIN`` seconds)."""
+    deadline = time.monotonic() + WITHIN
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+    return path
+
+
+def write_answer(folder: Path, n: int, answer: Any) -> None:
+    """Write the answer to request ``n`` as an answerer should: to a temporary name, then renamed."""
+    tmp = folder / f"resp-{n:04d}.json.tmp"
+    tmp.write_text(answer if isinstance(answer, str) else json.dumps(answer), encoding="utf-8")
+    tmp.replace(folder / f"resp-{n:04d}.json")
+
+
+class Answerer:
+    """Answers requests 1, 2, … in ``folder`` from a fixed list, in a thread of its own."""
+
+    def __init__(self, folder: Path, answers: Sequence[Any]) -> None:
+        self.folder = folder
+        self.answers = list(answers)
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        for n, answer in enumerate(self.answers, 1):
+            wait_for(self.folder / f"req-{n:04d}.json")
+            write_answer(self.folder, n, answer)
+
+    def join(self) -> None:
+        self.thread.join(WITHIN)
+
+
+@pytest.fixture
+def relay(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A relay on a free port writing to ``tmp_path/relay``, with a 2-second answer timeout;
+    yields its ``/v1`` URL and folder."""
+    folder = tmp_path / "relay"
+    command = [sys.executable, str(TRIAL / "relay.py"), str(folder), "--port", "0", "--timeout", "2"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
+        try:
+            assert process.stdout is not None and process.stderr is not None
+            url = process.stdout.readline().strip()
+            assert url.startswith("http://127.0.0.1:"), process.stderr.read()
+            yield url, folder
+        finally:
+            process.terminate()
+            process.wait(WITHIN)
+
+
+def request(text: str, *, tools: Sequence[ToolSpec] = (ECHO,)) -> ModelRequest:
+    """A request from the test's agent, with the ``echo`` tool."""
+    return ModelRequest(
+        system="You are the trial's test agent.\nSay little.", messages=[UserMessage(content=text)], tools=tools
+    )
+
+
+async def test_the_relay_answers_streamed_and_plain_requests_from_files(relay: tuple[str, Path]) -> None:
+    url, folder = relay
+    answerer = Answerer(
+        folder,
+        [
+            {"content": "plain answer", "tool_calls": [{"name": "echo", "arguments": {"text": "one"}}]},
+            {"content": "streamed answer that is longer than one chunk of forty characters", "tool_calls": []},
+        ],
+    )
+    plain = OpenAICompatibleProvider("relay", base_url=url, options=ProviderOptions(streaming=False))
+    streamed = OpenAICompatibleProvider("relay", base_url=url, options=ProviderOptions(streaming=True))
+    try:
+        assert await plain.discover_window() == 128_000
+        first = await plain.complete(request("hello"))
+        second = [item async for item in streamed.stream(request("hello"))][-1]
+    finally:
+        await plain.aclose()
+        await streamed.aclose()
+    answerer.join()
+
+    assert first.message.content == "plain answer"
+    assert [(c.name, json.loads(c.arguments)) for c in first.message.tool_calls] == [("echo", {"text": "one"})]
+    assert second.message.content == "streamed answer that is longer than one chunk of forty characters"
+    assert second.message.tool_calls == ()
+    assert json.loads((folder / "req-0001.json").read_bytes()).get("stream") is None
+    assert json.loads((folder / "req-0002.json").read_bytes())["stream"] is True
+    readable = (folder / "req-0001.txt").read_text()
+    assert readable.startswith("# req-0001 · C1, its request 1 · subagent: You are the trial's test agent.")
+    assert "You are the trial's test agent.\nSay little." in readable and "### echo" in readable
+    again = (folder / "req-0002.txt").read_text()  # the same conversation sent again
+    assert "System prompt: unchanged since req-0001" in again and "Tools: unchanged since req-0001: echo" in again
+    assert [line.split("\t")[2] for line in (folder / "timing.log").read_text().splitlines()] == ["answered"] * 2
+
+
+async def test_a_malformed_answer_is_refused_until_a_corrected_one_comes(relay: tuple[str, Path]) -> None:
+    url, folder = relay
+    explained: list[str] = []
+
+    def answer() -> None:
+        wait_for(folder / "req-0001.json")
+        write_answer(folder, 1, {"content": "x", "tool_calls": [{"name": "bash", "arguments": '{"command": "ls"}'}]})
+        explained.append(wait_for(folder / "resp-0001.error").read_text())
+        write_answer(folder, 1, "{not json")
+        explained.append(wait_for_text(folder / "resp-0001.error", "not valid JSON"))
+        write_answer(folder, 1, {"content": "corrected", "tool_calls": [{"name": "echo", "arguments": {"text": "ok"}}]})
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    provider = OpenAICompatibleProvider(
+        "relay", base_url=url, options=ProviderOptions(streaming=True, max_retries=0, timeout=WITHIN)
+    )
+    try:
+        response = [item async for item in provider.stream(request("hello"))][-1]
+    finally:
+        await provider.aclose()
+    thread.join(WITHIN)
+
+    assert "'bash' is not a tool of this request; its tools: echo" in explained[0]
+    assert "'arguments' must be a JSON object, not a string holding JSON" in explained[0]
+    assert "Write a corrected resp-0001.json; req-0001 is still waiting." in explained[0]
+    assert response.message.content == "corrected"
+    assert [c.name for c in response.message.tool_calls] == ["echo"]
+    assert not (folder / "resp-0001.error").exists()
+    fields = (folder / "timing.log").read_text().rstrip("\n").split("\t")
+    assert (fields[2], fields[4]) == ("answered", "refused=2")
+
+
+def wait_for_text(path: Path, text: str) -> str:
+    """The text of ``path`` once it holds ``text``."""
+    deadline = time.monotonic() + WITHIN
+    while text not in (found := path.read_text() if path.exists() else ""):
+        assert time.monotonic() < deadline, f"{path} never said {text!r}"
+        time.sleep(0.05)
+    return found
+
+
+async def test_a_request_nobody_answers_gets_http_504_and_is_closed(relay: tuple[str, Path]) -> None:
+    url, folder = relay
+    provider = OpenAICompatibleProvider(
+        "relay", base_url=url, options=ProviderOptions(streaming=True, max_retries=0, timeout=WITHIN)
+    )
+    try:
+        with pytest.raises(ProviderError) as caught:
+            [item async for item in provider.stream(request("anyone there?"))]
+    finally:
+        await provider.aclose()
+
+    assert caught.value.status == 504
+    assert "no answer to req-0001 within 2 s" in str(caught.value)
+    assert (folder / "req-0001.closed").read_text() == "no answer within 2 s: the client got HTTP 504\n"
+    assert (folder / "timing.log").read_text().split("\t")[2] == "timeout"
+    write_answer(folder, 1, {"content": "too late"})  # ignored: the request has ended
+    assert (folder / "pending.txt").read_text() == ""
+
+
+def tiny_task(tasks: Path) -> Path:
+    """A task folder as the trial's are: the same first cell, one ask, a file to read, data
+    made by prepare.py, and an expected.md that must not reach the model's folder."""
+    task = tasks / "01-tiny"
+    task.mkdir(parents=True)
+    setup = nbformat.read(TRIAL / "tasks" / "01-sales-chart" / "task.ipynb", as_version=4).cells[0].source
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(setup),
+        nbformat.v4.new_code_cell("%%agent\nWhat do notes.txt and made.txt say?"),
+    ]
+    nbformat.write(nb, task / "task.ipynb")
+    (task / "notes.txt").write_text("the meeting moved to Tuesday\n")
+    (task / "prepare.py").write_text("from pathlib import Path\nPath('made.txt').write_text('made by prepare.py')\n")
+    (task / "expected.md").write_text("the answer names Tuesday\n")
+    return task
+
+
+@pytest.mark.kernel
+def test_run_trial_runs_a_task_notebook_and_summarise_counts_its_requests(tmp_path: Path) -> None:
+    tiny_task(tmp_path / "tasks")
+    out = tmp_path / "run"
+    requests = out / "requests" / "01-tiny"
+    answerer = Answerer(
+        requests,
+        [
+            {
+                "content": "Reading both.",
+                "tool_calls": [
+                    {"name": "read_file", "arguments": {"path": "notes.txt"}},
+                    {"name": "read_file", "arguments": {"path": "missing.txt"}},
+                    {"name": "read_file", "arguments": {"path": "made.txt"}},
+                ],
+            },
+            {"content": "The meeting moved to **Tuesday**; made.txt was made by prepare.py."},
+        ],
+    )
+    command = [
+        sys.executable, str(TRIAL / "run_trial.py"), "--out", str(out), "--tasks-dir", str(tmp_path / "tasks"),
+        "--answer-timeout", "60", "--cell-timeout", "300",
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    answerer.join()
+    assert done.returncode == 0, done.stdout + done.stderr
+
+    results = out / "results" / "01-tiny"
+    assert "The meeting moved to **Tuesday**" in (results / "outputs.txt").read_text()
+    assert json.loads((results / "run.json").read_text())["ended"] == "completed"
+    kept = results / "workdir"
+    assert (kept / "made.txt").exists() and not (kept / "expected.md").exists() and not (kept / "prepare.py").exists()
+    assert sorted(p.name for p in requests.glob("req-*.json")) == ["req-0001.json", "req-0002.json"]
+    assert (requests / "FINISHED").read_text().startswith("completed")
+    second = json.loads((requests / "req-0002.json").read_bytes())
+    results_read = [m["content"] for m in second["messages"] if m["role"] == "tool"]
+    assert "the meeting moved to Tuesday" in results_read[0] and results_read[1].startswith("error:")
+
+    summary = subprocess.run(
+        [sys.executable, str(TRIAL / "summarise.py"), str(out), "--json"], capture_output=True, text=True, check=True
+    )
+    task, total = json.loads(summary.stdout)
+    sizes = [len((requests / f"req-000{n}.json").read_bytes()) for n in (1, 2)]
+    first = json.loads((requests / "req-0001.json").read_bytes())
+    tools_bytes = len(json.dumps(first["tools"], ensure_ascii=False, separators=(",", ":")).encode())
+    system_bytes = len(first["messages"][0]["content"].encode())
+    assert task == {
+        "task": "01-tiny",
+        "verdict": "",
+        "requests": 2,
+        "unanswered": {},
+        "refused": 0,
+        "conversations": 1,
+        "main_turns": 2,
+        "sub_turns": 0,
+        "tool_calls": {"read_file": 3},
+        "tool_errors": {"read_file": 1},
+        "first_bytes": sizes[0],
+        "max_bytes": max(sizes),
+        "total_bytes": sum(sizes),
+        "first_tools_bytes": tools_bytes,
+        "max_tools_bytes": tools_bytes,
+        "first_system_bytes": system_bytes,
+        "max_system_bytes": system_bytes,
+    }
+    assert total["task"] == "**all**" and total["requests"] == 2 and total["tool_errors"] == {"read_file": 1}
+    table = subprocess.run(
+        [sys.executable, str(TRIAL / "summarise.py"), str(out)], capture_output=True, text=True, check=True
+    )
+    assert f"| 01-tiny | – | 2 | 0 | 0 | 1 | 2/0 | 3 | 1 | {sizes[0]:,} |" in table.stdout
