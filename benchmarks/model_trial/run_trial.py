@@ -140,13 +140,19 @@ def execute(notebook: Path, work: Path, env: dict[str, str], specs: Path, *, cel
 
 
 def cell_errors(nb: Any) -> list[dict[str, Any]]:
-    """Each code cell that ended in an error: its index, first source line and exception."""
+    """Each code cell that ended in an error: its index, first source line and exception.
+    A magic's ``UsageError`` (a failed agent run ends so) is printed to stderr, not raised."""
     found = []
     for index, cell in enumerate(nb.cells):
         for out in cell.get("outputs", ()):
             if out.get("output_type") == "error":
-                first = (cell.source.splitlines() or [""])[0]
-                found.append({"cell": index, "source": first, "error": f"{out['ename']}: {out['evalue']}"[:500]})
+                error = f"{out['ename']}: {out['evalue']}"
+            elif out.get("output_type") == "stream" and out.get("name") == "stderr" and "UsageError:" in out["text"]:
+                error = out["text"].strip()
+            else:
+                continue
+            first = (cell.source.splitlines() or [""])[0]
+            found.append({"cell": index, "source": first, "error": error[:500]})
     return found
 
 
