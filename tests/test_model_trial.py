@@ -14,7 +14,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -36,13 +37,31 @@ ECHO = ToolSpec(
 )
 
 
-def wait_for(path: Path) -> Path:
-    """``path`` once it exists (failing the test after ``WITHIN`` seconds)."""
+class Stopped(Exception):
+    """The test is over: a helper thread stops waiting."""
+
+
+def wait_for(path: Path, stop: threading.Event | None = None) -> Path:
+    """``path`` once it exists; ``Stopped`` once ``stop`` is set, ``AssertionError`` after
+    ``WITHIN`` seconds."""
     deadline = time.monotonic() + WITHIN
     while not path.exists():
+        if stop is not None and stop.is_set():
+            raise Stopped
         assert time.monotonic() < deadline, f"{path} never appeared"
         time.sleep(0.05)
     return path
+
+
+def wait_for_text(path: Path, text: str, stop: threading.Event) -> str:
+    """The text of ``path`` once it holds ``text`` (as ``wait_for``)."""
+    deadline = time.monotonic() + WITHIN
+    while text not in (found := path.read_text() if path.exists() else ""):
+        if stop.is_set():
+            raise Stopped
+        assert time.monotonic() < deadline, f"{path} never said {text!r}"
+        time.sleep(0.05)
+    return found
 
 
 def write_answer(folder: Path, n: int, answer: Any) -> None:
@@ -52,22 +71,41 @@ def write_answer(folder: Path, n: int, answer: Any) -> None:
     tmp.replace(folder / f"resp-{n:04d}.json")
 
 
-class Answerer:
-    """Answers requests 1, 2, … in ``folder`` from a fixed list, in a thread of its own."""
+@contextmanager
+def in_thread(work: Callable[[threading.Event], None]) -> Iterator[None]:
+    """Run ``work(stop)`` in a thread while the block runs; then set ``stop``, wait for the
+    thread, and raise what it raised (so nothing outlives the test)."""
+    stop = threading.Event()
+    failures: list[BaseException] = []
 
-    def __init__(self, folder: Path, answers: Sequence[Any]) -> None:
-        self.folder = folder
-        self.answers = list(answers)
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
+    def run() -> None:
+        try:
+            work(stop)
+        except Stopped:
+            pass
+        except BaseException as exc:
+            failures.append(exc)
 
-    def _run(self) -> None:
-        for n, answer in enumerate(self.answers, 1):
-            wait_for(self.folder / f"req-{n:04d}.json")
-            write_answer(self.folder, n, answer)
+    thread = threading.Thread(target=run, name="model-trial-answerer")
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+    if failures:
+        raise failures[0]
 
-    def join(self) -> None:
-        self.thread.join(WITHIN)
+
+def answering(folder: Path, answers: Sequence[Any]) -> AbstractContextManager[None]:
+    """Answer requests 1, 2, … in ``folder`` from a fixed list while the block runs."""
+
+    def answer(stop: threading.Event) -> None:
+        for n, given in enumerate(answers, 1):
+            wait_for(folder / f"req-{n:04d}.json", stop)
+            write_answer(folder, n, given)
+
+    return in_thread(answer)
 
 
 @pytest.fixture
@@ -96,23 +134,20 @@ def request(text: str, *, tools: Sequence[ToolSpec] = (ECHO,)) -> ModelRequest:
 
 async def test_the_relay_answers_streamed_and_plain_requests_from_files(relay: tuple[str, Path]) -> None:
     url, folder = relay
-    answerer = Answerer(
-        folder,
-        [
-            {"content": "plain answer", "tool_calls": [{"name": "echo", "arguments": {"text": "one"}}]},
-            {"content": "streamed answer that is longer than one chunk of forty characters", "tool_calls": []},
-        ],
-    )
+    answers = [
+        {"content": "plain answer", "tool_calls": [{"name": "echo", "arguments": {"text": "one"}}]},
+        {"content": "streamed answer that is longer than one chunk of forty characters", "tool_calls": []},
+    ]
     plain = OpenAICompatibleProvider("relay", base_url=url, options=ProviderOptions(streaming=False))
     streamed = OpenAICompatibleProvider("relay", base_url=url, options=ProviderOptions(streaming=True))
     try:
-        assert await plain.discover_window() == 128_000
-        first = await plain.complete(request("hello"))
-        second = [item async for item in streamed.stream(request("hello"))][-1]
+        with answering(folder, answers):
+            assert await plain.discover_window() == 128_000
+            first = await plain.complete(request("hello"))
+            second = [item async for item in streamed.stream(request("hello"))][-1]
     finally:
         await plain.aclose()
         await streamed.aclose()
-    answerer.join()
 
     assert first.message.content == "plain answer"
     assert [(c.name, json.loads(c.arguments)) for c in first.message.tool_calls] == [("echo", {"text": "one"})]
@@ -125,6 +160,7 @@ async def test_the_relay_answers_streamed_and_plain_requests_from_files(relay: t
     assert "You are the trial's test agent.\nSay little." in readable and "### echo" in readable
     again = (folder / "req-0002.txt").read_text()  # the same conversation sent again
     assert "System prompt: unchanged since req-0001" in again and "Tools: unchanged since req-0001: echo" in again
+    assert "The same messages as req-0001: sent again (a retry). The last one:\n--- [1] user\nhello" in again
     assert [line.split("\t")[2] for line in (folder / "timing.log").read_text().splitlines()] == ["answered"] * 2
 
 
@@ -132,24 +168,22 @@ async def test_a_malformed_answer_is_refused_until_a_corrected_one_comes(relay: 
     url, folder = relay
     explained: list[str] = []
 
-    def answer() -> None:
-        wait_for(folder / "req-0001.json")
+    def answer(stop: threading.Event) -> None:
+        wait_for(folder / "req-0001.json", stop)
         write_answer(folder, 1, {"content": "x", "tool_calls": [{"name": "bash", "arguments": '{"command": "ls"}'}]})
-        explained.append(wait_for(folder / "resp-0001.error").read_text())
+        explained.append(wait_for(folder / "resp-0001.error", stop).read_text())
         write_answer(folder, 1, "{not json")
-        explained.append(wait_for_text(folder / "resp-0001.error", "not valid JSON"))
+        explained.append(wait_for_text(folder / "resp-0001.error", "not valid JSON", stop))
         write_answer(folder, 1, {"content": "corrected", "tool_calls": [{"name": "echo", "arguments": {"text": "ok"}}]})
 
-    thread = threading.Thread(target=answer, daemon=True)
-    thread.start()
     provider = OpenAICompatibleProvider(
         "relay", base_url=url, options=ProviderOptions(streaming=True, max_retries=0, timeout=WITHIN)
     )
     try:
-        response = [item async for item in provider.stream(request("hello"))][-1]
+        with in_thread(answer):
+            response = [item async for item in provider.stream(request("hello"))][-1]
     finally:
         await provider.aclose()
-    thread.join(WITHIN)
 
     assert "'bash' is not a tool of this request; its tools: echo" in explained[0]
     assert "'arguments' must be a JSON object, not a string holding JSON" in explained[0]
@@ -159,15 +193,6 @@ async def test_a_malformed_answer_is_refused_until_a_corrected_one_comes(relay: 
     assert not (folder / "resp-0001.error").exists()
     fields = (folder / "timing.log").read_text().rstrip("\n").split("\t")
     assert (fields[2], fields[4]) == ("answered", "refused=2")
-
-
-def wait_for_text(path: Path, text: str) -> str:
-    """The text of ``path`` once it holds ``text``."""
-    deadline = time.monotonic() + WITHIN
-    while text not in (found := path.read_text() if path.exists() else ""):
-        assert time.monotonic() < deadline, f"{path} never said {text!r}"
-        time.sleep(0.05)
-    return found
 
 
 async def test_a_request_nobody_answers_gets_http_504_and_is_closed(relay: tuple[str, Path]) -> None:
@@ -185,7 +210,6 @@ async def test_a_request_nobody_answers_gets_http_504_and_is_closed(relay: tuple
     assert "no answer to req-0001 within 2 s" in str(caught.value)
     assert (folder / "req-0001.closed").read_text() == "no answer within 2 s: the client got HTTP 504\n"
     assert (folder / "timing.log").read_text().split("\t")[2] == "timeout"
-    write_answer(folder, 1, {"content": "too late"})  # ignored: the request has ended
     assert (folder / "pending.txt").read_text() == ""
 
 
@@ -212,26 +236,23 @@ def test_run_trial_runs_a_task_notebook_and_summarise_counts_its_requests(tmp_pa
     tiny_task(tmp_path / "tasks")
     out = tmp_path / "run"
     requests = out / "requests" / "01-tiny"
-    answerer = Answerer(
-        requests,
-        [
-            {
-                "content": "Reading both.",
-                "tool_calls": [
-                    {"name": "read_file", "arguments": {"path": "notes.txt"}},
-                    {"name": "read_file", "arguments": {"path": "missing.txt"}},
-                    {"name": "read_file", "arguments": {"path": "made.txt"}},
-                ],
-            },
-            {"content": "The meeting moved to **Tuesday**; made.txt was made by prepare.py."},
-        ],
-    )
+    answers = [
+        {
+            "content": "Reading both.",
+            "tool_calls": [
+                {"name": "read_file", "arguments": {"path": "notes.txt"}},
+                {"name": "read_file", "arguments": {"path": "missing.txt"}},
+                {"name": "read_file", "arguments": {"path": "made.txt"}},
+            ],
+        },
+        {"content": "The meeting moved to **Tuesday**; made.txt was made by prepare.py."},
+    ]
     command = [
         sys.executable, str(TRIAL / "run_trial.py"), "--out", str(out), "--tasks-dir", str(tmp_path / "tasks"),
         "--answer-timeout", "60", "--cell-timeout", "300",
     ]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
-    answerer.join()
+    with answering(requests, answers):
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
 
     results = out / "results" / "01-tiny"
@@ -241,6 +262,13 @@ def test_run_trial_runs_a_task_notebook_and_summarise_counts_its_requests(tmp_pa
     assert (kept / "made.txt").exists() and not (kept / "expected.md").exists() and not (kept / "prepare.py").exists()
     assert sorted(p.name for p in requests.glob("req-*.json")) == ["req-0001.json", "req-0002.json"]
     assert (requests / "FINISHED").read_text().startswith("completed")
+    readable = (requests / "req-0002.txt").read_text()
+    assert (
+        readable.startswith("# req-0002 · C1, its request 2 · main agent: ")
+        and "Continues C1 after req-0001." in readable
+    )
+    assert "## Messages [1]–[1]: as in req-0001\n## New messages\n--- [2] assistant\nReading both." in readable
+    assert readable.count(" (read_file)\n") == 3
     second = json.loads((requests / "req-0002.json").read_bytes())
     results_read = [m["content"] for m in second["messages"] if m["role"] == "tool"]
     assert "the meeting moved to Tuesday" in results_read[0] and results_read[1].startswith("error:")
