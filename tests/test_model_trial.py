@@ -213,6 +213,31 @@ async def test_a_request_nobody_answers_gets_http_504_and_is_closed(relay: tuple
     assert (folder / "pending.txt").read_text() == ""
 
 
+def test_answer_py_lists_the_waiting_requests_and_sends_only_a_good_answer(tmp_path: Path) -> None:
+    folder = tmp_path / "requests" / "01-a"
+    folder.mkdir(parents=True)
+    body = {
+        "model": "relay",
+        "messages": [{"role": "user", "content": "hi"}],
+        "tools": [{"type": "function", "function": {"name": "echo"}}],
+    }
+    (folder / "req-0001.json").write_text(json.dumps(body))
+    (folder / "req-0001.txt").write_text("# req-0001\n")
+    answer = [sys.executable, str(TRIAL / "answer.py")]
+
+    def run(*args: str, given: str = "") -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*answer, *args], input=given, capture_output=True, text=True, timeout=WITHIN)
+
+    assert run("next", str(tmp_path / "requests"), "--wait", "0").stdout == f"{folder / 'req-0001.txt'}\n"
+    refused = run("send", str(folder / "req-0001"), given='{"tool_calls": [{"name": "bash", "arguments": {}}]}')
+    assert refused.returncode == 1 and not (folder / "resp-0001.json").exists()
+    assert refused.stderr == "not sent: tool call 1: 'bash' is not a tool of this request; its tools: echo\n"
+    assert run("send", str(folder / "req-0001.txt"), given='{"content": "hello"}').returncode == 0
+    assert json.loads((folder / "resp-0001.json").read_text()) == {"content": "hello"}
+    nothing = run("next", str(tmp_path / "requests"), "--wait", "0")
+    assert nothing.returncode == 1 and nothing.stdout == ""
+
+
 def tiny_task(tasks: Path) -> Path:
     """A task folder as the trial's are: the same first cell, one ask, a file to read, data
     made by prepare.py, and an expected.md that must not reach the model's folder."""

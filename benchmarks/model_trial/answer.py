@@ -3,7 +3,8 @@
     python answer.py next DIR [--wait SECONDS]
         The readable files (req-NNNN.txt) of the requests waiting for an answer in DIR or
         in its task folders (DIR/*/), oldest first; waits up to --wait seconds (default
-        600) for one to appear. Exit status 1 when none came.
+        600) for one to appear. Exit status 1 when none came (it then prints what
+        DIR/NOW says: the task running, or that all have finished).
 
     python answer.py send DIR/req-NNNN [ANSWER.json]
         Check an answer (from the file, or standard input) against that request's tools, as
@@ -32,10 +33,11 @@ POLL = 0.5
 
 def waiting(root: Path) -> list[Path]:
     """The readable files of the requests under ``root`` (itself and its subfolders) that
-    still wait: no answer sent (none, or one refused since), not closed."""
+    still wait: no answer sent (none, or one refused since), not closed, and their task not
+    ``FINISHED`` (a request cut off as its task ended may not have been closed)."""
     found = []
     for txt in sorted(root.glob("req-*.txt")) + sorted(root.glob("*/req-*.txt")):
-        if not re.fullmatch(r"req-\d+\.txt", txt.name):
+        if not re.fullmatch(r"req-\d+\.txt", txt.name) or txt.with_name("FINISHED").exists():
             continue
         stem = txt.name[: -len(".txt")]
         number = stem[len("req-") :]
@@ -95,7 +97,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print("\n".join(map(str, found)))
                 return 0
             if time.monotonic() >= deadline:
-                print(f"no request waiting under {args.dir}", file=sys.stderr)
+                now = args.dir / "NOW"
+                running = f" (NOW: {now.read_text(encoding='utf-8').strip()})" if now.is_file() else ""
+                print(f"no request waiting under {args.dir}{running}", file=sys.stderr)
                 return 1
             time.sleep(POLL)
     text = args.file.read_text(encoding="utf-8") if args.file else sys.stdin.read()
