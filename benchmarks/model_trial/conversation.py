@@ -150,7 +150,8 @@ class Conversations:
             args = call.get("arguments")
             if not isinstance(args, dict):
                 continue
-            items = [args] + [i for key in ("tasks", "chain") for i in args.get(key) or [] if isinstance(i, dict)]
+            lists = [v for key in ("tasks", "chain") if isinstance(v := args.get(key), list)]
+            items = [args] + [i for items in lists for i in items if isinstance(i, dict)]
             for item in items:
                 prompt = item.get("prompt")
                 if isinstance(prompt, str) and prompt.strip():
