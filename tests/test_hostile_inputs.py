@@ -14,6 +14,7 @@ import asyncio
 import json
 import logging
 import os
+import stat
 import threading
 import tracemalloc
 from collections.abc import Callable, Iterator
@@ -42,7 +43,7 @@ from harness_nb.providers.wire import encode_body
 from harness_nb.subagents import load_agent_dir
 from harness_nb.engine.frontmatter import FRONTMATTER_MAX_BYTES, YAML_MAX_DEPTH
 from harness_nb.testing import FakeLLMServer
-from harness_nb.tools import Tool, ToolContext, ToolOutcome, edit_file, glob, grep, invoke, ls, read_file
+from harness_nb.tools import Tool, ToolContext, ToolOutcome, edit_file, glob, grep, invoke, ls, read_file, write_file
 from harness_nb.tools import search as search_module
 
 GUARD = 60.0  # seconds: only a hang ever reaches it; nothing asserts on time
@@ -316,6 +317,19 @@ async def test_a_named_pipe_never_blocks_a_file_tool(fifo_tree: Path) -> None:
     for tool, args in ((read_file, {"path": "pipe"}), (grep, {"pattern": "x", "path": "pipe"})):
         refused = await run(tool, fifo_tree, **args)
         assert refused.is_error and "'pipe' is not a regular file" in refused.content
+
+
+async def test_a_write_or_edit_onto_a_named_pipe_is_refused_and_leaves_it_a_pipe(fifo_tree: Path) -> None:
+    """``write_file`` used to replace the pipe with a regular file (issue 18, item 7)."""
+    wrote = await run(write_file, fifo_tree, path="sub/pipe.txt", content="x")
+    assert wrote.content == (
+        "error: 'sub/pipe.txt' is a named pipe, not a regular file; the file tools write regular files only"
+    )
+    edited = await run(edit_file, fifo_tree, path="pipe", old_string="a", new_string="b")
+    assert edited.is_error and "'pipe' is not a regular file" in edited.content
+    assert stat.S_ISFIFO((fifo_tree / "sub" / "pipe.txt").lstat().st_mode)
+    assert stat.S_ISFIFO((fifo_tree / "pipe").lstat().st_mode)
+    assert sorted(p.name for p in (fifo_tree / "sub").iterdir()) == ["b.txt", "pipe.txt"]  # no temp file left
 
 
 async def test_many_stuck_looking_calls_do_not_exhaust_the_workers(fifo_tree: Path) -> None:
