@@ -15,7 +15,8 @@ next use; one that failed to start is not retried by itself (``restart`` does), 
 broken server costs its start timeout once, not at every run.
 
 The SDK is imported here, on first use: importing harness_nb (and loading the notebook
-extension) never pays for it.
+extension) never pays for it. Its imports are shielded (``core.shielded_imports``): an
+``mcp.py`` the agent wrote into the notebook's folder is never what runs.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..core import HarnessError, ToolError
+from ..core.imports import shielded_imports
 from ..core.secret import SECRETS, protect_loggers
 from .config import HttpServer, ServerEntry, StdioServer
 from .stderr import StderrTail
@@ -147,9 +149,10 @@ class ServerConnection:
             self._session = None
 
     async def _connect(self, stack: contextlib.AsyncExitStack) -> Any:
-        from mcp import ClientSession
-        from mcp.client.stdio import StdioServerParameters, stdio_client
-        from mcp.client.streamable_http import streamable_http_client
+        with shielded_imports():
+            from mcp import ClientSession
+            from mcp.client.stdio import StdioServerParameters, stdio_client
+            from mcp.client.streamable_http import streamable_http_client
 
         protect_loggers("mcp")  # the SDK's loggers exist now; its records may quote a header
 
@@ -170,7 +173,8 @@ class ServerConnection:
                 tail.child_started()
         else:
             assert isinstance(config, HttpServer)
-            import httpx2
+            with shielded_imports():
+                import httpx2
 
             self._stderr = None
             # the SDK's own defaults: 30 s to connect and write, 300 s to read a stream
@@ -184,7 +188,8 @@ class ServerConnection:
         and return the SDK's ``CallToolResult``. A connection that ends during the call is a
         ``McpServerError`` (the server is restarted at its next use); an error the server
         answers with is a ``ToolError``."""
-        from mcp import MCPError
+        with shielded_imports():
+            from mcp import MCPError
 
         if self.state != "running":
             await self.start()
@@ -201,7 +206,8 @@ class ServerConnection:
         except (OSError, EOFError) as exc:
             raise self._lost(f"stopped during the call to {tool} ({_describe(exc)})") from None
         except Exception as exc:
-            import anyio
+            with shielded_imports():
+                import anyio
 
             if isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream):
                 raise self._lost(f"stopped during the call to {tool} ({type(exc).__name__})") from None
@@ -250,7 +256,8 @@ class ServerConnection:
 
 async def _list_tools(session: Any) -> list[RemoteTool]:
     """Every tool the server lists (following its pages, within bounds)."""
-    from mcp.types import PaginatedRequestParams
+    with shielded_imports():
+        from mcp.types import PaginatedRequestParams
 
     found: list[Any] = []
     cursor: str | None = None

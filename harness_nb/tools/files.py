@@ -143,7 +143,9 @@ def _through_symlink(target: Target, link: str, path: str, action: str) -> ToolE
 
 
 @contextmanager
-def _in_folder(target: Target, path: str, action: str, missing_hint: str = "", *, create: bool = False) -> Iterator[int]:
+def _in_folder(
+    target: Target, path: str, action: str, missing_hint: str = "", *, create: bool = False
+) -> Iterator[int]:
     """The folder holding ``target``, opened folder by folder without following a symlink
     (made as needed with ``create``); what stands in the way is one clear error."""
     try:
