@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -61,12 +62,21 @@ class RemoteTool:
 class ServerConnection:
     """One configured server and, while it runs, its session (see the module doc).
     ``start_timeout`` bounds the start: spawning or connecting, the MCP handshake and the
-    tool listing."""
+    tool listing. ``check`` is called before every start and raises (an ``McpServerError``)
+    when the server may not start now (its trust no longer covers what it runs)."""
 
-    def __init__(self, entry: ServerEntry, *, workdir: Path, start_timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        entry: ServerEntry,
+        *,
+        workdir: Path,
+        start_timeout: float = 30.0,
+        check: Callable[[], None] | None = None,
+    ) -> None:
         self.entry = entry
         self.workdir = workdir
         self.start_timeout = start_timeout
+        self.check = check
         self.state: State = "not started"
         self.crashed = False
         self.last_error: str | None = None
@@ -95,6 +105,12 @@ class ServerConnection:
             if self.state == "running":
                 return
             await self._stop_owner()
+            if self.check is not None:
+                try:
+                    self.check()
+                except McpServerError as exc:
+                    self.last_error = str(exc)  # its state stays: once trusted, its next use starts it
+                    raise
             self.state = "starting"
             loop = asyncio.get_running_loop()
             ready: asyncio.Future[list[RemoteTool]] = loop.create_future()
