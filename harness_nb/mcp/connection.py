@@ -33,6 +33,7 @@ from ..core import HarnessError, ToolError
 from ..core.imports import shielded_imports
 from ..core.secret import SECRETS, protect_loggers
 from .config import HttpServer, ServerEntry, StdioServer
+from .flood import limit_floods
 from .stderr import StderrTail
 
 log = logging.getLogger("harness_nb.mcp")
@@ -171,6 +172,7 @@ class ServerConnection:
             from mcp.client.streamable_http import streamable_http_client
 
         protect_loggers("mcp")  # the SDK's loggers exist now; its records may quote a header
+        limit_floods("mcp")  # it logs a traceback per line a server writes that is not JSON-RPC
 
         config = self.entry.config
         if isinstance(config, StdioServer):
