@@ -149,6 +149,8 @@ def _in_folder(
     """The folder holding ``target``, opened folder by folder without following a symlink
     (made as needed with ``create``); what stands in the way is one clear error."""
     try:
+        if create:  # a root (an agent's memory folder) may not exist yet; the harness chose it
+            target.base.mkdir(parents=True, exist_ok=True)
         fd = open_folder(target.base, target.parts[:-1], create=create)
     except SymlinkError as exc:
         raise _through_symlink(target, str(exc.filename), path, action) from None
