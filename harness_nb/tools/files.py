@@ -291,7 +291,8 @@ async def write_file(
     """Write a text file (UTF-8), replacing it if it exists and creating missing folders.
 
     The write is atomic: readers see the old file or the new one, never half of it. To
-    change part of an existing file use edit_file instead of rewriting it.
+    change part of an existing file use edit_file instead of rewriting it. A path through
+    a symlink is refused (write the file it points to), and so is a named pipe or device.
     """
     resolve_in_workdir(ctx.workdir, path, roots=ctx.roots)  # refuses a path leading outside
     target = write_target(ctx.workdir, path, roots=ctx.roots)
