@@ -48,9 +48,9 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'harness_nb' has no attribute {name!r}")
-    import importlib
+    from .core.imports import import_module  # after start-up too: never from the notebook's folder
 
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(import_module(module), name)
     globals()[name] = value
     return value
 

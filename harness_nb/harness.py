@@ -25,6 +25,7 @@ from typing import Any
 from typing_extensions import Unpack
 
 from .core import Compacted, ConfigError, Event, PriceTable, Usage, new_id
+from .core.imports import shielded_imports
 from .core.secret import SECRETS, protect_loggers
 from .engine import (
     MAIN_SYSTEM_PROMPT,
@@ -301,7 +302,8 @@ class Harness:
             self.task_tool.team_spawner = self.teams.spawn_from_task
         base: list[Tool] = []
         if given is None or names:
-            from .tools.builtin import builtin_tools
+            with shielded_imports():
+                from .tools.builtin import builtin_tools
 
             base = [*builtin_tools(sandbox=self.sandbox), SkillTool(self.skill_catalog)]
         self.tool_pool = ToolRegistry(
@@ -372,7 +374,8 @@ class Harness:
         return self.models.get(self.model)
 
     def _make_provider(self, model: str) -> Provider:
-        from .providers.factory import create_provider
+        with shielded_imports():
+            from .providers.factory import create_provider
 
         own = model == self.model
         return create_provider(
@@ -386,7 +389,8 @@ class Harness:
 
     def _recorded(self, provider: Provider) -> Provider:
         """A provider instance given to the harness, recorded like the ones it makes."""
-        from .providers.cassette import recording
+        with shielded_imports():
+            from .providers.cassette import recording
 
         return recording(provider, self._resolve_record_path(), workdir=self.workdir)
 

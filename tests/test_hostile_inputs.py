@@ -14,6 +14,7 @@ import asyncio
 import json
 import logging
 import os
+import stat
 import threading
 import tracemalloc
 from collections.abc import Callable, Iterator
@@ -42,8 +43,10 @@ from harness_nb.providers.wire import encode_body
 from harness_nb.subagents import load_agent_dir
 from harness_nb.engine.frontmatter import FRONTMATTER_MAX_BYTES, YAML_MAX_DEPTH
 from harness_nb.testing import FakeLLMServer
-from harness_nb.tools import Tool, ToolContext, ToolOutcome, edit_file, glob, grep, invoke, ls, read_file
+from harness_nb.tools import Tool, ToolContext, ToolOutcome, edit_file, glob, grep, invoke, ls, read_file, write_file
 from harness_nb.tools import search as search_module
+from harness_nb.tools import walker as walker_module
+from harness_nb.tools.walker import WALK_MAX_DEPTH
 
 GUARD = 60.0  # seconds: only a hang ever reaches it; nothing asserts on time
 _T = TypeVar("_T")
@@ -318,6 +321,19 @@ async def test_a_named_pipe_never_blocks_a_file_tool(fifo_tree: Path) -> None:
         assert refused.is_error and "'pipe' is not a regular file" in refused.content
 
 
+async def test_a_write_or_edit_onto_a_named_pipe_is_refused_and_leaves_it_a_pipe(fifo_tree: Path) -> None:
+    """``write_file`` used to replace the pipe with a regular file (issue 18, item 7)."""
+    wrote = await run(write_file, fifo_tree, path="sub/pipe.txt", content="x")
+    assert wrote.content == (
+        "error: 'sub/pipe.txt' is a named pipe, not a regular file; the file tools write regular files only"
+    )
+    edited = await run(edit_file, fifo_tree, path="pipe", old_string="a", new_string="b")
+    assert edited.is_error and "'pipe' is not a regular file" in edited.content
+    assert stat.S_ISFIFO((fifo_tree / "sub" / "pipe.txt").lstat().st_mode)
+    assert stat.S_ISFIFO((fifo_tree / "pipe").lstat().st_mode)
+    assert sorted(p.name for p in (fifo_tree / "sub").iterdir()) == ["b.txt", "pipe.txt"]  # no temp file left
+
+
 async def test_many_stuck_looking_calls_do_not_exhaust_the_workers(fifo_tree: Path) -> None:
     """Twenty reads of a pipe at once (the default pool died after six) and then a normal
     read: every one returns."""
@@ -392,7 +408,76 @@ async def test_a_deep_tree_is_walked_without_recursion(deep_tree: Path) -> None:
     assert hit.content == "d/" * 1200 + "bottom.txt:1: needle at the bottom"
 
 
-# non-UTF-8 names
+@pytest.fixture
+def very_deep_tree(tmp_path: Path) -> Iterator[Path]:
+    """5,000 nested folders ``a`` with ``target.txt`` at the bottom and ``a/near.txt`` near
+    the top: made through folder descriptors (the path is longer than any path the system
+    takes), removed by moving the second level up, 5,000 times."""
+    fd = os.open(tmp_path, os.O_RDONLY)
+    for _ in range(5000):
+        os.mkdir("a", dir_fd=fd)
+        inner = os.open("a", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+    with open(os.open("target.txt", os.O_WRONLY | os.O_CREAT, dir_fd=fd), "w") as f:
+        f.write("needle at the bottom\n")
+    os.close(fd)
+    (tmp_path / "a" / "near.txt").write_text("needle near the top\n")
+    yield tmp_path
+    (tmp_path / "a" / "near.txt").unlink()
+    while (tmp_path / "a").exists():
+        if (tmp_path / "a" / "a").exists():
+            os.rename(tmp_path / "a" / "a", tmp_path / "next")
+        else:
+            (tmp_path / "a" / "target.txt").unlink()
+        (tmp_path / "a").rmdir()
+        if (tmp_path / "next").exists():
+            os.rename(tmp_path / "next", tmp_path / "a")
+
+
+async def test_a_walk_that_stops_at_its_depth_bound_says_so(very_deep_tree: Path) -> None:
+    """It used to answer "no files match": the folders past about 4 KiB of path could not be
+    read, and were left out without a word (issue 18, item 7)."""
+    deep = "a/" * (WALK_MAX_DEPTH - 1) + "a"
+    shown = f"{deep[:60]}…{deep[-59:]}"
+    note = (
+        f"[stopped at {WALK_MAX_DEPTH:,} folder levels: {shown}/ and any other folder that deep were not searched; "
+        "give a deeper `path` to search below them]"
+    )
+    found = await run(glob, very_deep_tree, pattern="**/target.txt")
+    assert found.content.splitlines() == ["no files match '**/target.txt' in the part of . searched", note]
+    hits = await run(grep, very_deep_tree, pattern="needle")
+    assert hits.content.splitlines() == ["a/near.txt:1: needle near the top", note]
+    assert (await run(glob, very_deep_tree, pattern="a/*.txt")).content == "a/near.txt"  # a short walk: no note
+
+
+async def test_a_walk_that_stops_at_its_count_bound_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(walker_module, "WALK_MAX_ENTRIES", 30)
+    for i in range(40):
+        (tmp_path / f"f{i:02d}.txt").write_text("x\n")
+    found = await run(glob, tmp_path, pattern="**/*.csv")
+    assert found.content.splitlines() == [
+        "no files match '**/*.csv' in the part of . searched",
+        "[stopped after looking at 30 entries; narrow `path` to search the rest]",
+    ]
+
+
+async def test_a_folder_the_walk_cannot_read_is_named(tmp_path: Path) -> None:
+    """Folders named with 250 bytes each: the 17th level's path is longer than the system
+    takes, so that folder cannot be listed; the search says so instead of "no matches"."""
+    fd = os.open(tmp_path, os.O_RDONLY)
+    for _ in range(20):
+        os.mkdir("x" * 250, dir_fd=fd)
+        inner = os.open("x" * 250, os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+    os.close(fd)
+    first, note = (await run(grep, tmp_path, pattern="needle")).content.splitlines()
+    assert first == "no matches for 'needle' in the part of . searched"
+    assert note.startswith("[could not read 1 folder: xxx") and note.endswith(" (File name too long)]")
+
+
+# non-UTF-8 names and control characters in names
 
 
 @pytest.fixture

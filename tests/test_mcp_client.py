@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ import pytest
 from harness_nb.core import ToolCall, ToolResultMessage
 from harness_nb.harness import Harness
 from harness_nb.mcp import McpManager, McpServerError, McpTool
+from harness_nb.mcp.flood import FLOOD_FIRST, FloodFilter
 from harness_nb.providers.scripted import ScriptedProvider
 from harness_nb.subagents import SubAgentDefinition
 from harness_nb.testing import FakeLLMServer
@@ -380,3 +383,44 @@ async def test_concurrent_calls_share_one_server_and_aclose_stops_it(tmp_path):
     assert owner is not None and owner.get_name() == "harness_nb:mcp:demo"
     await manager.aclose()
     assert owner.done() and manager.connection("demo").state == "stopped"
+
+
+# ---------------------------------------------------------------------- a server that floods its output
+
+
+async def test_a_server_flooding_its_stdout_is_logged_a_bounded_number_of_times(tmp_path, caplog):
+    """3,000 lines that are not JSON-RPC: the SDK used to log a traceback for each one
+    (issue 18, item 7). The first few of a kind are logged; the server still serves."""
+    manager = McpManager(tmp_path, servers={"demo": stdio_demo(DEMO_FLOOD="3000")})
+    try:
+        tools = by_name(await manager.tools())
+        assert await call(tools["mcp__demo__echo"], tmp_path, text="hi") == ("echo: hi", False)
+    finally:
+        await manager.aclose()
+    from_sdk = [r for r in caplog.records if r.name.startswith("mcp") and r.levelno >= logging.WARNING]
+    kinds = Counter((r.name, r.msg) for r in from_sdk)
+    assert kinds and max(kinds.values()) <= FLOOD_FIRST, kinds
+    assert ("mcp.client.stdio", "Failed to parse JSONRPC message from server") in kinds
+
+
+def test_a_flood_is_logged_once_a_minute_after_the_first_records() -> None:
+    now = [0.0]
+    flood = FloodFilter(first=3, every=60.0, clock=lambda: now[0])
+
+    def record(msg: str = "Failed to parse %s") -> logging.LogRecord:
+        return logging.LogRecord("mcp.client.stdio", logging.ERROR, __file__, 1, msg, ("line",), None)
+
+    passed = [r for r in (record() for _ in range(1000)) if flood.filter(r)]
+    assert len(passed) == 3
+    assert flood.filter(record("another kind"))  # counted apart
+    now[0] = 59.0
+    assert not flood.filter(record())
+    now[0] = 61.0
+    late = record()
+    assert flood.filter(late)
+    assert late.getMessage() == "Failed to parse line [998 more like this in the last 60 s were not logged]"
+    now[0] = 100.0
+    assert not flood.filter(record())  # 39 s after the last one let through
+    now[0] = 121.0
+    quiet = record()
+    assert flood.filter(quiet) and quiet.getMessage().endswith("[1 more like this in the last 60 s were not logged]")

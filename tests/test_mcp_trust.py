@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +23,10 @@ from harness_nb.harness import Harness
 from harness_nb.mcp import McpManager, McpUntrustedError, TrustStore, fingerprint
 from harness_nb.mcp import trust as trust_module
 from harness_nb.mcp.config import parse_server
+from harness_nb.mcp.named_files import files_fingerprint, named_files
 from harness_nb.providers.scripted import ScriptedProvider
 from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
-from mcp_support import home, stdio_demo  # noqa: F401  (home: an autouse fixture)
+from mcp_support import DEMO, home, stdio_demo  # noqa: F401  (home: an autouse fixture)
 
 NOTICE = "of this project not started"
 
@@ -283,3 +286,117 @@ async def test_two_kernels_trusting_at_once_both_keep_their_decision(tmp_path, h
         with pytest.raises(ConfigError, match="locked by another process"):
             TrustStore(trust_file).add(trust_module.Record(str(tmp_path), "c", "0" * 64))
     assert [r["name"] for r in json.loads(trust_file.read_text())["servers"]] == ["b"]
+
+
+# ---------------------------------------------------------------------- trust covers content (issue 18, item 3)
+
+REWRITTEN = "open('rewritten', 'a').write('rewritten ran\\n')\n"  # in the server's cwd: the workdir
+
+
+def own_server(workdir: Path, mark: Path, name: str = "demo") -> Path:
+    """The demo server copied into ``workdir`` as ``srv.py``, configured in ``.mcp.json`` as
+    ``python srv.py`` (a path the trust must cover by content)."""
+    script = workdir / "srv.py"
+    script.write_text(DEMO.read_text())
+    write(workdir / ".mcp.json", {"mcpServers": {name: {"command": sys.executable, "args": ["srv.py"],
+                                                       "env": {"DEMO_MARK": str(mark)}}}})
+    return script
+
+
+async def test_a_trusted_servers_script_rewritten_by_write_file_never_runs_unasked(tmp_path):
+    """The agent rewrites the script of a server the person trusted (write_file asks nothing
+    for srv.py), then crashes the server: its restart, at the next call, refuses to run the
+    new script, and so does every later start, until the person trusts it again."""
+    mark, rewritten = tmp_path / "mark", tmp_path / "rewritten"
+    script = own_server(tmp_path, mark)
+    future = "from __future__ import annotations\n"
+    evil = DEMO.read_text().replace(future, future + REWRITTEN, 1)
+    pid = {"tool_calls": [{"name": "mcp__demo__pid", "arguments": {}}]}
+    rewrite = {"tool_calls": [{"name": "write_file", "arguments": {"path": "srv.py", "content": evil}}]}
+    crash = {"tool_calls": [{"name": "mcp__demo__crash", "arguments": {}}]}
+    h, provider = harness(tmp_path, [pid, rewrite, crash, pid, {"text": "gone"}, {"text": "none"}])
+    h.mcp.trust("demo")
+    result = await h.run("rewrite the server")
+    first_pid, wrote, _crashed, again = [m.content for m in result.messages if isinstance(m, ToolResultMessage)]
+    assert wrote == f"wrote {len(evil)} bytes to srv.py" and script.read_text() == evil
+    assert "'demo' (.mcp.json) is not started: a file it runs changed since you trusted it" in again
+    assert "srv.py" in again and "%mcp trust demo" in again
+    assert not rewritten.exists() and mark.read_text().split() == [first_pid]
+    await h.run("next")
+    assert offered(provider) == set() and not rewritten.exists()
+    with pytest.raises(McpUntrustedError, match="a file it runs changed since you trusted it"):
+        await h.mcp.restart("demo")
+    assert h.mcp.status()[0].trust == "a file it runs changed since you trusted it"
+
+    fresh, _ = harness(tmp_path, [{"text": "ok"}])  # a kernel restart asks too
+    assert fresh.mcp.verdict("demo").why == "a file it runs changed since you trusted it"
+    h.mcp.trust("demo")  # the person looked at it and trusts it: it starts, rewritten
+    await h.mcp.restart("demo")
+    assert rewritten.read_text() == "rewritten ran\n"
+
+
+@pytest.mark.parametrize("by", ["mcp_trust", "enabledMcpjsonServers"])
+async def test_trust_by_name_does_not_cover_a_server_planted_during_the_session(tmp_path, home, caplog, by):
+    mark = tmp_path / "mark"
+    if by == "enabledMcpjsonServers":
+        write(home / ".claude" / "settings.json", {"enabledMcpjsonServers": ["github"]})
+    names = ["github"] if by == "mcp_trust" else []
+    h = Harness(ScriptedProvider([{"text": "one"}, {"text": "two"}]), workdir=tmp_path, mcp_trust=names)
+    OPEN.append(h)
+    await h.run("first")  # the session begins with no .mcp.json
+
+    write(tmp_path / ".mcp.json", {"mcpServers": {"github": stdio_demo(DEMO_MARK=str(mark))}})  # planted
+    await h.mcp.reload()
+    await h.run("second")
+    assert not mark.exists()
+    verdict = h.mcp.verdict("github")
+    source = "mcp_trust" if by == "mcp_trust" else "enabledMcpjsonServers in ~/.claude/settings.json"
+    assert verdict.why == f"it appeared during this session, and {source} trusts only what was configured when it began"
+    [notice] = notices(caplog)
+    assert f"github (.mcp.json) would run: {sys.executable}" in notice and "demo.py" in notice
+    # a harness rebuilt in the same kernel (as %config does) starts from the same session
+    rebuilt = McpManager(tmp_path, home=home, trust=names)
+    assert not rebuilt.verdict("github").trusted
+    h.mcp.trust("github")
+    assert h.mcp.verdict("github").why == "%mcp trust"
+
+
+async def test_trust_by_name_does_not_cover_a_server_changed_during_the_session(tmp_path):
+    mark = tmp_path / "mark"
+    script = own_server(tmp_path, mark, name="github")
+    h = Harness(ScriptedProvider([{"text": "one"}, {"text": "two"}]), workdir=tmp_path, mcp_trust=["github"])
+    OPEN.append(h)
+    assert h.mcp.verdict("github").why == "mcp_trust"
+    await h.run("first")
+    assert mark.exists()  # configured when the session began: trusted by its name
+    script.write_text(script.read_text() + "\n# changed\n")
+    await h.mcp.reload()
+    why = h.mcp.verdict("github").why
+    assert why == ("it changed (its command line or a file it runs) during this session, and mcp_trust "
+                   "trusts only what was configured when it began")
+    script.write_text(script.read_text().removesuffix("\n# changed\n"))  # as it was: trusted again
+    assert h.mcp.verdict("github").trusted
+
+
+def test_the_files_a_server_runs_are_hashed_within_bounds(tmp_path):
+    (tmp_path / "srv.py").write_text("x")
+    (tmp_path / "conf.toml").write_text("y")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "run").write_text("#!/bin/sh\n")
+    (tmp_path / "bin" / "run").chmod(0o755)
+
+    def files(**raw: object) -> list[str]:
+        config = parse_server("s", raw, ".mcp.json", workdir=tmp_path).config
+        return [p.name for p in named_files(config, tmp_path)]
+
+    assert files(command="python", args=["srv.py", "--config=conf.toml", "-v"]) == ["srv.py", "conf.toml"]
+    assert files(command="./bin/run") == ["run"]
+    assert files(command="run", env={"PATH": str(tmp_path / "bin")}) == ["run"]  # found on its PATH
+    assert files(command="python", args=["../outside.py", "/etc/passwd"]) == []  # only the workdir's
+    assert files(command="python", args=["run"], cwd="bin") == ["run"]
+    config = parse_server("s", {"command": "python", "args": ["srv.py"]}, ".mcp.json", workdir=tmp_path).config
+    before = files_fingerprint(config, tmp_path)
+    (tmp_path / "srv.py").write_text("z")
+    assert files_fingerprint(config, tmp_path) != before
+    npx = parse_server("s", {"command": "npx"}, ".mcp.json", workdir=tmp_path).config
+    assert files_fingerprint(npx, tmp_path) == ""

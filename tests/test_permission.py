@@ -391,18 +391,64 @@ async def test_in_the_sandbox_contained_commands_run_without_asking(workdir, com
 
 
 # ---------------------------------------------------------------------- agent and settings files
+AGENT_FILE = "writes an agent, skill or settings file"
+
+
 @pytest.mark.parametrize(
-    "path", [".claude/agents/x.md", "agents/helper.md", "skills/s/SKILL.md", ".harness_nb/settings.json",
-             ".claude/settings.local.json", ".mcp.json"]
+    ("path", "reason"),
+    [
+        (".claude/agents/x.md", AGENT_FILE),
+        ("agents/helper.md", AGENT_FILE),
+        ("skills/s/SKILL.md", AGENT_FILE),
+        (".harness_nb/settings.json", AGENT_FILE),
+        (".claude/settings.local.json", AGENT_FILE),
+        (".mcp.json", "writes the MCP server list, which names commands the harness runs"),
+        # issue 18, item 3: these ran unasked
+        ("prod.env", "writes a credentials file"),
+        ("AGENTS.md", "writes instructions that other agents follow"),
+        ("docs/CLAUDE.md", "writes instructions that other agents follow"),
+        ("sitecustomize.py", "writes a file that runs code at the next start (Python, IPython, direnv)"),
+        ("lib/x.pth", "writes a file that runs code at the next start (Python, IPython, direnv)"),
+        (".git/hooks/pre-commit", "writes git's own files (its hooks and config run programs)"),
+        ("vendor/.git", "writes git's own files (its hooks and config run programs)"),
+    ],
 )
-async def test_writes_into_agent_skill_and_settings_folders_always_ask(workdir, path):
+async def test_writes_to_protected_paths_always_ask(workdir, path, reason):
     for sandboxed in (False, True):
         hook = hook_for(workdir, sandboxed=sandboxed)
         for name in ("write_file", "edit_file"):
             decision = await decide(hook, workdir, name, path=path, content="x", old_string="a", new_string="b")
-            assert isinstance(decision, Ask) and decision.reason == "writes an agent, skill or settings file"
+            assert isinstance(decision, Ask) and decision.reason == reason, (name, path)
     assert isinstance(await decide(hook_for(workdir), workdir, "read_file", path=path), Allow)
     assert isinstance(await decide(hook_for(workdir, policy="never"), workdir, "write_file", path=path), Allow)
+
+
+@pytest.mark.parametrize("path", ["mcp.py", "yaml.py", "json.py", "yaml/__init__.py", "./pandas.py"])
+async def test_a_write_that_would_shadow_a_module_the_kernel_imports_asks(workdir, path):
+    """``''`` (the notebook's folder) comes first on the kernel's ``sys.path``: an ``mcp.py``
+    there would run at the next ``import mcp`` (issue 18, item 3)."""
+    decision = await decide(hook_for(workdir), workdir, "write_file", path=path, content="x")
+    written = path.removeprefix("./")
+    module = written.split("/")[0].removesuffix(".py")
+    assert isinstance(decision, Ask)
+    assert decision.reason == f"writes {written}, which would run in place of the module {module} when it is imported"
+    (workdir / "pandas").mkdir()  # a data folder of that name hides nothing: no __init__
+    for harmless in ("analysis.py", "data/mcp.py", "pandas/prices.csv", "src/yaml.py"):
+        assert isinstance(await decide(hook_for(workdir), workdir, "write_file", path=harmless, content="x"), Allow)
+
+
+async def test_a_write_is_judged_where_the_tool_writes_it_never_through_a_symlink(workdir):
+    """``d`` -> ``.claude``: the tool refuses to write through it, so the hook judges the path as
+    given; ``a/../.claude/x`` is ``.claude/x`` (folded as the tool folds it) and asks."""
+    (workdir / ".claude").mkdir()
+    (workdir / "d").symlink_to(".claude", target_is_directory=True)
+    (workdir / "deep").mkdir()
+    (workdir / "deep" / "in").symlink_to(workdir / "data", target_is_directory=True)
+    hook = hook_for(workdir)
+    assert isinstance(await decide(hook, workdir, "write_file", path="d/settings.json", content="x"), Allow)
+    for path in ("data/../.claude/settings.json", "deep/in/../../.claude/settings.json"):
+        decision = await decide(hook, workdir, "write_file", path=path, content="x")
+        assert isinstance(decision, Ask) and decision.reason == AGENT_FILE, path
 
 
 async def test_a_settings_file_cannot_allow_writes_to_settings_files_but_the_person_can(workdir):

@@ -24,6 +24,7 @@ from harness_nb.tools import (
     read_file,
     write_file,
 )
+from harness_nb.core import fs as fs_module
 from harness_nb.tools import files as files_module
 
 
@@ -180,11 +181,12 @@ async def test_write_is_atomic_when_the_final_rename_fails(
     target.write_text("original")
     seen: list[str] = []
 
-    def failing_replace(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
-        seen.append(Path(src).read_text())  # the full new content was written first
+    def failing_replace(src: str, dst: str, *, src_dir_fd: int, dst_dir_fd: int) -> None:
+        with open(os.open(src, os.O_RDONLY, dir_fd=src_dir_fd)) as written:
+            seen.append(written.read())  # the full new content was written first
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(files_module.os, "replace", failing_replace)
+    monkeypatch.setattr(fs_module.os, "replace", failing_replace)
     outcome = await run(write_file, tmp_path, path="data.txt", content="replacement")
     assert outcome.is_error
     assert outcome.content == "error: cannot write 'data.txt': No space left on device"

@@ -137,6 +137,30 @@ async def test_symlinked_folder_leading_outside_is_refused(work: Path) -> None:
     assert not (work.parent / "outside" / "new.txt").exists()
 
 
+async def test_a_write_never_goes_through_a_symlink_inside_the_workdir(work: Path) -> None:
+    """The path written is the path the permission hook judged: a symlink on the way (a
+    folder or the file itself) is refused with where it leads, and nothing is written."""
+    (work / ".claude").mkdir()
+    (work / "d").symlink_to(".claude", target_is_directory=True)
+    (work / "alias.txt").symlink_to("b.txt")
+    through_folder = await run(write_file, work, path="d/settings.local.json", content="{}")
+    assert through_folder.content == (
+        "error: cannot write 'd/settings.local.json': 'd' is a symlink, and the file tools never write "
+        "through one; write the file where it leads ('.claude/settings.local.json') instead"
+    )
+    onto_link = await run(write_file, work, path="alias.txt", content="x")
+    assert onto_link.content == (
+        "error: cannot write 'alias.txt': 'alias.txt' is a symlink, and the file tools never write "
+        "through one; write the file where it leads ('b.txt') instead"
+    )
+    edited = await run(edit_file, work, path="d/x.md", old_string="a", new_string="b")
+    assert edited.is_error and "'d' is a symlink" in edited.content
+    assert list((work / ".claude").iterdir()) == []
+    assert (work / "b.txt").read_text() == "inside\n" and (work / "alias.txt").is_symlink()
+    # reading through one inside the workdir still works: a read is judged where it lands
+    assert (await run(read_file, work, path="alias.txt")).content == "     1\tinside"
+
+
 async def test_every_file_tool_refuses_dotdot(work: Path) -> None:
     assert_escape(await run(read_file, work, path="../../etc/passwd"), "../../etc/passwd")
     assert_escape(await run(read_file, work, path="/etc/passwd"), "/etc/passwd")

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from harness_nb.core import ToolCall
-from harness_nb.tools import Tool, ToolContext, ToolOutcome, glob, grep, invoke
+from harness_nb.tools import Tool, ToolContext, ToolOutcome, edit_file, glob, grep, invoke, ls, read_file, write_file
 from harness_nb.tools import search as search_module
 
 
@@ -249,3 +249,48 @@ async def test_search_walks_on_harness_nb_worker_threads(
     assert not (await run(glob, tree, pattern="**")).is_error
     # Our own bounded pool, never the event loop's thread or its default executor.
     assert threads and all(name.startswith("harness_nb-io") for name in threads)
+
+
+# names with control characters (issue 18, item 7)
+
+HOSTILE_NAMES = {
+    "red\x1b[31mALERT\x1b[0m.txt": "red\\x1b[31mALERT\\x1b[0m.txt",  # ANSI colour
+    "title\x1b]0;pwned\x07.txt": "title\\x1b]0;pwned\\x07.txt",  # OSC: retitles a terminal
+    "two\nlines.txt": "two\\x0alines.txt",  # fakes a line of the listing
+    "csi\x9b2J.txt": "csi\\u009b2J.txt",  # C1: a one-character escape sequence
+    "evil\u202etxt.exe": "evil\\u202etxt.exe",  # bidi override: shows as evilexe.txt
+    "zero\u200bwidth.txt": "zero\\u200bwidth.txt",
+    "bell\x07del\x7f.txt": "bell\\x07del\\x7f.txt",
+}
+
+
+@pytest.fixture
+def hostile_names(tmp_path: Path) -> Path:
+    for name in HOSTILE_NAMES:
+        (tmp_path / "in").mkdir(exist_ok=True)
+        (tmp_path / "in" / name).write_text("needle\n")
+    return tmp_path
+
+
+async def test_names_with_control_characters_are_shown_escaped(hostile_names: Path) -> None:
+    shown = sorted(f"in/{escaped}" for escaped in HOSTILE_NAMES.values())
+    listing = (await run(ls, hostile_names, path="in")).content.splitlines()
+    assert sorted(f"in/{line}" for line in listing) == shown
+    assert sorted((await run(glob, hostile_names, pattern="**/*")).content.splitlines()) == ["in/", *shown]
+    assert sorted((await run(grep, hostile_names, pattern="needle")).content.splitlines()) == [
+        f"{name}:1: needle" for name in shown
+    ]
+    for outcome in (await run(ls, hostile_names, path="in"), await run(glob, hostile_names, pattern="**")):
+        assert not any(c in outcome.content for c in "\x1b\x07\x9b\u202e\u200b\x7f")
+
+
+async def test_a_name_shown_escaped_names_the_file(hostile_names: Path) -> None:
+    """The model passes back what it saw: read, edit and write reach that file."""
+    for name, escaped in HOSTILE_NAMES.items():
+        path = f"in/{escaped}"
+        assert (await run(read_file, hostile_names, path=path)).content == "     1\tneedle"
+        edited = await run(edit_file, hostile_names, path=path, old_string="needle", new_string="pin")
+        assert edited.content == f"replaced 1 occurrence in {path}"
+        assert (await run(write_file, hostile_names, path=path, content="hay\n")).content == f"wrote 4 bytes to {path}"
+        assert (hostile_names / "in" / name).read_text() == "hay\n"
+    assert sorted(p.name for p in (hostile_names / "in").iterdir()) == sorted(HOSTILE_NAMES)

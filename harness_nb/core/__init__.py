@@ -33,7 +33,7 @@ from .event import (
     ToolCallStarted,
     TurnFinished,
 )
-from .fs import NotRegularFileError, file_kind, open_regular, read_regular
+from .fs import NotRegularFileError, SymlinkError, file_kind, open_folder, open_regular, read_regular, replace_regular
 from .ids import new_id
 from .media import DisplayData, ImagePart
 from .message import (
@@ -47,7 +47,7 @@ from .message import (
     UserMessage,
 )
 from .price import PRICES, Price, PriceTable, price_for
-from .text import escape_surrogates, escape_surrogates_in_json, json_line, unescape_bytes
+from .text import escape_name, escape_surrogates, escape_surrogates_in_json, json_line, unescape_name
 from .usage import Usage
 
 __all__ = [
@@ -78,6 +78,7 @@ __all__ = [
     "RunStarted",
     "StreamCutError",
     "SubagentUpdate",
+    "SymlinkError",
     "SystemMessage",
     "TextDelta",
     "ToolCall",
@@ -91,14 +92,17 @@ __all__ = [
     "UnknownNameError",
     "Usage",
     "UserMessage",
+    "escape_name",
     "escape_surrogates",
     "escape_surrogates_in_json",
     "file_kind",
     "json_line",
     "new_id",
+    "open_folder",
     "open_regular",
     "price_for",
     "read_regular",
+    "replace_regular",
     "run_blocking",
-    "unescape_bytes",
+    "unescape_name",
 ]

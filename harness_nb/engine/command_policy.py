@@ -36,6 +36,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..sandbox import Protection, protection
 from .command import Command, Pipeline, Script, Word, parse_command
 from .read_only import BUILTINS, NOT_READ_ONLY, read_only_problem, split_options
 
@@ -46,11 +47,13 @@ GLOB_LIMIT = 200
 @dataclass(frozen=True)
 class Reason:
     """Why a command asks: ``text`` goes on the approval card; ``contained`` reasons do not
-    ask when the command runs in the sandbox."""
+    ask when the command runs in the sandbox; ``protects`` reasons name a write to a path
+    only the person may change (``sandbox.protection``), which no rule from a file allows."""
 
     text: str
     risk: str = "high"
     contained: bool = False
+    protects: bool = False
 
 
 # Destroy data in the workdir: ask, sandbox or not.
@@ -68,8 +71,8 @@ FORK_BOMB = Reason("fork bomb")
 # Contained by the sandbox: ask only outside it. The sandbox mounts the agent, skill and
 # settings folders and git's hooks and config read-only (sandbox/bubblewrap.py), so a command
 # there cannot plant what runs later outside it.
-PROTECTED = Reason("writes an agent, skill or settings file", contained=True)
-GIT_INTERNALS = Reason("writes git's own files (its hooks and config run programs)", contained=True)
+PROTECTED = Reason("writes an agent, skill or settings file", contained=True, protects=True)
+GIT_INTERNALS = Reason("writes git's own files (its hooks and config run programs)", contained=True, protects=True)
 WRITES_OUTSIDE = Reason("writes outside the workdir", contained=True)
 DEVICE = Reason("writes to a device", contained=True)
 DOWNLOADS_AND_RUNS = Reason("downloads and runs code", contained=True)
@@ -89,6 +92,15 @@ APPENDS = Reason("changes an existing file", "medium", contained=True)
 NOT_KNOWN = Reason(NOT_READ_ONLY, "medium", contained=True)
 
 
+def protected_write(found: Protection) -> Reason:
+    """The reason a write to a path that ``sandbox.protection`` names asks."""
+    if found.kind == "agents":
+        return PROTECTED
+    if found.kind == "git":
+        return GIT_INTERNALS
+    return Reason(f"writes {found.text}", contained=True, protects=True)
+
+
 def uncheckable(why: str) -> Reason:
     """The command could not be parsed, so nothing about it is known."""
     return Reason(f"cannot check the command: {why}", "medium")
@@ -96,9 +108,9 @@ def uncheckable(why: str) -> Reason:
 
 @dataclass(frozen=True)
 class Place:
-    """Where a command runs: the workdir, the folders whose files configure agents
-    (``protected``), and the files the agent wrote this session (``written``: resolved
-    path -> whether the agent created it)."""
+    """Where a command runs: the workdir, agent folders beyond the protected paths of
+    ``sandbox.protection`` (``protected``), and the files the agent wrote this session
+    (``written``: resolved path -> whether the agent created it)."""
 
     workdir: Path
     protected: tuple[Path, ...] = ()
@@ -271,6 +283,8 @@ class _Judge:
         self.place = place
         self.root = place.workdir.resolve()
         self.protected = tuple(p.resolve() for p in place.protected)
+        inside = [p for p in self.protected if p.is_relative_to(self.root)]
+        self.protected_inside = tuple(p.relative_to(self.root).as_posix() for p in inside)
         self.reasons: list[Reason] = []
         self.read_only = True
         self.functions: set[str] = set()
@@ -358,8 +372,8 @@ class _Judge:
             if not word.literal:
                 continue
             text = word.text.partition("=")[2] if word.text.startswith("--") else word.text
-            if ("/" in text or text.startswith((".", "~"))) and self.is_protected(self.path(text, cwd)):
-                self.add(PROTECTED)
+            if "/" in text or text.startswith((".", "~")) or protection(text) is not None:
+                self.add_protected(self.path(text, cwd))
 
     def redirects(self, cmd: Command, cwd: Path) -> None:
         for redirect in cmd.redirects:
@@ -455,8 +469,20 @@ class _Judge:
     def inside(self, p: Path) -> bool:
         return p.is_relative_to(self.root)
 
-    def is_protected(self, p: Path) -> bool:
-        return any(p.is_relative_to(d) for d in self.protected)
+    def protected_reason(self, p: Path) -> Reason | None:
+        """Why a write to ``p`` asks whatever the policy, if it does (``sandbox.protection``)."""
+        if p.is_relative_to(self.root):
+            found = protection(p.relative_to(self.root).as_posix(), folders=self.protected_inside)
+            if found is not None:
+                return protected_write(found)
+        return PROTECTED if any(p.is_relative_to(d) for d in self.protected) else None
+
+    def add_protected(self, p: Path, *, refuse: bool = False) -> None:
+        reason = self.protected_reason(p)
+        if reason is not None and refuse:
+            self.refuse(reason)
+        elif reason is not None:
+            self.add(reason)
 
     def target(self, word: Word, cwd: Path, *, truncates: bool) -> None:
         """A file the command opens for writing."""
@@ -472,10 +498,7 @@ class _Judge:
         elif not self.inside(p):
             self.refuse(WRITES_OUTSIDE)
         else:
-            if self.is_protected(p):
-                self.refuse(PROTECTED)
-            elif _git_runs(p.relative_to(self.root).parts):
-                self.refuse(GIT_INTERNALS)
+            self.add_protected(p, refuse=True)
             if p.is_file():
                 self.refuse(TRUNCATES if truncates else APPENDS)
 
@@ -714,8 +737,8 @@ class _Judge:
             return
         for word in operands:
             p = self.path(word.text, cwd) if word.literal and not word.glob else None
-            if p is not None and self.is_protected(p):
-                self.add(PROTECTED)
+            if p is not None:
+                self.add_protected(p)
             if p is None or not self.place.written.get(p, False):
                 self.add(DELETES)
         if unseen:
@@ -743,8 +766,8 @@ class _Judge:
             self.add(MASS_CHANGE)
         if name == "mv":
             for w in sources:
-                if w.literal and self.is_protected(self.path(w.text, cwd)):
-                    self.add(PROTECTED)
+                if w.literal:
+                    self.add_protected(self.path(w.text, cwd))
             if dest is not None and dest.literal and not self.inside(self.path(dest.text, cwd)):
                 self.add(MOVES_OUT)  # in the sandbox, out of the workdir is into a /tmp that vanishes
         if dest is None:
@@ -775,8 +798,8 @@ class _Judge:
         if recursive or wide:
             self.add(MASS_CHANGE)
         for w in files:
-            if w.literal and self.is_protected(self.path(w.text, cwd)):
-                self.add(PROTECTED)
+            if w.literal:
+                self.add_protected(self.path(w.text, cwd))
 
     def git(self, args: list[str]) -> None:
         i = 0
@@ -830,13 +853,6 @@ class _Judge:
             if operands and not reading and (len(operands) >= 2 or options & {"--add", "--replace-all"}):
                 if _GIT_RUNNING_KEYS.match(operands[0]):
                     self.add(GIT_RUNS)
-
-
-def _git_runs(parts: tuple[str, ...]) -> bool:
-    """A path in a repository's ``.git/hooks`` or its ``.git/config``: what git runs."""
-    return any(
-        part == ".git" and parts[i + 1 : i + 2] in (("hooks",), ("config",)) for i, part in enumerate(parts)
-    )
 
 
 def _runs_code(name: str) -> bool:

@@ -5,15 +5,19 @@ For every call, in this order:
 
 1. **Deny rules** (any source) refuse it, naming the rule and where it came from.
 2. **Ask rules** (``permissions.ask`` in a settings file) ask.
-3. **Agent, skill and settings files** — a write into ``agents/``, ``skills/``,
-   ``.claude/``, ``.harness_nb/`` (and any other agent folder the harness names), to
-   ``.mcp.json`` (it names the commands MCP servers run), into ``.git/`` (its hooks and config run programs) or to ``.env`` / ``.ssh`` files, by a file
-   tool or by an unsandboxed shell command that says so — asks, whatever the policy says
-   except ``never`` (the sandbox keeps these folders read-only for bash itself). Only an allow rule the person gave directly (``Approve for this session``,
-   ``Harness(allow=…)``, ``%config HarnessNB.allow``) lets it run: a rule read from a
-   settings file cannot, because those files sit in the workdir, where the agent writes and
-   where a cloned repository brings its own. A file must not grant the right to write the
-   files that grant rights.
+3. **Protected paths** — a write to a path only the person may change
+   (``sandbox.protection``: agent, skill and settings folders and any other agent folder
+   the harness names, ``.mcp.json``, git's config and hooks, files that run code at the next
+   start, other agents' instructions, ``.env`` files), or by a file tool to a module that
+   would shadow one the kernel imports (``mcp.py`` in the notebook's folder:
+   ``core.shadowed_module``) or to ``.ssh`` / key files — by a file tool or by an
+   unsandboxed shell command that says so — asks, whatever the policy says except
+   ``never``. A file tool's path is judged as ``tools.write_target`` gives it, the path the
+   tool writes without following symlinks. Only an allow rule the person gave directly
+   (``Approve for this session``, ``Harness(allow=…)``, ``%config HarnessNB.allow``) lets it
+   run: a rule read from a settings file cannot, because those files sit in the workdir,
+   where the agent writes and where a cloned repository brings its own. A file must not
+   grant the right to write the files that grant rights.
 4. **Allow rules** let it run.
 5. **The policy**:
 
@@ -60,10 +64,11 @@ from pathlib import Path
 from typing import Literal, TypeAlias, get_args
 
 from ..core import ToolCall, ToolError, run_blocking
-from ..tools import ToolContext, ToolOutcome
-from ..sandbox import PROTECTED_FOLDERS
+from ..core.imports import shadowed_module
+from ..sandbox import protection
+from ..tools import ToolContext, ToolOutcome, write_target
 from .command import Script, parse_command
-from .command_policy import GIT_INTERNALS, PROTECTED, Place, Reason, assess, command_texts, each_command
+from .command_policy import PROTECTED, Place, Reason, assess, command_texts, each_command, protected_write
 from .hook import ALLOW, ApprovalChannel, Approved, Ask, Decision, Denied, Deny, Hook
 from .rule import PermissionRules, Rule, RuleSet, Sourced, first_match
 
@@ -81,8 +86,8 @@ PLAN_ONLY_READS = "this agent may only read (permissionMode: plan)"
 class PermissionHook(Hook):
     """The permission hook (see the module doc). ``rules`` are the harness's rules;
     ``sandboxed`` tells whether bash runs in the sandbox (``None``: ask the tool, its
-    ``Tool.sandboxed``); ``protected`` adds agent folders to the sandbox's
-    ``PROTECTED_FOLDERS`` (the same folders it keeps read-only); ``always_ask`` names tools
+    ``Tool.sandboxed``); ``protected`` adds agent folders to the paths of
+    ``sandbox.protection`` (the sandbox keeps them read-only too); ``always_ask`` names tools
     that always ask; ``mode``, ``writable`` and ``writes_only_in`` are a subagent's (see
     the module doc and ``for_subagent``)."""
 
@@ -150,9 +155,7 @@ class PermissionHook(Hook):
         return PermissionHook(policy, **settings)  # type: ignore[arg-type]
 
     def place(self, workdir: Path) -> Place:
-        root = workdir.resolve()
-        folders = tuple(root / f for f in PROTECTED_FOLDERS) + self.protected
-        return Place(root, protected=folders, written=self.written)
+        return Place(workdir.resolve(), protected=self.protected, written=self.written)
 
     # ------------------------------------------------------------------ the decision
     async def before_tool(self, call: ToolCall, ctx: ToolContext) -> Decision:
@@ -190,9 +193,9 @@ class PermissionHook(Hook):
             return Ask(_by(asked, "asks"), "medium")
         allowed = first_match(rules.allow, call, args, workdir=workdir, home=self.home)
         path = args.get("path")
-        if call.name in FILE_TOOLS and isinstance(path, str):  # for after_tool: a file it creates?
-            target = _resolved(workdir.resolve(), path)
-            self._existed[call.id] = (target, not target.exists())
+        written = _written(workdir, path) if call.name in FILE_TOOLS else None
+        if written is not None:  # for after_tool: a file it creates?
+            self._existed[call.id] = (written, not written.exists())
         special = self._file_reason(call, args, ctx)
         if special is not None and self.policy != "never" and not (allowed and allowed.trusted):
             if allowed is None:
@@ -216,31 +219,38 @@ class PermissionHook(Hook):
         return None
 
     def _in_writable(self, workdir: Path, path: str) -> bool:
-        target = _resolved(workdir.resolve(), path)
-        return any(target.is_relative_to(folder) for folder in self.writable)
+        target = _written(workdir, path, roots=self.writable)
+        return target is not None and any(target.is_relative_to(folder) for folder in self.writable)
 
     def _file_reason(self, call: ToolCall, args: dict[str, object], ctx: ToolContext) -> Reason | None:
         """Why a write by a file tool (any tool that is not read-only and names a
-        ``path``) always asks, if it does."""
+        ``path``) always asks, if it does: the path as the tool will write it (no symlink
+        followed) is protected, or would shadow a module the kernel imports."""
         path = args.get("path")
         if not isinstance(path, str) or (ctx.tool is not None and ctx.tool.read_only):
             return None
         if call.name in FILE_TOOLS and self._in_writable(ctx.workdir, path):
             return None  # the agent's own memory folder
-        place = self.place(ctx.workdir)
-        target = _resolved(place.workdir, path)
-        if any(target.is_relative_to(p.resolve()) for p in place.protected):
+        try:
+            target = write_target(ctx.workdir, path)
+        except ToolError:
+            return None  # outside the workdir, or no path at all: the tools refuse it themselves
+        found = protection(target.rel, folders=self._folders_inside(target.base))
+        if found is not None:
+            return protected_write(found)
+        if any(target.path.is_relative_to(p.resolve()) for p in self.protected):
             return PROTECTED
-        if not target.is_relative_to(place.workdir):
-            return None  # the tools refuse paths outside the workdir themselves
-        if target == place.workdir / ".mcp.json":  # it names commands the harness runs
-            return PROTECTED
-        parts = target.relative_to(place.workdir).parts
-        if ".git" in parts:
-            return GIT_INTERNALS
-        if target.name.startswith((".env", "id_rsa", "id_ed25519", ".netrc")) or ".ssh" in parts:
+        module = shadowed_module(target.path, workdir=target.base) if target.parts else None
+        if module is not None:
+            return Reason(f"writes {target.rel}, which would run in place of the module {module} when it is imported")
+        name = target.parts[-1] if target.parts else ""
+        if name.startswith(("id_rsa", "id_ed25519", ".netrc")) or ".ssh" in target.parts:
             return SENSITIVE
         return None
+
+    def _folders_inside(self, root: Path) -> list[str]:
+        """The extra agent folders (``protected``) that lie in ``root``, relative to it."""
+        return [p.relative_to(root).as_posix() for p in map(_real, self.protected) if p.is_relative_to(root)]
 
     def _bash(self, call: ToolCall, command: str, rules: RuleSet, ctx: ToolContext) -> Decision:
         script = parse_command(command)
@@ -260,7 +270,7 @@ class PermissionHook(Hook):
         allowed = self._bash_allowed(command, script, rules.allow, place)
         sandboxed = self.sandboxed() if self.sandboxed is not None else bool(ctx.tool and ctx.tool.sandboxed)
         # in the sandbox these folders are read-only mounts: the write fails, nothing to ask
-        planted = [] if sandboxed else [r for r in assessment.reasons if r in (PROTECTED, GIT_INTERNALS)]
+        planted = [] if sandboxed else [r for r in assessment.reasons if r.protects]
         if planted and self.policy != "never" and not (allowed and allowed.trusted):
             return _ask(planted)
         if allowed is not None:
@@ -318,8 +328,8 @@ class PermissionHook(Hook):
                 path = call.parsed_arguments().get("path")
             except ValueError:
                 path = None
-            if isinstance(path, str):
-                target = _resolved(ctx.workdir.resolve(), path)
+            target = _written(ctx.workdir, path, roots=ctx.roots)
+            if target is not None:
                 created = self._existed.pop(call.id, (target, False))[1]
                 self.written[target] = self.written.get(target, created)
         self._existed.pop(call.id, None)
@@ -337,12 +347,15 @@ def _hides_commands(script: Script) -> bool:
     return bool(script.errors) or any(c.words and not c.words[0].literal for c in script.commands())
 
 
-def _resolved(root: Path, path: str) -> Path:
-    p = Path(path).expanduser()
+def _written(workdir: Path, path: object, *, roots: Iterable[Path] = ()) -> Path | None:
+    """Where a file tool writes ``path`` (``tools.write_target``), or ``None`` when it would
+    refuse it."""
+    if not isinstance(path, str):
+        return None
     try:
-        return (p if p.is_absolute() else root / p).resolve(strict=False)
-    except (OSError, RuntimeError, ValueError):
-        return root / p
+        return write_target(workdir, path, roots=tuple(roots)).path
+    except ToolError:
+        return None
 
 
 def _real(folder: Path) -> Path:

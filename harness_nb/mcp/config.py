@@ -29,6 +29,7 @@ never reaches a model, a transcript, a log or an output.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -256,8 +257,6 @@ def parse_servers(
 def read_file(path: Path, shown: str, *, workdir: Path, project: bool = False) -> Servers:
     """The servers of the ``.mcp.json``-format file ``path`` (``shown`` names it in messages);
     a missing file configures none, an unreadable one costs one warning."""
-    import json
-
     try:
         data = read_regular(path, MAX_FILE_BYTES)
     except FileNotFoundError:

@@ -15,7 +15,8 @@ next use; one that failed to start is not retried by itself (``restart`` does), 
 broken server costs its start timeout once, not at every run.
 
 The SDK is imported here, on first use: importing harness_nb (and loading the notebook
-extension) never pays for it.
+extension) never pays for it. Its imports are shielded (``core.shielded_imports``): an
+``mcp.py`` the agent wrote into the notebook's folder is never what runs.
 """
 
 from __future__ import annotations
@@ -23,13 +24,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from ..core import HarnessError, ToolError
+from ..core.imports import shielded_imports
 from ..core.secret import SECRETS, protect_loggers
 from .config import HttpServer, ServerEntry, StdioServer
+from .flood import limit_floods
 from .stderr import StderrTail
 
 log = logging.getLogger("harness_nb.mcp")
@@ -59,12 +63,21 @@ class RemoteTool:
 class ServerConnection:
     """One configured server and, while it runs, its session (see the module doc).
     ``start_timeout`` bounds the start: spawning or connecting, the MCP handshake and the
-    tool listing."""
+    tool listing. ``check`` is called before every start and raises (an ``McpServerError``)
+    when the server may not start now (its trust no longer covers what it runs)."""
 
-    def __init__(self, entry: ServerEntry, *, workdir: Path, start_timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        entry: ServerEntry,
+        *,
+        workdir: Path,
+        start_timeout: float = 30.0,
+        check: Callable[[], None] | None = None,
+    ) -> None:
         self.entry = entry
         self.workdir = workdir
         self.start_timeout = start_timeout
+        self.check = check
         self.state: State = "not started"
         self.crashed = False
         self.last_error: str | None = None
@@ -93,6 +106,12 @@ class ServerConnection:
             if self.state == "running":
                 return
             await self._stop_owner()
+            if self.check is not None:
+                try:
+                    self.check()
+                except McpServerError as exc:
+                    self.last_error = str(exc)  # its state stays: once trusted, its next use starts it
+                    raise
             self.state = "starting"
             loop = asyncio.get_running_loop()
             ready: asyncio.Future[list[RemoteTool]] = loop.create_future()
@@ -147,11 +166,13 @@ class ServerConnection:
             self._session = None
 
     async def _connect(self, stack: contextlib.AsyncExitStack) -> Any:
-        from mcp import ClientSession
-        from mcp.client.stdio import StdioServerParameters, stdio_client
-        from mcp.client.streamable_http import streamable_http_client
+        with shielded_imports():
+            from mcp import ClientSession
+            from mcp.client.stdio import StdioServerParameters, stdio_client
+            from mcp.client.streamable_http import streamable_http_client
 
         protect_loggers("mcp")  # the SDK's loggers exist now; its records may quote a header
+        limit_floods("mcp")  # it logs a traceback per line a server writes that is not JSON-RPC
 
         config = self.entry.config
         if isinstance(config, StdioServer):
@@ -170,7 +191,8 @@ class ServerConnection:
                 tail.child_started()
         else:
             assert isinstance(config, HttpServer)
-            import httpx2
+            with shielded_imports():
+                import httpx2
 
             self._stderr = None
             # the SDK's own defaults: 30 s to connect and write, 300 s to read a stream
@@ -184,7 +206,8 @@ class ServerConnection:
         and return the SDK's ``CallToolResult``. A connection that ends during the call is a
         ``McpServerError`` (the server is restarted at its next use); an error the server
         answers with is a ``ToolError``."""
-        from mcp import MCPError
+        with shielded_imports():
+            from mcp import MCPError
 
         if self.state != "running":
             await self.start()
@@ -201,7 +224,8 @@ class ServerConnection:
         except (OSError, EOFError) as exc:
             raise self._lost(f"stopped during the call to {tool} ({_describe(exc)})") from None
         except Exception as exc:
-            import anyio
+            with shielded_imports():
+                import anyio
 
             if isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream):
                 raise self._lost(f"stopped during the call to {tool} ({type(exc).__name__})") from None
@@ -250,7 +274,8 @@ class ServerConnection:
 
 async def _list_tools(session: Any) -> list[RemoteTool]:
     """Every tool the server lists (following its pages, within bounds)."""
-    from mcp.types import PaginatedRequestParams
+    with shielded_imports():
+        from mcp.types import PaginatedRequestParams
 
     found: list[Any] = []
     cursor: str | None = None

@@ -12,7 +12,10 @@ its tools.
 A project's server (``.mcp.json``, an agent file in the workdir) starts only once the person
 trusts it (``trust.py``): until then ``%mcp`` lists it as "needs your approval" with what it
 would run, its tools are not offered, and the first run that would have used it logs one
-warning saying how to trust it. ``connection`` refuses it (``McpUntrustedError``).
+warning saying how to trust it. ``connection`` refuses it (``McpUntrustedError``), and so does
+every start of its connection (a restart after a crash too): trust covers the files a server
+runs, which may change while it runs. The first read of the configuration is the session's
+start for trust by name (``Trust.begin``).
 
 ``scoped(…)`` makes a manager for a subagent's inline ``mcpServers``: its servers live only
 while that subagent runs (the runner closes it); it shares this manager's trust.
@@ -116,6 +119,7 @@ class McpManager:
                 self._servers = parse_servers(self._given, "settings", workdir=self.workdir, strict=True)
             for warning in self._servers.warnings:
                 log.warning("%s", SECRETS.scrub(warning))
+            self.trusted.begin([*self._servers.entries.values(), *self._agent_entries()])
         return self._servers
 
     @property
@@ -190,16 +194,23 @@ class McpManager:
         to trust it for a project server not trusted)."""
         if name not in self._connections:
             entry = self._entry(name)
-            verdict = self.trusted.verdict(entry)
-            if not verdict.trusted:
-                raise McpUntrustedError(
-                    SECRETS.scrub(
-                        f"MCP server {name!r} ({entry.source}) is not started: {verdict.why}. "
-                        f"It would run: {describe_fully(entry)}. If you trust it: {how_to_trust(name)}"
-                    )
-                )
-            self._connections[name] = ServerConnection(entry, workdir=self.workdir, start_timeout=self.start_timeout)
+            self._check_trusted(entry)
+            self._connections[name] = ServerConnection(
+                entry, workdir=self.workdir, start_timeout=self.start_timeout, check=lambda: self._check_trusted(entry)
+            )
         return self._connections[name]
+
+    def _check_trusted(self, entry: ServerEntry) -> None:
+        """Nothing when ``entry`` may start now; else ``McpUntrustedError`` saying why, what it
+        would run and how to trust it."""
+        verdict = self.trusted.verdict(entry)
+        if not verdict.trusted:
+            raise McpUntrustedError(
+                SECRETS.scrub(
+                    f"MCP server {entry.name!r} ({entry.source}) is not started: {verdict.why}. "
+                    f"It would run: {describe_fully(entry)}. If you trust it: {how_to_trust(entry.name)}"
+                )
+            )
 
     # ------------------------------------------------------------------ trust
     def pending(self) -> list[ServerEntry]:

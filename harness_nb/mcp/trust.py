@@ -9,10 +9,12 @@ run it: a project server is listed (``%mcp``, with what it would run) but not st
 its tools are not offered, until the person trusts it by one of:
 
 - ``%mcp trust NAME`` (``McpManager.trust``): kept in ``~/.harness_nb/mcp-trust.json`` under
-  the workdir's real path, the server's name and its **fingerprint** — a hash of its resolved
-  configuration (command, args, the names of its env variables, cwd; or url). A changed
-  entry has another fingerprint, so it needs trusting again. ``%mcp untrust NAME`` forgets.
-- ``Harness(mcp_trust=[…])`` / ``HarnessNB.mcp_trust``: names, trusted whatever they run.
+  the workdir's real path, the server's name, its **fingerprint** — a hash of its resolved
+  configuration (command, args, the names of its env variables, cwd; or url) — and a hash of
+  the content of the files in the workdir that its command line names (``named_files.py``:
+  ``python srv.py`` covers ``srv.py``). A changed entry, or a changed file, needs trusting
+  again. ``%mcp untrust NAME`` forgets.
+- ``Harness(mcp_trust=[…])`` / ``HarnessNB.mcp_trust``: names.
 - Claude Code's settings ``enableAllProjectMcpServers`` (every ``.mcp.json`` server),
   ``enabledMcpjsonServers`` (names) and ``disabledMcpjsonServers`` (names never started,
   whatever else trusts them), for ``.mcp.json`` servers, read only from the person's own
@@ -20,6 +22,12 @@ its tools are not offered, until the person trusts it by one of:
   ``.claude/settings.local.json`` (git-ignored by convention: a repository that commits one
   anyway could vouch for itself). Never from the workdir's ``.claude/settings.json`` or
   ``.harness_nb/settings.json``: a repository cannot vouch for its own servers.
+
+Trust by name (the last two) covers a server as it was configured when this process first
+read the workdir's configuration (``Trust.begin``: a session's start, kept across harnesses
+rebuilt in the same kernel): an entry that appeared or changed since — its command line or
+a file it runs — waits for ``%mcp trust`` like any other, and ``%mcp`` shows what it would
+run. A name cannot vouch for whatever the agent writes under that name mid-session.
 
 The trust file holds no command, argument or variable value (only hashes of them), is
 written atomically under a lock (two kernels trusting at once both keep their decision),
@@ -46,6 +54,7 @@ from filelock import FileLock, Timeout
 from ..core import ConfigError, read_regular
 from ..core.secret import SECRETS
 from .config import PROJECT_FILE, ServerConfig, ServerEntry, StdioServer
+from .named_files import files_fingerprint
 
 log = logging.getLogger("harness_nb.mcp")
 
@@ -58,6 +67,12 @@ USER_SETTINGS = (".claude/settings.json", ".harness_nb/settings.json")
 LOCAL_SETTINGS = ".claude/settings.local.json"
 
 Standing = Literal["trusted", "needs approval", "disabled"]
+Digest = tuple[str, str]  # (fingerprint, files_fingerprint)
+
+_SESSION_START: dict[str, dict[tuple[str, str], Digest]] = {}
+"""Per workdir (real path): each project server's digest, by (source, name), as this process
+first read the configuration. Process-wide: the notebook rebuilds its harness when some
+settings change, and the new one must not take a file planted meanwhile as its start."""
 
 
 def fingerprint(config: ServerConfig) -> str:
@@ -144,11 +159,13 @@ def _read_json(path: Path, shown: str, limit: int, warnings: list[str], *, what:
 
 @dataclass(frozen=True)
 class Record:
-    """One ``%mcp trust`` decision: in this workdir, this name with this configuration."""
+    """One ``%mcp trust`` decision: in this workdir, this name with this configuration and
+    these files (``files``: their ``files_fingerprint``, ``""`` for none)."""
 
     workdir: str
     name: str
     fingerprint: str
+    files: str = ""
 
 
 class TrustStore:
@@ -183,7 +200,8 @@ class TrustStore:
                 problems.append(f'{self.shown}: not an object with a "servers" list; its MCP trust decisions are not used')
             else:
                 for row in rows[-MAX_RECORDS:]:
-                    fields = [row.get(k) for k in ("workdir", "name", "fingerprint")] if isinstance(row, dict) else []
+                    keys = ("workdir", "name", "fingerprint")
+                    fields = [row.get(k) for k in keys] + [row.get("files", "")] if isinstance(row, dict) else []
                     if fields and all(isinstance(f, str) for f in fields):
                         records.append(Record(*(str(f) for f in fields)))
         if problems and problems != self.warnings:  # one warning per corrupt file, not per read
@@ -230,7 +248,11 @@ class TrustStore:
         self._records = records
         if self.path is None:
             return
-        rows = [{"workdir": r.workdir, "name": r.name, "fingerprint": r.fingerprint} for r in records]
+        rows: list[dict[str, str]] = []
+        for r in records:
+            rows.append({"workdir": r.workdir, "name": r.name, "fingerprint": r.fingerprint})
+            if r.files:
+                rows[-1]["files"] = r.files
         document = {"version": 1, "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "servers": rows}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".mcp-trust-", suffix=".tmp")
@@ -260,7 +282,7 @@ class Trust:
         self.store = store if store is not None else TrustStore(None)
         self.home = home
         self.settings = TrustSettings()
-        self._noticed: set[tuple[str, str]] = set()
+        self._noticed: set[tuple[str, str, str]] = set()
         self.refresh()
 
     def settings_files(self) -> list[tuple[Path, str]]:
@@ -275,6 +297,17 @@ class Trust:
         self.store.records()
         return [*self.settings.warnings, *self.store.warnings]
 
+    def digest(self, entry: ServerEntry) -> Digest:
+        """What ``entry`` runs, hashed: its configuration and the content of the files in the
+        workdir it names (a ``stat`` per file while they stay the same)."""
+        return fingerprint(entry.config), files_fingerprint(entry.config, self.workdir)
+
+    def begin(self, entries: Iterable[ServerEntry]) -> None:
+        """Note ``entries`` (every server configured now) as this session's start, unless this
+        process noted the workdir's start already: trust by name covers only these."""
+        if self.key not in _SESSION_START:
+            _SESSION_START[self.key] = {(e.source, e.name): self.digest(e) for e in entries if e.project}
+
     def verdict(self, entry: ServerEntry) -> Verdict:
         """Whether ``entry`` may start, and why (see the module doc)."""
         from_file = entry.source == PROJECT_FILE
@@ -282,23 +315,40 @@ class Trust:
             return Verdict("disabled", f"disabledMcpjsonServers in {self.settings.disabled[entry.name]}")
         if not entry.project:
             return Verdict("trusted", f"configured by you ({entry.source})")
-        if entry.name in self.names:
-            return Verdict("trusted", "mcp_trust")
-        digest = fingerprint(entry.config)
+        digest = self.digest(entry)
         mine = [r for r in self.store.records() if (r.workdir, r.name) == (self.key, entry.name)]
-        if any(r.fingerprint == digest for r in mine):
+        if any((r.fingerprint, r.files) == digest for r in mine):
             return Verdict("trusted", "%mcp trust")
-        if from_file and entry.name in self.settings.enabled:
-            return Verdict("trusted", f"enabledMcpjsonServers in {self.settings.enabled[entry.name]}")
-        if from_file and self.settings.enable_all is not None:
-            return Verdict("trusted", f"enableAllProjectMcpServers in {self.settings.enable_all}")
+        by_name = self._by_name(entry)
+        if by_name is not None:
+            start = _SESSION_START.get(self.key)
+            if start is None or start.get((entry.source, entry.name)) == digest:
+                return Verdict("trusted", by_name)
+            new = (entry.source, entry.name) not in start
+            what = "appeared" if new else "changed (its command line or a file it runs)"
+            why = f"it {what} during this session, and {by_name} trusts only what was configured when it began"
+            return Verdict("needs approval", why)
+        if any(r.fingerprint == digest[0] for r in mine):
+            return Verdict("needs approval", "a file it runs changed since you trusted it")
         if mine:
             return Verdict("needs approval", "its configuration changed since you trusted it")
         return Verdict("needs approval", "a project's server runs only once you trust it")
 
+    def _by_name(self, entry: ServerEntry) -> str | None:
+        """The trust by name that covers ``entry``, if one does (see the module doc)."""
+        from_file = entry.source == PROJECT_FILE
+        if entry.name in self.names:
+            return "mcp_trust"
+        if from_file and entry.name in self.settings.enabled:
+            return f"enabledMcpjsonServers in {self.settings.enabled[entry.name]}"
+        if from_file and self.settings.enable_all is not None:
+            return f"enableAllProjectMcpServers in {self.settings.enable_all}"
+        return None
+
     def allow(self, entry: ServerEntry) -> None:
-        """Trust ``entry`` (its name and fingerprint) in this workdir from now on."""
-        self.store.add(Record(self.key, entry.name, fingerprint(entry.config)))
+        """Trust ``entry`` (its name, fingerprint and files) in this workdir from now on."""
+        fp, files = self.digest(entry)
+        self.store.add(Record(self.key, entry.name, fp, files))
 
     def forget(self, name: str) -> int:
         """Forget the ``%mcp trust`` decisions for ``name``; how many there were."""
@@ -307,10 +357,10 @@ class Trust:
     def notice(self, pending: Iterable[ServerEntry]) -> None:
         """One warning naming the servers of ``pending`` not yet warned about: that they did
         not start, what they would run, and how to trust them."""
-        new = [e for e in pending if (e.name, fingerprint(e.config)) not in self._noticed]
+        new = [e for e in pending if (e.name, *self.digest(e)) not in self._noticed]
         if not new:
             return
-        self._noticed.update((e.name, fingerprint(e.config)) for e in new)
+        self._noticed.update((e.name, *self.digest(e)) for e in new)
         listed = "; ".join(f"{e.name} ({e.source}) would run: {describe_fully(e)}" for e in new)
         if len(new) == 1:
             head, how = "MCP server of this project not started, it runs only once you trust it", how_to_trust(new[0].name)

@@ -21,7 +21,10 @@ def unload_ipython_extension(ipython: Any) -> None:
 def current_harness() -> Any:
     """The ``Harness`` behind this kernel's magics (for the Python API inside a notebook:
     ``h = current_harness(); h.tracker.list(); await h.teams.wait_idle("alice")``)."""
-    from IPython import get_ipython
+    from ..core.imports import shielded_imports
+
+    with shielded_imports():
+        from IPython import get_ipython
 
     shell = get_ipython()
     controller = getattr(shell, "_harness_nb", None) if shell is not None else None

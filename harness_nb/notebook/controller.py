@@ -14,6 +14,7 @@ from IPython.core.error import UsageError
 from IPython.display import DisplayHandle, display
 
 from ..core import HarnessError, SubagentUpdate
+from ..core.imports import shielded_imports
 from ..core.secret import SECRETS
 from ..engine import RunResult, UsageAccount
 from ..harness import Harness
@@ -475,7 +476,8 @@ def _connection_file() -> list[Path]:
     """The kernel's connection file (its key lets a process drive the kernel): hidden from
     sandboxed commands wherever it lies. None outside a kernel."""
     try:
-        from ipykernel.connect import get_connection_file
+        with shielded_imports():
+            from ipykernel.connect import get_connection_file
 
         return [Path(get_connection_file())]
     except (ImportError, RuntimeError, OSError):

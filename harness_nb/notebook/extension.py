@@ -8,6 +8,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from traitlets import TraitError
 
+from ..core.imports import shielded_imports
 from ..tools import kill_running_commands
 from .config import SettingsMagics
 from .controller import NotebookHarness
@@ -21,7 +22,8 @@ _STATE = "_harness_nb"
 
 
 def _post_transform(lines: list[str]) -> list[str]:
-    from IPython import get_ipython
+    with shielded_imports():
+        from IPython import get_ipython
 
     return await_our_magics(lines, get_ipython())
 

@@ -22,6 +22,7 @@ from IPython.utils.capture import capture_output
 from pydantic import Field
 
 from ..core import DisplayData, ImagePart, ToolError
+from ..core.imports import shielded_imports
 from ..core.media import MAX_IMAGES
 from ..tools import Tool, ToolContext, ToolOutput, tool
 from .history import CellHistory, notebook_history_tool
@@ -83,7 +84,8 @@ def describe(value: Any, rows: int = 5) -> str:
             lines.append(f"(head failed: {exc})")
     elif shape is not None:
         try:
-            import numpy as np
+            with shielded_imports():
+                import numpy as np
 
             lines.append("values:\n" + np.array2string(np.asarray(value), threshold=50, edgeitems=3))
         except Exception:
@@ -231,7 +233,8 @@ def _new_figures(before: set[int]) -> list[Any]:
     pyplot = _pyplot()
     if pyplot is None:
         return []
-    from matplotlib._pylab_helpers import Gcf
+    with shielded_imports():
+        from matplotlib._pylab_helpers import Gcf
 
     managers = [Gcf.get_fig_manager(n) for n in pyplot.get_fignums() if n not in before]
     return [m.canvas.figure for m in managers if m is not None]

@@ -20,6 +20,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from ..core import HarnessError
+from ..core.imports import shielded_imports
 from ..team import TeamManager
 from .controller import NotebookHarness, Pending, done, with_ticker
 from .reply import AgentReply
@@ -83,7 +84,8 @@ class TeamMagics(Magics):
             manager = self.manager()
             view = self.view()
             if view is None:
-                from .team_view import roster_table
+                with shielded_imports():
+                    from .team_view import roster_table
 
                 print(roster_table(manager.roster()))
             else:

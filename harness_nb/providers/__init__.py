@@ -6,9 +6,9 @@ stays cheap.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
+from ..core.imports import import_module
 from .base import ModelRequest, ModelResponse, Provider, TextChunk
 from .factory import create_provider
 from .options import ProviderOptions
@@ -43,5 +43,5 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+        return getattr(import_module(_LAZY[name], __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

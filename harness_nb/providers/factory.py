@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core import ConfigError
+from ..core.imports import shielded_imports
 from .base import Provider
 from .options import ProviderOptions
 
@@ -70,7 +71,8 @@ def create_provider(
     settings = ProviderOptions.of(options, **option_keywords)
     provider: Provider
     if prefix in ("openai", "openai-compatible", "ollama"):
-        from . import openai
+        with shielded_imports():
+            from . import openai
 
         cls = {
             "openai": openai.OpenAIProvider,
@@ -81,21 +83,25 @@ def create_provider(
             name, api_key=api_key, base_url=base_url, transport=transport, retry=retry, options=settings
         )
     elif prefix == "anthropic":
-        from .anthropic import AnthropicProvider
+        with shielded_imports():
+            from .anthropic import AnthropicProvider
 
         provider = AnthropicProvider(
             name, api_key=api_key, base_url=base_url, transport=transport, retry=retry, options=settings
         )
     elif prefix == "scripted":
-        from .scripted import ScriptedProvider
+        with shielded_imports():
+            from .scripted import ScriptedProvider
 
         provider = ScriptedProvider.from_file(name, workdir=workdir, options=settings)
     else:
-        from .cassette import ReplayProvider
+        with shielded_imports():
+            from .cassette import ReplayProvider
 
         provider = ReplayProvider(name, workdir=workdir, options=settings)
     if record_to is not None:
-        from .cassette import recording
+        with shielded_imports():
+            from .cassette import recording
 
         provider = recording(provider, record_to, workdir=workdir)
     return provider

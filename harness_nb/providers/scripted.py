@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import AssistantMessage, ConfigError, ProviderError, ToolCall, Usage, UserMessage
+from ..core.imports import shielded_imports
 from .base import ModelRequest, ModelResponse, Provider, StreamItem, TextChunk, under
 from .options import ProviderOptions
 from .window import context_length_error
@@ -80,7 +81,8 @@ class ScriptedProvider(Provider):
             if p.suffix == ".json":
                 data = json.loads(text)
             else:
-                import yaml
+                with shielded_imports():
+                    import yaml
 
                 data = yaml.safe_load(text)
         except Exception as exc:

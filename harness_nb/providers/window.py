@@ -25,6 +25,8 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..core.imports import shielded_imports
+
 if TYPE_CHECKING:
     import httpx
 
@@ -162,7 +164,8 @@ async def probe_window(client: httpx.AsyncClient, base_url: str, model: str) -> 
 
 async def _get_json(client: httpx.AsyncClient, url: str) -> Any:
     """The JSON at ``url``, or ``None`` for any failure (status, transport, size, syntax)."""
-    import httpx  # here: the providers' base imports this module, and must not import httpx
+    with shielded_imports():
+        import httpx  # here: the providers' base imports this module, and must not import httpx
 
     try:
         async with client.stream("GET", url) as response:

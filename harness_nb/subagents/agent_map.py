@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypedDict, overload
 
 from ..core import ConfigError, ProviderError, Usage, new_id
+from ..core.imports import shielded_imports
 from ..core.usage import usd
 from ..engine import BUDGET_STOPS, EARLY_STOPS, ApprovalChannel, ParentContext
 from ..providers.http import RetryPolicy
@@ -408,7 +409,8 @@ def _duration(seconds: float) -> str:
 
 def _pandas() -> Any:
     try:
-        import pandas
+        with shielded_imports():
+            import pandas
     except ImportError:
         raise ConfigError("series() and frame() need pandas: pip install pandas (texts and errors need nothing)") from None
     return pandas

@@ -9,6 +9,7 @@ needed — methods never await between reading and writing an entry.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import deque
 from collections.abc import Callable
@@ -243,8 +244,6 @@ class TaskTracker:
             try:
                 listener(entry)
             except Exception:  # a UI listener must not break task bookkeeping
-                import logging
-
                 logging.getLogger("harness_nb.subagents").exception("task listener failed")
 
 

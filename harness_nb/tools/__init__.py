@@ -3,7 +3,7 @@
 from .base import CallOrder, FunctionTool, Tool, ToolContext, ToolOutcome, ToolOutput, ToolRegistry, invoke, own_timeout, tool
 from .builtin import READ_ONLY_TOOLS, builtin_tools
 from .files import edit_file, ls, read_file, write_file
-from .path import display_path, resolve_in_workdir
+from .path import Target, display_path, read_target, resolve_in_workdir, write_target
 from .search import glob, grep
 from ..sandbox import Sandbox, SandboxMode
 from .shell import BashTool, bash, kill_running_commands
@@ -20,6 +20,7 @@ __all__ = [
     "ToolRegistry",
     "Sandbox",
     "SandboxMode",
+    "Target",
     "bash",
     "builtin_tools",
     "display_path",
@@ -31,7 +32,9 @@ __all__ = [
     "own_timeout",
     "ls",
     "read_file",
+    "read_target",
     "resolve_in_workdir",
     "tool",
     "write_file",
+    "write_target",
 ]

@@ -5,6 +5,12 @@ worker threads (``run_blocking``) because the event loop is the notebook kernel'
 tool is a thin async wrapper around one synchronous worker, so the whole
 read-check-write of an edit happens in one place.
 
+The path written is the path the permission hook judged (``write_target``): its folders
+are opened one by one without following symlinks (``core.open_folder``) and the file is
+replaced inside the last one, so a folder swapped for a symlink between the check and the
+write cannot send the write elsewhere (into ``.claude/``, say). A write through a symlink
+is refused with the path it leads to, and so is a write onto anything but a regular file.
+
 Nothing here can hang or blow up on a hostile file: only regular files are opened
 (``open_regular``: a named pipe or device is an error, never an open), and reads are
 bounded in bytes — ``read_file`` holds at most about a line's worth of a megabyte at a
@@ -15,8 +21,6 @@ from __future__ import annotations
 
 import codecs
 import os
-import secrets
-import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,9 +28,18 @@ from typing import IO, Annotated, BinaryIO
 
 from pydantic import Field
 
-from ..core import NotRegularFileError, ToolError, escape_surrogates, open_regular, run_blocking
+from ..core import (
+    NotRegularFileError,
+    SymlinkError,
+    ToolError,
+    escape_name,
+    open_folder,
+    open_regular,
+    replace_regular,
+    run_blocking,
+)
 from .base import ToolContext, tool
-from .path import display_path, resolve_in_workdir
+from .path import Target, display_path, read_target, resolve_in_workdir, write_target
 from .walker import WALK_MAX_ENTRIES, entry_problem
 
 READ_MAX_CHARS = 256 * 1024
@@ -59,29 +72,6 @@ def _os_errors(action: str, path: str) -> Iterator[None]:
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise ToolError(f"cannot {action} {path!r}: {reason}") from exc
-
-
-def _atomic_write(target: Path, data: bytes) -> None:
-    """Write ``data`` to ``target`` through a temp file in the same folder and ``os.replace``,
-    so a reader (or a crash) never sees half a file. An existing file keeps its mode."""
-    try:
-        mode: int | None = stat.S_IMODE(target.stat().st_mode)
-    except FileNotFoundError:
-        mode = None
-    tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
-    # 0o666 lets the umask decide a new file's mode, as any editor would.
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            if mode is not None:
-                os.fchmod(f.fileno(), mode)
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def _count_lines_left(f: IO[bytes]) -> int:
@@ -136,10 +126,55 @@ def _numbered(number: int, raw: bytes, more: int = 0) -> str:
     return f"{number:6d}\t{line}"
 
 
-def _open(p: Path, path: str, missing_hint: str) -> BinaryIO:
-    """``p`` opened for reading, or a ``ToolError`` that says what it is instead."""
+def _through_symlink(target: Target, link: str, path: str, action: str) -> ToolError:
+    """The error for a path that meets a symlink (``link``, relative to the target's base):
+    where the path leads now, and what to do."""
+    real = Path(os.path.realpath(target.path))
+    if real == target.path:  # it was one a moment ago, and is not any more
+        where = "; it changed while the tool ran: look at it with ls, then try again"
+    elif real.is_relative_to(target.base):
+        where = f"; {action} the file where it leads ({display_path(target.base, real)!r}) instead"
+    else:
+        where = ", and it leads outside the working directory"
+    return ToolError(
+        f"cannot {action} {path!r}: {escape_name(link)!r} is a symlink, and the file tools "
+        f"never {action} through one{where}"
+    )
+
+
+@contextmanager
+def _in_folder(
+    target: Target, path: str, action: str, missing_hint: str = "", *, create: bool = False
+) -> Iterator[int]:
+    """The folder holding ``target``, opened folder by folder without following a symlink
+    (made as needed with ``create``); what stands in the way is one clear error."""
     try:
-        return open_regular(p)
+        if create:  # a root (an agent's memory folder) may not exist yet; the harness chose it
+            target.base.mkdir(parents=True, exist_ok=True)
+        fd = open_folder(target.base, target.parts[:-1], create=create)
+    except SymlinkError as exc:
+        raise _through_symlink(target, str(exc.filename), path, action) from None
+    except NotADirectoryError as exc:
+        raise ToolError(f"cannot {action} {path!r}: {escape_name(str(exc.filename))!r} {exc.strerror}") from None
+    except FileNotFoundError:
+        raise ToolError(f"file not found: {path!r}; {missing_hint}") from None
+    except OSError as exc:
+        raise ToolError(f"cannot {action} {path!r}: {exc.strerror or exc}") from None
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _open(target: Target, dir_fd: int, path: str, missing_hint: str) -> BinaryIO:
+    """``target`` (a name in the folder ``dir_fd``) opened for reading, or a ``ToolError``
+    that says what it is instead."""
+    if not target.parts:
+        raise ToolError(f"{path!r} is a folder, not a file; use ls to list it")
+    try:
+        return open_regular(target.parts[-1], dir_fd=dir_fd)
+    except SymlinkError:  # the real path's last part became a symlink since
+        raise _through_symlink(target, target.rel, path, "read") from None
     except FileNotFoundError:
         raise ToolError(f"file not found: {path!r}; {missing_hint}") from None
     except IsADirectoryError:
@@ -151,12 +186,17 @@ def _open(p: Path, path: str, missing_hint: str) -> BinaryIO:
         raise ToolError(f"cannot read {path!r}: {exc.strerror or exc}") from None
 
 
-def _read(p: Path, path: str, offset: int, limit: int | None) -> str:
+def _read(target: Target, path: str, offset: int, limit: int | None) -> str:
     max_lines = limit or READ_MAX_LINES
     shown: list[str] = []
     used = 0
     total = 0
-    with _open(p, path, "check the name with ls or glob") as f, _os_errors("read", path):
+    hint = "check the name with ls or glob"
+    with (
+        _in_folder(target, path, "read", hint) as dir_fd,
+        _open(target, dir_fd, path, hint) as f,
+        _os_errors("read", path),
+    ):
         if looks_binary(f.read(_SNIFF_BYTES)):
             size = os.fstat(f.fileno()).st_size
             raise ToolError(
@@ -210,17 +250,33 @@ async def read_file(
     refused. Read a file before editing it, and copy text for edit_file from this output
     without the line-number prefix.
     """
-    p = resolve_in_workdir(ctx.workdir, path, roots=ctx.roots)
-    return await run_blocking(_read, p, path, offset, limit)
+    target = read_target(ctx.workdir, path, roots=ctx.roots)
+    return await run_blocking(_read, target, path, offset, limit)
 
 
-def _write(p: Path, path: str, content: str) -> int:
-    if p.is_dir():
+def _replace(target: Target, dir_fd: int, path: str, data: bytes) -> None:
+    """Replace ``target`` in the folder ``dir_fd`` with ``data`` (never a symlink, pipe or device)."""
+    try:
+        replace_regular(dir_fd, target.parts[-1], data)
+    except SymlinkError:
+        raise _through_symlink(target, target.rel, path, "write") from None
+    except IsADirectoryError:
+        raise ToolError(f"{path!r} is a folder; give a file path to write to") from None
+    except NotRegularFileError as exc:
+        # Replacing a named pipe or device with a file would break whatever uses it.
+        raise ToolError(
+            f"{path!r} is a {exc.kind}, not a regular file; the file tools write regular files only"
+        ) from None
+    except OSError as exc:
+        raise ToolError(f"cannot write {path!r}: {exc.strerror or exc}") from None
+
+
+def _write(target: Target, path: str, content: str) -> int:
+    if not target.parts:
         raise ToolError(f"{path!r} is a folder; give a file path to write to")
     data = content.encode("utf-8")
-    with _os_errors("write", path):
-        p.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write(p, data)
+    with _in_folder(target, path, "write", create=True) as dir_fd:
+        _replace(target, dir_fd, path, data)
     return len(data)
 
 
@@ -235,15 +291,23 @@ async def write_file(
     """Write a text file (UTF-8), replacing it if it exists and creating missing folders.
 
     The write is atomic: readers see the old file or the new one, never half of it. To
-    change part of an existing file use edit_file instead of rewriting it.
+    change part of an existing file use edit_file instead of rewriting it. A path through
+    a symlink is refused (write the file it points to), and so is a named pipe or device.
     """
-    p = resolve_in_workdir(ctx.workdir, path, roots=ctx.roots)
-    size = await run_blocking(_write, p, path, content)
-    return f"wrote {size} bytes to {display_path(ctx.workdir, p)}"
+    resolve_in_workdir(ctx.workdir, path, roots=ctx.roots)  # refuses a path leading outside
+    target = write_target(ctx.workdir, path, roots=ctx.roots)
+    size = await run_blocking(_write, target, path, content)
+    return f"wrote {size} bytes to {display_path(ctx.workdir, target.path)}"
 
 
-def _edit(p: Path, path: str, old: str, new: str, replace_all: bool) -> int:
-    with _open(p, path, "to create a new file use write_file") as f, _os_errors("read", path):
+def _edit(target: Target, path: str, old: str, new: str, replace_all: bool) -> int:
+    hint = "to create a new file use write_file"
+    with _in_folder(target, path, "edit", hint) as dir_fd:
+        return _edit_in(target, dir_fd, path, old, new, replace_all, hint)
+
+
+def _edit_in(target: Target, dir_fd: int, path: str, old: str, new: str, replace_all: bool, hint: str) -> int:
+    with _open(target, dir_fd, path, hint) as f, _os_errors("read", path):
         too_big = os.fstat(f.fileno()).st_size > EDIT_MAX_BYTES
         data = b"" if too_big else f.read(EDIT_MAX_BYTES + 1)
     if too_big or len(data) > EDIT_MAX_BYTES:
@@ -273,8 +337,7 @@ def _edit(p: Path, path: str, old: str, new: str, replace_all: bool) -> int:
             "unique or set replace_all"
         )
     updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
-    with _os_errors("write", path):
-        _atomic_write(p, updated.encode("utf-8"))
+    _replace(target, dir_fd, path, updated.encode("utf-8"))
     return count
 
 
@@ -302,10 +365,11 @@ async def edit_file(
         raise ToolError("old_string is empty; give the exact text to replace, or use write_file")
     if old_string == new_string:
         raise ToolError("old_string and new_string are the same; there is nothing to change")
-    p = resolve_in_workdir(ctx.workdir, path, roots=ctx.roots)
-    count = await run_blocking(_edit, p, path, old_string, new_string, replace_all)
+    resolve_in_workdir(ctx.workdir, path, roots=ctx.roots)  # refuses a path leading outside
+    target = write_target(ctx.workdir, path, roots=ctx.roots)
+    count = await run_blocking(_edit, target, path, old_string, new_string, replace_all)
     noun = "occurrence" if count == 1 else "occurrences"
-    return f"replaced {count} {noun} in {display_path(ctx.workdir, p)}"
+    return f"replaced {count} {noun} in {display_path(ctx.workdir, target.path)}"
 
 
 def _list(p: Path, path: str) -> list[str]:
@@ -321,7 +385,7 @@ def _list(p: Path, path: str) -> list[str]:
                 cut = True
                 break
             kind, problem = entry_problem(entry)
-            name = escape_surrogates(entry.name)
+            name = escape_name(entry.name)
             # A pipe, device or bad symlink is listed with what it is: no tool reads it.
             shown = name + "/" if kind == "dir" else f"{name}  [{problem}]" if problem else name
             named.append((entry.name, shown))

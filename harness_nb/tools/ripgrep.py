@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
-from ..core import escape_surrogates
+from ..core import escape_name
 
 __all__ = ["RgPatternError", "find_rg", "rg_search"]
 
@@ -70,7 +70,7 @@ def _parse(line: bytes, text_max: int) -> str | None:
     number, colon, text = rest.partition(b":")
     if not nul or not colon or not number.isdigit():
         return None
-    shown = escape_surrogates(os.fsdecode(path))
+    shown = escape_name(os.fsdecode(path))
     decoded = text.decode("utf-8", "replace").rstrip("\r\n")
     if len(decoded) > text_max:
         decoded = decoded[:text_max] + "…"

@@ -27,12 +27,12 @@ from typing import Annotated, Any, TypeVar
 import regex
 from pydantic import Field
 
-from ..core import ToolError, escape_surrogates, open_regular, run_blocking
+from ..core import ToolError, escape_name, open_regular, run_blocking
 from .base import ToolContext, tool
 from .files import looks_binary
 from .path import display_path, resolve_in_workdir
 from .ripgrep import RgPatternError, find_rg, rg_search
-from .walker import IGNORED_DIRS, WALK_MAX_ENTRIES, Entry, Walker, skipped_note
+from .walker import IGNORED_DIRS, Entry, Walker, walk_note
 
 __all__ = ["IGNORED_DIRS", "compile_glob", "glob", "grep"]
 
@@ -185,12 +185,13 @@ def _shown(base: Path, root: Path) -> Callable[[str], str]:
     (One ``display_path`` for the base, not one per entry: that resolves every time.)"""
     prefix = display_path(root, base)
     if prefix == ".":
-        return escape_surrogates
-    return lambda rel: f"{prefix}/{escape_surrogates(rel)}"
+        return escape_name
+    return lambda rel: f"{prefix}/{escape_name(rel)}"
 
 
-def _glob(base: Path, root: Path, pattern: str, stop: threading.Event) -> tuple[list[str], str]:
-    """Matching paths in path order, and a note on what was skipped (or ``""``)."""
+def _glob(base: Path, root: Path, pattern: str, stop: threading.Event) -> tuple[list[str], str, bool]:
+    """Matching paths in path order, a note on what was skipped (or ``""``), and whether the
+    walk stopped short of the whole tree."""
     compiled = compile_glob(pattern)
     shown = _shown(base, root)
     budget = _Budget(MATCH_BUDGET_SECONDS)
@@ -207,7 +208,13 @@ def _glob(base: Path, root: Path, pattern: str, stop: threading.Event) -> tuple[
                 found.append(shown(entry.rel) + ("/" if entry.kind == "dir" else ""))
     except TimeoutError:
         raise _too_slow(f"glob pattern {pattern!r}", budget) from None
-    return found, skipped_note(skipped, cut=walker.cut, limit=WALK_MAX_ENTRIES)
+    return found, walk_note(walker, skipped), walker.stopped_short
+
+
+def _nothing(what: str, where: str, short: bool) -> str:
+    """The first line of a search that found nothing: where it looked, and whether that was
+    all of it (a walk stopped short says "in the part of … searched", the note says why)."""
+    return f"{what} in the part of {where} searched" if short else f"{what} in {where}"
 
 
 @tool(read_only=True)
@@ -236,7 +243,7 @@ async def glob(
     if not base.is_dir():
         raise ToolError(f"folder not found: {path!r}; check the name with ls")
     root = ctx.workdir.resolve()
-    found, note = await _in_thread(lambda stop: _glob(base, root, pattern, stop))
+    found, note, short = await _in_thread(lambda stop: _glob(base, root, pattern, stop))
     lines = found
     if len(found) > GLOB_MAX_RESULTS:
         lines = [
@@ -245,7 +252,7 @@ async def glob(
             "narrow the pattern or the path to see the rest]",
         ]
     elif not found:
-        lines = [f"no files match {pattern!r} in {display_path(root, base)}"]
+        lines = [_nothing(f"no files match {pattern!r}", display_path(root, base), short)]
     return "\n".join([*lines, note] if note else lines)
 
 
@@ -274,11 +281,11 @@ def _compile_regex(pattern: str, ignore_case: bool) -> Any:
 
 def _grep_files(
     base: Path, root: Path, file_filter: str | None, stop: threading.Event
-) -> tuple[list[str], str]:
-    """The files to search (relative to ``root``, in path order) and a note on the
-    entries skipped."""
+) -> tuple[list[str], str, bool]:
+    """The files to search (relative to ``root``, in path order), a note on the entries
+    skipped, and whether the walk stopped short of the whole tree."""
     if base.is_file():
-        return [base.relative_to(root).as_posix()], ""
+        return [base.relative_to(root).as_posix()], "", False
     name_only = file_filter is not None and "/" not in file_filter
     filter_regex = compile_glob(file_filter) if file_filter else None
     budget = _Budget(MATCH_BUDGET_SECONDS)
@@ -300,7 +307,7 @@ def _grep_files(
                 files.append(entry.path.relative_to(root).as_posix())
     except TimeoutError:
         raise _too_slow(f"glob {file_filter!r}", budget) from None
-    return files, skipped_note(skipped, cut=walker.cut, limit=WALK_MAX_ENTRIES)
+    return files, walk_note(walker, skipped), walker.stopped_short
 
 
 def _python_grep_file(
@@ -345,7 +352,7 @@ def _python_grep(
         for rel in files:
             if stop.is_set() or len(out) >= limit:
                 break
-            _python_grep_file(root / rel, escape_surrogates(rel), compiled, out, limit, budget)
+            _python_grep_file(root / rel, escape_name(rel), compiled, out, limit, budget)
     except TimeoutError:
         return out, (
             f"[stopped: the regex took longer than {budget.seconds:g} s (some patterns, such as "
@@ -354,21 +361,35 @@ def _python_grep(
     return out, ""
 
 
+def _runs(files: list[str]) -> list[list[str]]:
+    """``files`` cut into runs, in order: names rg reports cleanly, and single names holding
+    a newline (rg's output is one line per match, so such a name would break it apart)."""
+    runs: list[list[str]] = []
+    for name in files:
+        if "\n" in name or not runs or "\n" in runs[-1][0]:
+            runs.append([name])
+        else:
+            runs[-1].append(name)
+    return runs
+
+
 async def _search(
     root: Path, files: list[str], pattern: str, compiled: Any, ignore_case: bool, limit: int
 ) -> tuple[list[str], str]:
     rg = find_rg()
     if rg is not None:
         try:
-            found = await rg_search(
-                rg,
-                pattern,
-                files,
-                cwd=root,
-                ignore_case=ignore_case,
-                limit=limit,
-                text_max=GREP_LINE_MAX_CHARS,
-            )
+            found: list[str] = []
+            for run in _runs(files):
+                left = limit - len(found)
+                if left <= 0:
+                    break
+                if "\n" in run[0]:
+                    found += (await _in_thread(lambda stop: _python_grep(root, run, compiled, left, stop)))[0]
+                    continue
+                found += await rg_search(
+                    rg, pattern, run, cwd=root, ignore_case=ignore_case, limit=left, text_max=GREP_LINE_MAX_CHARS
+                )
             return found, ""
         except RgPatternError:
             pass  # a Python-only construct (look-around, back-reference): the fallback has it
@@ -413,13 +434,13 @@ async def grep(
     if not base.is_dir() and not base.is_file():
         raise ToolError(f"{path!r} is not a regular file (a device, pipe or socket); grep reads files")
     root = ctx.workdir.resolve()
-    files, note = await _in_thread(lambda stop: _grep_files(base, root, glob, stop))
+    files, note, short = await _in_thread(lambda stop: _grep_files(base, root, glob, stop))
     # Ask for one more than wanted: its presence is how we know the list was cut.
     out, stopped = await _search(root, files, pattern, compiled, ignore_case, max_results + 1)
     notes = [n for n in (stopped, note) if n]
     where = display_path(root, base)
     if not out:
-        return "\n".join([f"no matches for {pattern!r} in {where}", *notes])
+        return "\n".join([_nothing(f"no matches for {pattern!r}", where, short), *notes])
     if len(out) > max_results:
         out = [
             *out[:max_results],

@@ -7,7 +7,8 @@ Environment: ``DEMO_SLOW_START=1`` says so on stderr and then never starts servi
 that times out); ``DEMO_EXIT_AT_START=1`` says why on stderr and exits; ``DEMO_TOKEN`` is
 echoed by ``show_token`` and written to stderr at a slow start (a secret that must not leak);
 ``DEMO_MARK=PATH`` appends the process id to PATH first thing (so a test can tell whether the
-server was ever run).
+server was ever run); ``DEMO_FLOOD=N`` writes N lines that are not JSON-RPC to its stdout
+before it serves (a server that floods its output).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ if os.environ.get("DEMO_SLOW_START"):
     print(f"demo: warming up a cache (token {os.environ.get('DEMO_TOKEN', '-')})", file=sys.stderr, flush=True)
     while True:
         time.sleep(3600)
+if os.environ.get("DEMO_FLOOD"):
+    os.write(1, b"progress: not a JSON-RPC message\n" * int(os.environ["DEMO_FLOOD"]))
 if os.environ.get("DEMO_EXIT_AT_START"):
     print("demo: cannot open the database demo.db", file=sys.stderr, flush=True)
     sys.exit(2)
