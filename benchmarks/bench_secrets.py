@@ -8,6 +8,9 @@
   folder walked and ``.env`` read (what the redacting hook pays before each tool result);
 - ``scrub`` of a 200-character message (what each message joining a session pays) and of a
   20,000-character tool result (the offload limit), with ten secrets known;
+- ``observe_call`` for that result of a call naming ``pyproject.toml``: what the redacting
+  hook pays before each tool result (the files re-stated, the named file read for its
+  credentials, the result searched for credential-named pairs), off the event loop;
 - the rebuild after a new credential appears in the environment.
 
 Targets (printed, never enforced): an unchanged refresh < 2 µs, a message < 10 µs, a 20 KB
@@ -45,7 +48,8 @@ def main() -> None:
     secrets.refresh(files=True)
     message = ("A short tool result with nothing secret in it: 42 lines, 3 files. " * 3)[:200]
     result = (ROOT / "harness_nb" / "engine" / "engine.py").read_text()[:20_000]
-    walked = sum(len(scan.stamps) for scan in secrets._scans.values())
+    arguments = json.dumps({"command": "head -50 pyproject.toml"})
+    walked = sum(len(scan.folders) + len(scan.stamps) for scan in secrets._scans.values())
 
     def rebuild() -> None:
         os.environ["BENCH_LATE_API_KEY"] = random_tokens.token_urlsafe(30)
@@ -59,6 +63,7 @@ def main() -> None:
         "refresh_files_us": per_call_us(lambda: secrets.refresh(files=True), 200),
         "scrub_message_us": per_call_us(lambda: secrets.scrub(message), 5_000),
         "scrub_20kb_us": per_call_us(lambda: secrets.scrub(result), 100),
+        "observe_call_20kb_us": per_call_us(lambda: secrets.observe_call(arguments, result, ROOT), 100),
         "rebuild_after_new_key_us": per_call_us(rebuild, 200),
     }
     print(f"{figures['environment_variables']} environment variables, {figures['secrets_known']} secrets known, "

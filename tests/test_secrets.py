@@ -101,7 +101,7 @@ import os
 import time
 
 from harness_nb.core import AssistantMessage, ToolCall, ToolResultMessage
-from harness_nb.core.dotenv import MAX_BYTES, MAX_DEPTH, parse_dotenv, scan_dotenv
+from harness_nb.core.dotenv import MAX_BYTES, MAX_DIRS, parse_dotenv, scan_dotenv
 from harness_nb.core.secret import (
     REDACTED,
     RedactingFilter,
@@ -237,11 +237,8 @@ def test_dotenv_walk_is_bounded_and_safe(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / ".env.production").write_text("B_SECRET=nested-secret-2\n")
     (tmp_path / "sub" / "app.env").write_text("C_PASSWORD=compose-password-3\n")
-    deep = tmp_path.joinpath(*["d"] * (MAX_DEPTH + 1))
-    deep.mkdir(parents=True)
-    (deep / ".env").write_text("TOO_DEEP_KEY=never-read-4\n")
-    for skipped in (".git", "node_modules", ".venv"):
-        (tmp_path / skipped).mkdir()
+    for skipped in (".git", "node_modules", "venv/lib/python3.11/site-packages/pkg"):
+        (tmp_path / skipped).mkdir(parents=True)
         (tmp_path / skipped / ".env").write_text("SKIPPED_KEY=never-read-5\n")
     (tmp_path / "loop").symlink_to(tmp_path, target_is_directory=True)  # never followed
     os.mkfifo(tmp_path / ".env.fifo")  # opening it for reading must not hang
@@ -249,7 +246,48 @@ def test_dotenv_walk_is_bounded_and_safe(tmp_path: Path) -> None:
     scan = scan_dotenv(tmp_path)
     values = {v for _, v in scan.pairs()}
     assert values == {"top-level-token-1", "nested-secret-2", "compose-password-3", "big-file-head-6"}
-    assert not scan.changed()
+    assert not scan.changed() and not scan.truncated
+
+
+def test_dotenv_files_are_found_at_any_depth_and_in_virtualenvs(tmp_path: Path) -> None:
+    """Issue 18: a .env nine folders down, or in venv/ or .venv/, held values sent raw."""
+    deep = tmp_path.joinpath(*"abcdefghi")
+    deep.mkdir(parents=True)
+    (deep / ".env").write_text("DEEP_API_KEY=deep-down-value-9\n")
+    for venv in ("venv", ".venv/bin"):
+        (tmp_path / venv).mkdir(parents=True)
+        (tmp_path / venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+        (tmp_path / venv / ".env").write_text(f"VENV_TOKEN=in-{venv.replace('/', '-')}-value\n")
+    secrets = Secrets(environ={})
+    secrets.watch(tmp_path)
+    assert secrets.values() == {"deep-down-value-9", "in-venv-value", "in-.venv-bin-value"}
+    assert secrets.scrub("deep-down-value-9 in-venv-value") == f"{REDACTED} {REDACTED}"
+
+
+def test_the_dotenv_walk_stops_at_its_bound_and_says_so(tmp_path: Path) -> None:
+    for i in range(MAX_DIRS + 5):
+        (tmp_path / f"d{i:05}").mkdir()
+    scan = scan_dotenv(tmp_path, read=False)
+    assert scan.truncated and len(scan.folders) == MAX_DIRS
+
+
+def test_a_dotenv_scan_relists_only_what_changed(tmp_path: Path) -> None:
+    """``update`` notices a .env added deep down, edited or removed, and a folder removed."""
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    scan = scan_dotenv(tmp_path)
+    assert not scan.update() and scan.paths() == []
+    (tmp_path / "a" / "b" / "c").mkdir()
+    (tmp_path / "a" / "b" / "c" / ".env").write_text("NEW_SECRET=added-later-1\n")
+    assert scan.update() and {v for _, v in scan.pairs()} == {"added-later-1"}
+    env = tmp_path / "a" / "b" / "c" / ".env"
+    env.write_text("NEW_SECRET=edited-later-22\n")
+    os.utime(env, ns=(time.time_ns(), time.time_ns() + 10**9))
+    assert scan.update() and {v for _, v in scan.pairs()} == {"edited-later-22"}
+    (tmp_path / "a" / "unrelated.txt").write_text("x")
+    assert not scan.update(), "a folder relisted, but no .env changed"
+    env.unlink()
+    (tmp_path / "a" / "b" / "c").rmdir()
+    assert scan.update() and scan.paths() == [] and str(tmp_path / "a" / "b" / "c") not in scan.folders
 
 
 def test_dotenv_values_count_when_named_like_credentials_or_random(tmp_path: Path) -> None:

@@ -8,11 +8,17 @@ One ``Secrets`` — the process's is ``SECRETS`` — knows every credential the 
   read afresh whenever ``os.environ`` changes, so a key exported after start-up is covered;
 - values in ``.env`` files under the watched working directories (``watch``, ``dotenv.py``),
   re-read when one is written, added or removed;
+- values learned from what tools read (``learn``, ``observe_call``): credential-named keys
+  of the configuration files a call names and of the key/value pairs its output shows
+  (``credential.py``), and credential-named notebook variables. They stay known for the
+  session (the most recent ``MAX_LEARNED``);
 - and, in any text, strings shaped like known keys (``SHAPES``: OpenAI, Anthropic, AWS,
   GitHub, Slack, Google, Hugging Face, Stripe, JWTs, private-key blocks, URL passwords).
 
-``scrub(text)`` replaces all of them with ``[redacted]``; everything bound for a model, a
-transcript, an offload file, a cassette, a widget or a log passes through it (DESIGN §2.1).
+``scrub(text)`` replaces all of them with ``[redacted]`` — also copied reversed, as hex, or
+in base64 at any alignment (inside a whole file's ``base64`` or ``xxd -p``, lines wrapped or
+not: the whole encoded block is redacted); everything bound for a model, a transcript, an
+offload file, a cassette, a widget or a log passes through it (DESIGN §2.1).
 
 It is cheap enough to call on every message: noticing that the environment changed costs
 one dict comparison (about 0.5 µs for 40 variables); the ``.env`` files are re-stated at
@@ -30,13 +36,16 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, cast
 
-from .dotenv import DotenvScan, scan_dotenv
+from .credential import config_format, credentials_in_text, named_config_files, read_config
+from .dotenv import MAX_BYTES as MAX_DOTENV_BYTES
+from .dotenv import DotenvScan, parse_dotenv, scan_dotenv
+from .fs import read_regular
 from .message import AssistantMessage, MessageT, ToolCall
+from .scrubber import MIN_LENGTH, REDACTED, SHAPES, Scrubber, encodings, scrub, scrub_shapes
 
 __all__ = [
     "NOT_SECRET_NAMES",
@@ -46,6 +55,7 @@ __all__ = [
     "RedactingFilter",
     "Secrets",
     "could_be_secret",
+    "encodings",
     "environment_secrets",
     "is_secret_name",
     "looks_random",
@@ -54,9 +64,9 @@ __all__ = [
     "scrub_shapes",
 ]
 
-REDACTED = "[redacted]"
-MIN_LENGTH = 8  # shorter values would mask ordinary words
 MAX_WATCHED = 8  # working directories whose .env files are kept current
+MAX_LEARNED = 256  # values learned from what tools read (each costs every scrub a few searches)
+MAX_LEARNED_CHARS = 4096
 
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|PASSPHRASE|CRED|AUTH|PRIVATE|COOKIE")
 NOT_SECRET_NAMES = frozenset(
@@ -71,7 +81,6 @@ _NOT_SECRET_PREFIXES = ("GIT_AUTHOR_", "GIT_COMMITTER_")  # names, e-mails and d
 _WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "none", "null", "enabled", "disabled", "required"})
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 _HEX = re.compile(r"[0-9a-fA-F]+")
-_TOKEN = re.compile(r"[^\s\"',;:=]{8,}")
 
 
 def is_secret_name(name: str) -> bool:
@@ -128,120 +137,13 @@ def environment_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
     return [v for k, v in env.items() if is_secret_name(k) and could_be_secret(v)]
 
 
-def _dotenv_secrets(scan: DotenvScan) -> set[str]:
+def _dotenv_secrets(pairs: Iterable[tuple[str, str]]) -> set[str]:
     found = set()
-    for name, value in scan.pairs():
+    for name, value in pairs:
         value = value.strip()
         if (is_secret_name(name) or looks_random(value)) and could_be_secret(value):
             found.add(value)
     return found
-
-
-# -- shapes -----------------------------------------------------------------------------------
-
-_W = r"[A-Za-z0-9_-]"
-
-
-def _bounded(first: str, rest: str) -> str:
-    """``first`` + ``rest``, not inside a longer word (``task-…`` is not ``sk-…``). The
-    look-behind sits after the first character so the regex keeps its fast first-char scan."""
-    return f"{first}(?<!{_W}{first}){rest}"
-
-
-_Replace = Callable[[re.Match[str]], str] | str
-
-
-@dataclass(frozen=True)
-class _Shape:
-    """One kind of key: literal ``hints`` (an ``in`` check, before the regex runs at all),
-    the regex, and what a match becomes."""
-
-    name: str
-    hints: tuple[str, ...]  # a cheap ``in`` check before the regex runs
-    pattern: re.Pattern[str]
-    replace: _Replace = REDACTED
-
-
-def _openai(match: re.Match[str]) -> str:
-    # a real key holds digits; "sk-learn-compatible-estimators" does not
-    token = match.group(0)
-    return REDACTED if any(c.isdigit() for c in token) else token
-
-
-def _url_password(match: re.Match[str]) -> str:
-    return f"://{match['user']}:{REDACTED}@"
-
-
-_PRIVATE_KEY = (  # the block, or as much of it as the text holds (``head -3 id_rsa``)
-    r"-----BEGIN (?P<kind>[A-Z0-9 ]*)PRIVATE KEY-----"
-    r"(?:\r?\n(?!-----END)(?:[A-Za-z0-9+/=]*(?=\r?\n|\Z)|[A-Za-z-]+:[^\n]*))*"
-    r"(?:\r?\n-----END (?P=kind)PRIVATE KEY-----)?"
-)
-_SHAPE_TABLE: list[tuple[str, tuple[str, ...], str, _Replace]] = [
-    ("openai/anthropic", ("sk-",), _bounded("s", r"k-(?:ant-|proj-|svcacct-|admin-)?[\w-]{20,}"), _openai),
-    ("aws key id", ("AKIA", "ASIA"), _bounded("A", r"(?:KIA|SIA)[A-Z0-9]{16}(?![A-Za-z0-9])"), REDACTED),
-    ("github", ("gh", "github_pat_"), _bounded("g", r"(?:h[pousr]_[A-Za-z0-9]{30,}|ithub_pat_\w{30,})"), REDACTED),
-    ("slack", ("xox",), _bounded("x", r"ox[abprse]-[A-Za-z0-9-]{10,}"), REDACTED),
-    ("google", ("AIza",), _bounded("A", r"Iza[\w-]{35}"), REDACTED),
-    ("hugging face", ("hf_",), _bounded("h", r"f_[A-Za-z0-9]{30,}"), REDACTED),
-    ("stripe", ("k_live_", "k_test_"), _bounded("[sr]", r"k_(?:live|test)_[A-Za-z0-9]{16,}"), REDACTED),
-    ("jwt", ("eyJ",), _bounded("e", r"yJ[\w-]{8,}\.eyJ[\w-]{8,}\.[\w-]{8,}"), REDACTED),
-    ("private key", ("-----BEGIN",), _PRIVATE_KEY, REDACTED),
-    ("url password", ("://",), r"://(?P<user>[^\s/:@]*):[^\s/@]+@", _url_password),
-]
-SHAPES: tuple[_Shape, ...] = tuple(_Shape(n, hints, re.compile(p), r) for n, hints, p, r in _SHAPE_TABLE)
-_HINTED = tuple((hint, shape) for shape in SHAPES for hint in shape.hints)
-
-
-def scrub_shapes(text: str) -> str:
-    """``text`` with every string shaped like a known key (``SHAPES``) redacted."""
-    for hint, shape in _HINTED:  # a plain loop: this runs for every message
-        if hint in text:
-            text = shape.pattern.sub(shape.replace, text)
-    return text
-
-
-# -- the scrubber -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Scrubber:
-    """One compiled set of values: exact matches, longest first, and the first and last 8
-    characters of the keys (a token holding one is a key echoed partly masked)."""
-
-    values: frozenset[str]
-    exact: tuple[str, ...]
-    anchors: frozenset[str]
-
-    @classmethod
-    def of(cls, values: Iterable[str], keys: Iterable[str] = ()) -> _Scrubber:
-        found = {v for v in values if len(v) >= MIN_LENGTH}
-        for v in list(found):
-            # a multi-line value (a PEM key in a .env) also shows a line at a time
-            found.update(line.strip() for line in v.splitlines() if len(line.strip()) >= 16)
-        anchors = frozenset(a for k in keys if len(k) >= 12 for a in (k[:8], k[-8:]))
-        return cls(frozenset(found), tuple(sorted(found, key=len, reverse=True)), anchors)
-
-    def __call__(self, text: str) -> str:
-        for value in self.exact:
-            text = text.replace(value, REDACTED)
-        for anchor in self.anchors:
-            if anchor in text:
-                text = _TOKEN.sub(self._partial, text)
-                break
-        return scrub_shapes(text)
-
-    def _partial(self, match: re.Match[str]) -> str:
-        token = match.group(0)
-        return REDACTED if any(a in token for a in self.anchors) else token
-
-
-def scrub(text: str, secrets: Iterable[str]) -> str:
-    """``text`` without ``secrets`` (and any token holding the first or last 8 characters of
-    one at least 12 long: servers echo keys partly masked, ``sk-proj-****abcd``) and without
-    strings shaped like known keys. ``Secrets.scrub`` is this with every known secret."""
-    values = [s for s in secrets if s]
-    return _Scrubber.of(values, keys=values)(text)
 
 
 class Secrets:
@@ -255,11 +157,12 @@ class Secrets:
         self._environ: Mapping[str, str] = os.environ if environ is None else environ
         self.file_interval = file_interval
         self._keys: set[str] = set()
+        self._learned: dict[str, None] = {}  # oldest first
         self._env_seen: dict[Any, Any] | None = None
         self._env_values: frozenset[str] = frozenset()
         self._scans: dict[Path, DotenvScan] = {}
         self._files_checked = float("-inf")
-        self._scrubber = _Scrubber.of(())
+        self._scrubber = Scrubber.of(())
         self._lock = threading.RLock()
         self.version = 0
 
@@ -287,11 +190,47 @@ class Secrets:
                 del self._scans[next(iter(self._scans))]
             self._rebuild()
 
+    def learn(self, values: Iterable[str]) -> bool:
+        """Know these values from now on, for the session: credentials a tool read (the most
+        recent ``MAX_LEARNED`` are kept). Values that cannot be secrets are left out. True
+        when something new was learned."""
+        new = []
+        for value in values:
+            value = value.strip()
+            if len(value) <= MAX_LEARNED_CHARS and could_be_secret(value):
+                new.append(value)
+        if not new:
+            return False
+        with self._lock:
+            before = list(self._learned)
+            for value in new:
+                self._learned.pop(value, None)  # learned again: the most recent now
+                self._learned[value] = None
+            while len(self._learned) > MAX_LEARNED:
+                del self._learned[next(iter(self._learned))]
+            if list(self._learned) == before:
+                return False
+            return self._rebuild()
+
+    def observe_call(self, arguments: str, output: str, workdir: Path) -> bool:
+        """Learn what one tool call read, before its result is scrubbed: the credentials of
+        the configuration and ``.env`` files its ``arguments`` (JSON text) name — read from
+        the files themselves, so a result showing them encoded is caught too — and those of
+        the key/value pairs its ``output`` shows (``credential.py``). Re-reads the watched
+        ``.env`` files too. Blocking (it reads files): call it off the event loop. True when
+        the secrets changed."""
+        changed = self.refresh(files=True)
+        found = credentials_in_text(output)
+        for path in named_config_files(_argument_strings(arguments), workdir):
+            found |= _dotenv_file(path) if config_format(path.name) == "dotenv" else read_config(path)
+        return self.learn(found) or changed
+
     def clear(self) -> None:
-        """Forget the keys added and the folders watched (the environment is still read):
-        each test starts from a clean slate."""
+        """Forget the keys added, the values learned and the folders watched (the
+        environment is still read): each test starts from a clean slate."""
         with self._lock:
             self._keys.clear()
+            self._learned.clear()
             self._scans.clear()
             self._rebuild()
 
@@ -317,24 +256,24 @@ class Secrets:
             self._files_checked = time.monotonic()
             with self._lock:
                 for root, scan in list(self._scans.items()):
-                    if scan.changed():
+                    if scan.update():
                         changed = True
-                        if root.is_dir():
-                            self._scans[root] = scan_dotenv(root)
-                        else:  # the folder is gone (a finished test's tmp_path, say)
-                            del self._scans[root]
+                    if not root.is_dir():  # the folder is gone (a finished test's tmp_path, say)
+                        del self._scans[root]
+                        changed = True
         if changed:
             with self._lock:
                 return self._rebuild()
         return False
 
     def _rebuild(self) -> bool:
-        """Recompile from the keys, the environment's values and the files' values (keys
-        stay known; environment and file values are those present now)."""
-        values = set(self._keys) | self._env_values
+        """Recompile from the keys, the values learned, the environment's values and the
+        files' values (keys and learned values stay known; environment and file values are
+        those present now)."""
+        values = set(self._keys) | set(self._learned) | self._env_values
         for scan in self._scans.values():
-            values |= _dotenv_secrets(scan)
-        scrubber = _Scrubber.of(values, keys=self._keys)
+            values |= _dotenv_secrets(scan.pairs())
+        scrubber = Scrubber.of(values, keys=self._keys)
         if scrubber.values == self._scrubber.values:
             return False
         self._scrubber = scrubber
@@ -382,7 +321,7 @@ class Secrets:
         return type(message)(**{**dict(message), "content": content})
 
     @staticmethod
-    def _arguments(arguments: str, scrub: _Scrubber) -> str:
+    def _arguments(arguments: str, scrub: Scrubber) -> str:
         clean = scrub(arguments)
         if clean == arguments:
             return arguments
@@ -391,13 +330,41 @@ class Secrets:
         except ValueError:
             return clean
 
-    def _call(self, call: ToolCall, scrub: _Scrubber) -> ToolCall:
+    def _call(self, call: ToolCall, scrub: Scrubber) -> ToolCall:
         arguments = self._arguments(call.arguments, scrub)
         return call if arguments == call.arguments else ToolCall(id=call.id, name=call.name, arguments=arguments)
 
     def __repr__(self) -> str:  # never the values
         known, folders = len(self._scrubber.values), len(self._scans)
         return f"<Secrets {known} values, {folders} folders watched, version {self.version}>"
+
+
+def _argument_strings(arguments: str) -> list[str]:
+    """The strings of a tool call's arguments (the text itself when it is not JSON)."""
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        return [arguments]
+    return list(_strings(parsed))
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+
+
+def _dotenv_file(path: Path) -> set[str]:
+    try:
+        data = read_regular(path, MAX_DOTENV_BYTES)
+    except OSError:
+        return set()
+    return _dotenv_secrets(parse_dotenv(data[:MAX_DOTENV_BYTES].decode("utf-8", errors="replace")).items())
 
 
 def _map_strings(value: Any, fn: Callable[[str], str]) -> Any:

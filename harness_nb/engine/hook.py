@@ -14,6 +14,7 @@ subagent, an unattended run, no channel), with the policy's words.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import tempfile
@@ -26,6 +27,8 @@ from typing import TYPE_CHECKING, TypeAlias
 from ..core import ToolCall, run_blocking
 from ..core.secret import SECRETS, Secrets
 from ..tools import ToolContext, ToolOutcome
+
+log = logging.getLogger("harness_nb.engine")
 
 if TYPE_CHECKING:
     from .rule import Rule
@@ -187,14 +190,19 @@ class DenyCoordinationHook(Hook):
 class RedactSecretsHook(Hook):
     """Mask credentials in tool results before the model, the transcript, a view or an
     offload file sees them (so it must come before ``OffloadHook``): ``env`` or ``cat .env``
-    must not leak a key. ``secrets`` is the process's ``SECRETS`` unless given; the ``.env``
-    files are re-checked before every result, as a tool may just have read a new one."""
+    must not leak a key. ``secrets`` is the process's ``SECRETS`` unless given. Before every
+    result the secrets learn what the call read (``Secrets.observe_call``: the ``.env``
+    files again, the configuration files it names, the key/value pairs it shows), off the
+    event loop."""
 
     def __init__(self, secrets: Secrets | None = None) -> None:
         self.secrets = secrets if secrets is not None else SECRETS
 
     async def after_tool(self, call: ToolCall, outcome: ToolOutcome, ctx: ToolContext) -> ToolOutcome:
-        self.secrets.refresh(files=True)
+        try:
+            await run_blocking(self.secrets.observe_call, call.arguments, outcome.content, ctx.workdir)
+        except Exception:  # learning less must never lose the result: scrub with what is known
+            log.exception("could not learn the credentials %s read", call.name)
         clean = self.secrets.scrub(outcome.content)
         if clean == outcome.content:
             return outcome

@@ -13,7 +13,6 @@ above build on it.
 
 from .bubblewrap import (
     CREDENTIAL_PATHS,
-    DOTENV_MAX_ENTRIES,
     INSTALL_HINT,
     SANDBOX_MODES,
     Plan,
@@ -27,7 +26,6 @@ from .protected import HARNESS_STATE, PROTECTED_FOLDERS, Protection, protection
 
 __all__ = [
     "CREDENTIAL_PATHS",
-    "DOTENV_MAX_ENTRIES",
     "HARNESS_STATE",
     "INSTALL_HINT",
     "PROTECTED_FOLDERS",

@@ -30,7 +30,6 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -41,6 +40,7 @@ from pathlib import Path
 from typing import Literal, cast
 
 from ..core import ConfigError, ToolError
+from ..core.dotenv import scan_dotenv
 from .protected import PROTECTED_FOLDERS
 
 log = logging.getLogger("harness_nb.sandbox")
@@ -93,14 +93,6 @@ CREDENTIAL_PATHS: tuple[str, ...] = (
     # kernel connection files: their HMAC key lets a process drive the kernel
     ".local/share/jupyter/runtime",
 )
-
-# `.env`, `.env.local`, `.env.production`, `.envrc` (direnv)
-_DOTENV = re.compile(r"\.env(\..+)?|\.envrc")
-# Folders the .env search never enters: tool caches and installed packages.
-_DOTENV_SKIP = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache", ".pytest_cache", "site-packages"})
-DOTENV_MAX_ENTRIES = 20_000
-"""Most directory entries the ``.env`` search looks at per command (a hostile tree is bounded)."""
-_DOTENV_MAX_DEPTH = 8
 
 # The environment a command gets: these names and LC_*, nothing else.
 ENVIRONMENT_NAMES = frozenset(
@@ -410,29 +402,14 @@ def _resolver_binds() -> list[str]:
     return []
 
 
-def dotenv_files(workdir: Path, *, max_entries: int = DOTENV_MAX_ENTRIES) -> list[Path]:
-    """``.env`` files (``.env``, ``.env.*``, ``.envrc``) under ``workdir``: a bounded walk
-    that follows no symlinked folder and skips caches and installed packages."""
-    found: list[Path] = []
-    budget = max_entries
-    stack: list[tuple[Path, int]] = [(workdir, 0)]
-    while stack and budget > 0:
-        folder, depth = stack.pop()
-        try:
-            with os.scandir(folder) as entries:
-                for entry in entries:
-                    budget -= 1
-                    if budget < 0:
-                        _warn_once(f"more than {max_entries} entries under {workdir}: .env files further in are not hidden")
-                        break
-                    name = entry.name
-                    if _DOTENV.fullmatch(name):
-                        found.append(Path(entry.path))
-                    elif depth < _DOTENV_MAX_DEPTH and name not in _DOTENV_SKIP and entry.is_dir(follow_symlinks=False):
-                        stack.append((Path(entry.path), depth + 1))
-        except OSError:
-            continue  # unreadable or vanished: nothing to hide there
-    return found
+def dotenv_files(workdir: Path) -> list[Path]:
+    """``.env`` files (``.env``, ``.env.*``, ``*.env``, ``.envrc``) under ``workdir``, found
+    by the walk whose values ``Secrets`` masks (``core.dotenv``: any depth, virtualenvs
+    included, no symlinked folder followed, bounded)."""
+    scan = scan_dotenv(workdir, read=False)
+    if scan.truncated:
+        _warn_once(f"{workdir} holds more than the .env search looks at: .env files further in are not hidden")
+    return scan.paths()
 
 
 # Protected folders created as mount points, and how many running commands use each: the
