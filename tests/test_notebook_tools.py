@@ -103,3 +103,49 @@ async def test_inspect_variable_on_arrays_and_dataframes(tmp_path):
         assert "b: object" in df or "b: str" in df  # pandas 3 infers a string dtype
         assert "head(5):" in df and "missing values: {'b': 1}" in df
         assert len(arr) <= 4_100 and len(df) <= 4_100
+
+
+async def test_credential_named_variables_and_mapping_keys_are_masked(tmp_path):
+    """Issue 18: ``inspect_variable`` showed ``db_password`` and ``creds["token"]`` as they
+    are. Now a credential-named variable is shown by type (and a mapping's keys) only, a
+    short one too; elsewhere a mapping's values under credential-named keys are masked at
+    any depth; and the values are known from then on: ``run_python`` printing them shows
+    them masked."""
+    script = {
+        "agents": {
+            "main": [
+                {
+                    "tool_calls": [
+                        {"id": "vars", "name": "list_variables", "arguments": {}},
+                        _inspect("db_password", "db_password"),
+                        _inspect("db_pwd", "db_pwd"),
+                        _inspect("creds", "creds"),
+                        _inspect("config", "config"),
+                    ]
+                },
+                {"tool_calls": [{"name": "run_python", "arguments": {"code": "print(db_password, creds)"}}]},
+                {"text": "seen"},
+            ]
+        }
+    }
+    secrets = ("Tr0ub4dor-and-3x", "abc", "tok-9f8e7d6c5b4a", "nested-pw-12345")
+    async with notebook(tmp_path, script) as k:
+        await k.run("%config HarnessNB.approval_policy = 'never'")
+        await k.run(
+            f"db_password = {secrets[0]!r}\ndb_pwd = {secrets[1]!r}\n"
+            f"creds = {{'user': 'ann', 'token': {secrets[2]!r}}}\n"
+            f"config = {{'db': {{'host': 'localhost', 'password': {secrets[3]!r}}}, 'retries': 3}}"
+        )
+        await k.run("%%agent\nlook at my variables")
+        requests = await model_requests(k, "main")
+        listing, password, pwd, creds, config = tool_results(requests[1])
+        (printed,) = tool_results(requests[2])[-1:]
+    assert "db_password: str (value masked)" in listing and "config: dict len 2" in listing
+    assert password.startswith("type: str\nvalue: [redacted] (the name 'db_password' looks like a credential")
+    assert pwd.startswith("type: str\nvalue: [redacted]")
+    assert creds.startswith("type: dict\nkeys: ['user', 'token']\nvalue: [redacted]")
+    assert "'host': 'localhost'" in config and "'password': [redacted]" in config
+    assert printed == "[redacted] {'user': 'ann', 'token': '[redacted]'}"
+    for result in (listing, password, pwd, creds, config, printed):
+        assert not any(secret in result for secret in secrets if secret != "abc"), result
+    assert "abc" not in pwd

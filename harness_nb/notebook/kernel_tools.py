@@ -1,6 +1,7 @@
 """Tools over the kernel's own namespace — the notebook's advantage over a terminal agent.
 
-``list_variables`` and ``inspect_variable`` are read-only and never dump megabytes;
+``list_variables`` and ``inspect_variable`` are read-only, never dump megabytes and never show
+a credential (``credential_variable``: a variable or mapping key named like one is masked);
 ``run_python`` executes code in the user namespace (the danger hook always asks first) and
 captures what it shows: printed text, displays (a DataFrame as HTML for the cell, as text
 for the model) and matplotlib figures as PNG images (``core.media``).
@@ -16,15 +17,18 @@ import io
 import sys
 import traceback
 import types
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 from IPython.utils.capture import capture_output
 from pydantic import Field
 
 from ..core import DisplayData, ImagePart, ToolError
+from ..core.credential import is_credential_key
 from ..core.imports import shielded_imports
 from ..core.media import MAX_IMAGES
 from ..tools import Tool, ToolContext, ToolOutput, tool
+from .credential_variable import MASKED, learn_credentials, masked
 from .history import CellHistory, notebook_history_tool
 from .proposal import CellProposals, propose_cell_tool
 
@@ -56,10 +60,22 @@ def _is_user_variable(name: str, value: Any, hidden: Any) -> bool:
     )
 
 
-def describe(value: Any, rows: int = 5) -> str:
-    """Type, shape and a bounded preview of ``value``."""
+def _user_variables(shell: Any) -> list[str]:
+    """The names of the notebook's own variables, sorted."""
+    hidden = getattr(shell, "user_ns_hidden", {})
+    return sorted(n for n, v in list(shell.user_ns.items()) if _is_user_variable(n, v, hidden))
+
+
+def describe(value: Any, rows: int = 5, name: str | None = None) -> str:
+    """Type, shape and a bounded preview of ``value`` (the variable ``name``), credentials
+    masked: all of it when ``name`` looks like one, else the values of mapping keys that do."""
     kind = f"{type(value).__module__}.{type(value).__qualname__}".removeprefix("builtins.")
     lines = [f"type: {kind}"]
+    if name is not None and is_credential_key(name):
+        if isinstance(value, Mapping):
+            lines.append(f"keys: {[k for k, _ in zip(value, range(rows * 4), strict=False)]!r}"[:2000])
+        lines.append(f"value: {MASKED!r} (the name {name!r} looks like a credential: use it in code, do not print it)")
+        return "\n".join(lines)
     shape = getattr(value, "shape", None)
     if shape is not None:
         lines.append(f"shape: {shape}")
@@ -93,10 +109,10 @@ def describe(value: Any, rows: int = 5) -> str:
     elif isinstance(value, dict):
         lines.append(f"length: {len(value)}")
         items = list(value.items())[:rows * 4]
-        lines.append("items:\n" + "\n".join(f"  {k!r}: {repr(v)[:200]}" for k, v in items))
+        lines.append("items:\n" + "\n".join(f"  {k!r}: {repr(masked(v, str(k)))[:200]}" for k, v in items))
     elif isinstance(value, list | tuple | set | frozenset):
         lines.append(f"length: {len(value)}")
-        lines.append("first items: " + repr(list(value)[: rows * 4])[:2000])
+        lines.append("first items: " + repr(masked(list(value)[: rows * 4]))[:2000])
     elif isinstance(value, str):
         lines.append(f"length: {len(value):,} characters")
         lines.append("text: " + repr(value[:1500]))
@@ -114,11 +130,13 @@ def kernel_tools(shell: Any, *, history: CellHistory, proposals: CellProposals) 
     async def list_variables(ctx: ToolContext) -> str:
         """List the variables in the notebook's namespace: name, type and size (shape or length).
         Use inspect_variable to look at one in detail."""
-        hidden = getattr(shell, "user_ns_hidden", {})
         rows = []
-        for name, value in sorted(shell.user_ns.items()):
-            if _is_user_variable(name, value, hidden):
-                rows.append(f"{name}: {type(value).__name__} {_shape(value)}".rstrip())
+        names = _user_variables(shell)
+        for name in names:
+            value = shell.user_ns[name]
+            size = "(value masked)" if is_credential_key(name) else _shape(value)
+            rows.append(f"{name}: {type(value).__name__} {size}".rstrip())
+        learn_credentials(shell.user_ns, names)
         return _clip("\n".join(rows)) if rows else "(no variables yet)"
 
     @tool(name="inspect_variable", read_only=True)
@@ -130,9 +148,10 @@ def kernel_tools(shell: Any, *, history: CellHistory, proposals: CellProposals) 
         """Look at one variable: its type, shape and dtypes, the head of a DataFrame or the
         start of an array, length and a preview for others. Output is bounded."""
         if name not in shell.user_ns:
-            known = [n for n, v in shell.user_ns.items() if _is_user_variable(n, v, getattr(shell, "user_ns_hidden", {}))]
-            raise ToolError(f"no variable {name!r} in the notebook; variables: {', '.join(sorted(known)) or '(none)'}")
-        return describe(shell.user_ns[name], rows)
+            known = _user_variables(shell)
+            raise ToolError(f"no variable {name!r} in the notebook; variables: {', '.join(known) or '(none)'}")
+        learn_credentials(shell.user_ns, [name])
+        return describe(shell.user_ns[name], rows, name)
 
     @tool(name="run_python")
     async def run_python(
@@ -143,7 +162,10 @@ def kernel_tools(shell: Any, *, history: CellHistory, proposals: CellProposals) 
         what it printed, what it displayed and the value of its last expression; matplotlib
         figures it draws are shown in the notebook and, when you can take images, to you. Keep
         it short; it blocks the kernel while it runs."""
-        return run_code(shell.user_ns, code, shell=shell)
+        try:
+            return run_code(shell.user_ns, code, shell=shell)
+        finally:  # what it printed is scrubbed after this: the credentials it set are known by then
+            learn_credentials(shell.user_ns, _user_variables(shell))
 
     return [list_variables, inspect_variable, run_python, notebook_history_tool(history), propose_cell_tool(proposals)]
 
