@@ -11,7 +11,7 @@ import importlib.util
 
 import pytest
 
-from notebook_support import model_requests, notebook, result_text, tool_results, wait_for_widget_text
+from notebook_support import error_name, model_requests, notebook, result_text, tool_results, wait_for_widget_text
 
 pytestmark = pytest.mark.kernel
 
@@ -149,3 +149,50 @@ async def test_credential_named_variables_and_mapping_keys_are_masked(tmp_path):
     for result in (listing, password, pwd, creds, config, printed):
         assert not any(secret in result for secret in secrets if secret != "abc"), result
     assert "abc" not in pwd
+
+
+async def test_run_python_is_interrupted_at_the_tool_timeout_and_the_kernel_goes_on(tmp_path):
+    """Issue 18: ``time.sleep(15)`` with a 3 s ``tool_timeout`` took 15 s, and ``while True:
+    pass`` hung the kernel. Past the timeout each is interrupted as the stop button does (a
+    ``KeyboardInterrupt`` the code can clean up on), the model is told, and the kernel keeps
+    its variables and runs the next cell. Shown by outcome: had the sleep finished,
+    ``finished`` would be set; had the loop not been stopped, the cell would never end."""
+    sleep = "started = True\nimport time\ntry:\n    time.sleep(15)\nfinally:\n    cleaned = True\nfinished = True"
+    script = {
+        "agents": {
+            "main": [
+                {"tool_calls": [{"name": "run_python", "arguments": {"code": sleep}}]},
+                {"tool_calls": [{"name": "run_python", "arguments": {"code": "print('spinning')\nwhile True: pass"}}]},
+                {"text": "both stopped"},
+            ]
+        }
+    }
+    async with notebook(tmp_path, script) as k:
+        await k.run("%config HarnessNB.approval_policy = 'never'\n%config HarnessNB.tool_timeout = 2")
+        run = await k.run("%%agent\nrun these", timeout=120)
+        assert result_text(run) == "both stopped"
+        requests = await model_requests(k, "main")
+        slept, spun = tool_results(requests[2])
+        assert result_text(await k.run("(started, cleaned, 'finished' in dir())")) == "(True, True, False)"
+        assert result_text(await k.run("1 + 1")) == "2"
+    timed_out = "error: run_python stopped: the code ran past the tool timeout (2 s) and was interrupted"
+    assert slept.startswith(f"{timed_out} at line 4, as the stop button does; the variables it set before")
+    assert "%config HarnessNB.tool_timeout = <seconds>" in slept
+    assert spun.startswith(f"{timed_out} at line 2,")
+    assert spun.endswith("What it printed before:\nspinning")
+
+
+async def test_the_stop_button_stops_run_python_code_that_never_ends(tmp_path):
+    """The person's stop, while run_python spins in ``while True: pass`` (well inside its
+    timeout), interrupts the code and the run at once; the kernel answers the next cell."""
+    spin = "open('spinning', 'w').close()\nwhile True: pass"
+    call = {"name": "run_python", "arguments": {"code": spin}}
+    script = {"agents": {"main": [{"tool_calls": [call]}, {"text": "never"}]}}
+    async with notebook(tmp_path, script) as k:
+        await k.run("%config HarnessNB.approval_policy = 'never'\n%config HarnessNB.tool_timeout = 600")
+        run = k.execute("%%agent\nspin")
+        await k.wait_for(lambda: (tmp_path / "spinning").exists(), what="the code to start spinning")
+        await k.interrupt()
+        await k.finished(run, timeout=60)
+        assert run.status == "error" and error_name(run) in ("CancelledError", "KeyboardInterrupt"), k.error(run)
+        assert result_text(await k.run("1 + 1")) == "2"

@@ -71,6 +71,7 @@ _NUMBER_RULES: dict[str, tuple[Callable[[float], bool], str]] = {
     "context_window": (lambda n: n >= 0, "0 (the model's own window) or more tokens"),
     "compact_threshold": (lambda n: 0 < n <= 1, "a fraction of the window above 0 and at most 1 (e.g. 0.8)"),
     "mcp_start_timeout": (lambda n: n > 0, "more than 0 seconds"),
+    "tool_timeout": (lambda n: n > 0, "more than 0 seconds"),
 }
 
 
@@ -147,6 +148,11 @@ class HarnessNB(Configurable):
         "under the usual policy, with a warning.",
     ).tag(config=True)
     max_turns = Int(50, help="Most LLM calls one run may make (1 or more).").tag(config=True)
+    tool_timeout = Float(
+        60.0,
+        help="Seconds one tool call may take (bash's own timeout argument aside): run_python is then "
+        "interrupted as the stop button does, other tools are stopped.",
+    ).tag(config=True)
     max_background = Int(
         8, help="Most background subagents running at once; the others wait, queued (1 or more)."
     ).tag(config=True)
@@ -265,6 +271,7 @@ class HarnessNB(Configurable):
             background_approvals=cast(BackgroundApprovals, self.background_approvals),
             allow_bypass_permissions=self.allow_bypass_permissions,
             max_turns=self.max_turns,
+            tool_timeout=self.tool_timeout,
             token_budget=self.token_budget,
             budget_usd=self.budget_usd,
             subagent_budget_usd=self.subagent_budget_usd,

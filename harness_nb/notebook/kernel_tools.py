@@ -27,10 +27,12 @@ from ..core import DisplayData, ImagePart, ToolError
 from ..core.credential import is_credential_key
 from ..core.imports import shielded_imports
 from ..core.media import MAX_IMAGES
+from ..engine import Limits, ParentContext
 from ..tools import Tool, ToolContext, ToolOutput, tool
 from .credential_variable import MASKED, learn_credentials, masked
 from .history import CellHistory, notebook_history_tool
 from .proposal import CellProposals, propose_cell_tool
+from .watchdog import Stopped, TimedOut, Watchdog
 
 MAX_CHARS = 4_000
 MAX_FIGURE_PIXELS = 4096 * 4096  # a figure larger than this is not drawn (time and memory)
@@ -161,22 +163,25 @@ def kernel_tools(shell: Any, *, history: CellHistory, proposals: CellProposals) 
         """Run Python code in the notebook's namespace (variables persist, like a cell). Returns
         what it printed, what it displayed and the value of its last expression; matplotlib
         figures it draws are shown in the notebook and, when you can take images, to you. Keep
-        it short; it blocks the kernel while it runs."""
+        it short: it blocks the kernel while it runs, and is interrupted at the tool timeout."""
+        limits = ctx.parent.limits if isinstance(ctx.parent, ParentContext) else Limits()
         try:
-            return run_code(shell.user_ns, code, shell=shell)
+            return run_code(shell.user_ns, code, shell=shell, timeout=limits.tool_timeout)
         finally:  # what it printed is scrubbed after this: the credentials it set are known by then
             learn_credentials(shell.user_ns, _user_variables(shell))
 
     return [list_variables, inspect_variable, run_python, notebook_history_tool(history), propose_cell_tool(proposals)]
 
 
-def run_code(namespace: dict[str, Any], code: str, *, shell: Any = None) -> ToolOutput:
+def run_code(namespace: dict[str, Any], code: str, *, shell: Any = None, timeout: float | None = None) -> ToolOutput:
     """Execute ``code`` in ``namespace``. The text is what it printed, the text form of
     what it displayed and its last expression's; the displays (shown in the cell) are what
     it displayed through IPython (captured from ``shell``'s display machinery), the rich
     form of its last value (a DataFrame's HTML) and each matplotlib figure it opened, drawn
     to PNG and closed; the images are the displays' images. A failure is a ``ToolError``
-    with the traceback (its figures are closed, not shown)."""
+    with the traceback (its figures are closed, not shown). Past ``timeout`` seconds the
+    code is interrupted as the stop button does (``watchdog.py``): a ``ToolError`` saying
+    so, with what it printed until then."""
     try:
         tree = ast.parse(code, mode="exec")
     except SyntaxError as exc:
@@ -190,16 +195,22 @@ def run_code(namespace: dict[str, Any], code: str, *, shell: Any = None) -> Tool
     buffer = io.StringIO()
     # capture_output takes what IPython's display() publishes (and plt.show() under the
     # inline backend); print() goes to our buffer, stdout and stderr in the order written.
-    capture = capture_output(stdout=False, stderr=False, display=True) if shell is not None else contextlib.nullcontext()
+    capture = contextlib.nullcontext() if shell is None else capture_output(stdout=False, stderr=False, display=True)
+    watchdog = Watchdog(timeout)
     try:
-        with capture as captured, contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
-            exec(compile(tree, "<run_python>", "exec"), namespace)
-            value = eval(compile(last, "<run_python>", "eval"), namespace) if last is not None else None
+        with watchdog, capture as captured, contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+            with watchdog.armed():
+                exec(compile(tree, "<run_python>", "exec"), namespace)
+                value = eval(compile(last, "<run_python>", "eval"), namespace) if last is not None else None
+    except (TimedOut, Stopped) as exc:
+        _close(_new_figures(figures_before))
+        raise ToolError(_clip(_interrupted(exc, timeout, buffer.getvalue()))) from None
     except Exception as exc:
         _close(_new_figures(figures_before))
         frames = traceback.format_exception(type(exc), exc, exc.__traceback__)
         relevant = [f for f in frames if "<run_python>" in f or f is frames[-1]]
-        raise ToolError(_clip(buffer.getvalue() + "".join(relevant).rstrip())) from None
+        note = _timed_out(timeout, exc) + "\n" if watchdog.fired else ""
+        raise ToolError(_clip(note + buffer.getvalue() + "".join(relevant).rstrip())) from None
     texts = [buffer.getvalue().rstrip("\n")]
     displays: list[DisplayData] = []
     for output in getattr(captured, "outputs", ()):
@@ -219,9 +230,33 @@ def run_code(namespace: dict[str, Any], code: str, *, shell: Any = None) -> Tool
     figure_displays, notes = _draw(figures)
     displays += figure_displays
     texts += [str(d.data.get("text/plain", "")) for d in figure_displays] + notes
+    if watchdog.fired:  # it caught the interrupt and finished anyway
+        texts.append(f"[the code was interrupted at the tool timeout ({timeout:g} s), caught it and went on]")
     out = "\n".join(t for t in texts if t)
     images = tuple(image for d in displays if (image := d.image()) is not None)
     return ToolOutput(_clip(out) if out else "(no output)", images, tuple(displays))
+
+
+def _interrupted(exc: KeyboardInterrupt, timeout: float | None, printed: str) -> str:
+    if isinstance(exc, TimedOut):
+        head = _timed_out(timeout, exc)
+    else:
+        head = f"run_python was interrupted{_where(exc)}: the person pressed stop."
+    return f"{head}\nWhat it printed before:\n{printed.rstrip()}" if printed.strip() else head
+
+
+def _timed_out(timeout: float | None, exc: BaseException) -> str:
+    return (
+        f"run_python stopped: the code ran past the tool timeout ({timeout:g} s) and was interrupted"
+        f"{_where(exc)}, as the stop button does; the variables it set before that are kept. Make it "
+        "faster or run it in smaller steps, or ask the person to raise the limit "
+        "(%config HarnessNB.tool_timeout = <seconds>)."
+    )
+
+
+def _where(exc: BaseException) -> str:
+    lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__) if f.filename == "<run_python>"]
+    return f" at line {lines[-1]}" if lines else ""
 
 
 def _value_display(value: Any, shell: Any) -> tuple[str, DisplayData | None]:
