@@ -67,6 +67,9 @@ class RunSettings:
     subagent_budget_usd: float | None = None
     wall_time: float | None = None
     tool_timeout: float = 60.0
+    max_parallel_tool_calls: int = 8
+    """Most tool calls of a run (its subagents' included) executing at once; the others
+    wait their turn in call order."""
     prices: Mapping[str, Any] | None = None
     """Prices added to the built-in table, in USD per million tokens."""
     provider_options: Mapping[str, Any] | ProviderOptions | None = None
@@ -112,6 +115,7 @@ class RunSettings:
                 budget_usd=self.budget_usd,
                 wall_time=self.wall_time,
                 tool_timeout=self.tool_timeout,
+                max_parallel_tool_calls=self.max_parallel_tool_calls,
             ),
         )
         set_("price_table", PriceTable.of(self.prices))

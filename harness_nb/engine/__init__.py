@@ -25,7 +25,7 @@ from .hook import (
 from .meter import ContextMeter
 from .permission import PERMISSION_MODES, POLICIES, PermissionHook, PermissionMode, Policy, remembering
 from .rule import PermissionRules, Rule, parse_rule, session_rule
-from .limits import BUDGET_STOPS, EARLY_STOPS, Limits, RunResult, require_positive, stop_label
+from .limits import BUDGET_STOPS, EARLY_STOPS, Limits, Place, RunResult, ToolSlots, require_positive, stop_label
 from .prompt import MAIN_SYSTEM_PROMPT, PromptBuilder
 from .session import MemorySession, load_transcript
 from .skill import SKILL_MAX_BYTES, load_skill, skill_dirs, skill_name_problem
@@ -62,6 +62,7 @@ __all__ = [
     "OffloadHook",
     "POLICIES",
     "ParentContext",
+    "Place",
     "PermissionHook",
     "PermissionRules",
     "PERMISSION_MODES",
@@ -76,6 +77,7 @@ __all__ = [
     "Skill",
     "SkillCatalog",
     "SkillTool",
+    "ToolSlots",
     "UsageAccount",
     "denial_line",
     "denial_result",

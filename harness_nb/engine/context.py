@@ -32,7 +32,7 @@ from ..providers.base import Provider
 from ..tools import ToolRegistry
 from .compaction import CompactionPolicy
 from .hook import ApprovalChannel, HookRegistry
-from .limits import Limits
+from .limits import Limits, ToolSlots
 
 if TYPE_CHECKING:
     from .budget import BudgetScope
@@ -77,8 +77,10 @@ class RunContext:
     """What one run of an engine uses: ``provider``, ``limits``, ``approval`` (``None``:
     asked calls are denied, fail closed), ``account`` (the usage account it bills),
     ``compaction`` (when and how its conversation is compacted to fit the context window),
-    ``prices`` (what its calls cost) and ``parent_budget``, the budget scope of the run
-    that launched it (a subagent is held to its parent's budgets too)."""
+    ``prices`` (what its calls cost), ``parent_budget``, the budget scope of the run that
+    launched it (a subagent is held to its parent's budgets too), and ``tool_slots``, the
+    slots its tool calls take turns for (given: its parent's, which a subagent shares;
+    ``None``: its own, ``limits.max_parallel_tool_calls`` of them)."""
 
     provider: Provider
     limits: Limits = field(default_factory=Limits)
@@ -87,6 +89,11 @@ class RunContext:
     compaction: CompactionPolicy = field(default_factory=CompactionPolicy)
     prices: PriceTable = DEFAULT_PRICES
     parent_budget: BudgetScope | None = None
+    tool_slots: ToolSlots | None = None
+
+    def __post_init__(self) -> None:
+        if self.tool_slots is None:  # set once, so a copy made with replace() shares them
+            object.__setattr__(self, "tool_slots", ToolSlots(self.limits.max_parallel_tool_calls))
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +105,8 @@ class ParentContext:
     usage account: a child bills it, also when the child finishes after the run has ended.
     ``compaction`` is the parent run's policy: a child's conversation compacts the same way.
     ``budget`` is the launching run's budget scope: a child's budget is clamped to what it
-    has left, and every call of the child is checked against it too.
+    has left, and every call of the child is checked against it too. ``tool_slots`` are the
+    launching run's: a child's tool calls take turns for them with its parent's.
     """
 
     provider: Provider
@@ -115,6 +123,7 @@ class ParentContext:
     compaction: CompactionPolicy = field(default_factory=CompactionPolicy)
     prices: PriceTable = DEFAULT_PRICES
     budget: BudgetScope | None = None
+    tool_slots: ToolSlots | None = None
 
     def remaining_usd(self) -> float | None:
         """USD the launching run (and every run enclosing it) has left; ``None``: no USD

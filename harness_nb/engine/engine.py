@@ -65,7 +65,7 @@ from .hook import (
     denial_result,
     person_reason,
 )
-from .limits import Limits, RunResult
+from .limits import Limits, Place, RunResult
 from .prompt import PromptBuilder
 from .session import MemorySession
 
@@ -161,6 +161,7 @@ class AgentEngine:
             compaction=context.compaction,
             prices=context.prices,
             budget=budget,
+            tool_slots=context.tool_slots,
         )
 
     async def run(
@@ -458,10 +459,13 @@ class AgentEngine:
             roots=self.roots,
             order=order,
         )
+        assert context.tool_slots is not None  # every RunContext has them
+        place = context.tool_slots.place()  # before any await: places follow the calls' order
         try:
-            outcome = await self._outcome(call, stop_reason, ctx, emit, context)
+            outcome = await self._outcome(call, stop_reason, ctx, emit, context, place)
         finally:
             order.pass_turn(call.id)  # denied, failed or done: it holds no later call back
+            place.leave()
         outcome = await self.hooks.after_tool(call, outcome, ctx)
         # Bounded here, where every tool's result (a kernel plot, an MCP screenshot) passes.
         images, left_out = bound_images(outcome.images)
@@ -482,8 +486,16 @@ class AgentEngine:
         )
 
     async def _outcome(
-        self, call: ToolCall, stop_reason: str, ctx: ToolContext, emit: EventSink, context: RunContext
+        self,
+        call: ToolCall,
+        stop_reason: str,
+        ctx: ToolContext,
+        emit: EventSink,
+        context: RunContext,
+        place: Place,
     ) -> ToolOutcome:
+        """The call's outcome: refused, denied, or run — holding one of the run's tool slots
+        (``place``) only while it runs, never while it waits for an approval."""
         tool = ctx.tool
         if tool is None:
             names = ", ".join(self.tools.names()) or "(none)"
@@ -502,6 +514,7 @@ class AgentEngine:
         if isinstance(decision, Deny):
             return ToolOutcome(f"error: denied: {decision.reason}", True)
         if isinstance(decision, Ask):
+            place.step_aside()
             emit(ApprovalRequested(call=call, reason=decision.reason, risk=decision.risk, agent=self.agent))
             if context.approval is None:
                 answer: Any = None
@@ -515,16 +528,18 @@ class AgentEngine:
             if not approved:
                 return ToolOutcome(denial_result(answer if isinstance(answer, Denied) else None), True)
         if tool.long_running:
+            place.leave()  # the delegation tool holds none: its subagent's calls need them
             return await invoke(tool, call, ctx)
         deadline = context.limits.tool_timeout
         requested = own_timeout(tool, call)
         if requested is not None:  # the tool enforces its own limit and reports partial output
             deadline = max(deadline, requested + TOOL_TIMEOUT_MARGIN)
-        try:
-            async with asyncio.timeout(deadline):
-                return await invoke(tool, call, ctx)
-        except TimeoutError:
-            return ToolOutcome(f"error: {call.name} timed out after {deadline:g} s", True)
+        async with place.held():
+            try:
+                async with asyncio.timeout(deadline):
+                    return await invoke(tool, call, ctx)
+            except TimeoutError:
+                return ToolOutcome(f"error: {call.name} timed out after {deadline:g} s", True)
 
 
 def _with_unique_call_ids(response: ModelResponse) -> ModelResponse:

@@ -1,9 +1,13 @@
-"""Run limits and the result of a run."""
+"""Run limits, the tool-call slots a run's calls take turns for, and the result of a run."""
 
 from __future__ import annotations
 
+import asyncio
+import itertools
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,8 +33,9 @@ def stop_label(stop_reason: str) -> str:
 class Limits:
     """When a run stops on its own: ``max_turns`` LLM calls, ``token_budget`` tokens (every
     token read or written, cached prompt tokens included), ``budget_usd`` US dollars,
-    ``wall_time`` seconds; ``tool_timeout`` bounds each ordinary tool call. Both budgets
-    count the run's subagents and are checked before each call (``budget.py``).
+    ``wall_time`` seconds; ``tool_timeout`` bounds each ordinary tool call;
+    ``max_parallel_tool_calls`` run at once, the run's subagents' included (``ToolSlots``).
+    Both budgets count the run's subagents and are checked before each call (``budget.py``).
     ``None`` means no limit; an impossible value (``max_turns=0``, a negative budget) is a
     ``ConfigError`` when the limits are made, not a run that stops before it starts."""
 
@@ -39,6 +44,7 @@ class Limits:
     wall_time: float | None = None
     tool_timeout: float = 60.0
     budget_usd: float | None = None
+    max_parallel_tool_calls: int = 8
 
     def __post_init__(self) -> None:
         require_positive("max_turns", self.max_turns, whole=True)
@@ -46,6 +52,7 @@ class Limits:
         require_positive("budget_usd", self.budget_usd, optional=True)
         require_positive("wall_time", self.wall_time, optional=True)
         require_positive("tool_timeout", self.tool_timeout)
+        require_positive("max_parallel_tool_calls", self.max_parallel_tool_calls, whole=True)
 
 
 def require_positive(name: str, value: object, *, whole: bool = False, optional: bool = False) -> None:
@@ -58,6 +65,103 @@ def require_positive(name: str, value: object, *, whole: bool = False, optional:
         what = "a whole number" if whole else "a number"
         none = " (or None for no limit)" if optional else ""
         raise ConfigError(f"{name} must be {what} above 0{none}, not {value!r}")
+
+
+_State = Literal["deciding", "aside", "waiting", "running", "done"]
+
+
+class ToolSlots:
+    """At most ``size`` tool calls of one run, its subagents' included, execute at once;
+    the others wait their turn in the order the calls were made.
+
+    A call takes its ``place`` in line as it starts (the engine takes it before the call's
+    first ``await``, so places follow the model's order). While its permission is decided
+    it keeps later calls waiting behind it; while it waits for an approval it stands aside
+    (a call waiting for the person holds up no one) and takes its place back once approved;
+    it holds a slot only while it executes (``Place.held``). Calls let in together enter in
+    their order too (a call let in while it was itself asking does not overtake one let in
+    before it that has yet to wake). The delegation tool never takes a slot: a foreground
+    subagent's calls need the slots its parent's call would hold.
+    """
+
+    def __init__(self, size: int) -> None:
+        require_positive("max_parallel_tool_calls", size, whole=True)
+        self.size = size
+        self.running = 0
+        self._line: list[Place] = []  # places not yet running, in call order
+        self._tickets = itertools.count()
+        self._last_let_in: Place | None = None
+
+    def place(self) -> Place:
+        """A new call's place in line, after every place taken before."""
+        place = Place(self, next(self._tickets))
+        self._line.append(place)
+        return place
+
+    def _dispatch(self) -> None:
+        """Let the first waiting calls run while slots are free; a call still deciding keeps
+        its turn (those behind it wait), one standing aside does not."""
+        while self.running < self.size:
+            first = next((p for p in self._line if p.state in ("deciding", "waiting")), None)
+            if first is None or first.state == "deciding":
+                return
+            self._line.remove(first)
+            first.state = "running"
+            first.after, self._last_let_in = self._last_let_in, first
+            self.running += 1
+            first.granted.set()
+
+    def _leave(self, place: Place) -> None:
+        if place.state == "running":
+            self.running -= 1
+        elif place in self._line:
+            self._line.remove(place)
+        place.state = "done"
+        self._dispatch()
+
+    def __repr__(self) -> str:
+        return f"<ToolSlots {self.running}/{self.size} running, {len(self._line)} in line>"
+
+
+class Place:
+    """One call's place in a ``ToolSlots`` line (see there)."""
+
+    def __init__(self, slots: ToolSlots, ticket: int) -> None:
+        self.slots = slots
+        self.ticket = ticket
+        self.state: _State = "deciding"
+        self.granted = asyncio.Event()
+        self.entered = asyncio.Event()  # it has passed the door (or left the line)
+        self.after: Place | None = None  # the place let in just before it
+
+    def step_aside(self) -> None:
+        """The call waits for an approval: the calls behind it may go first meanwhile."""
+        if self.state == "deciding":
+            self.state = "aside"
+            self.slots._dispatch()
+
+    def leave(self) -> None:
+        """The call needs no slot (any more): denied, failed, delegated or done."""
+        self.entered.set()
+        self.after = None
+        if self.state != "done":
+            self.slots._leave(self)
+
+    @asynccontextmanager
+    async def held(self) -> AsyncIterator[None]:
+        """Wait for this call's turn and a free slot, hold it while the body runs."""
+        if self.state in ("deciding", "aside"):
+            self.state = "waiting"
+            self.slots._dispatch()
+        try:
+            await self.granted.wait()
+            if self.after is not None:
+                await self.after.entered.wait()
+                self.after = None
+            self.entered.set()
+            yield
+        finally:
+            self.leave()
 
 
 class RunResult(BaseModel):

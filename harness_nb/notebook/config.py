@@ -72,6 +72,7 @@ _NUMBER_RULES: dict[str, tuple[Callable[[float], bool], str]] = {
     "compact_threshold": (lambda n: 0 < n <= 1, "a fraction of the window above 0 and at most 1 (e.g. 0.8)"),
     "mcp_start_timeout": (lambda n: n > 0, "more than 0 seconds"),
     "tool_timeout": (lambda n: n > 0, "more than 0 seconds"),
+    "max_parallel_tool_calls": (lambda n: n >= 1, "1 or more"),
 }
 
 
@@ -152,6 +153,11 @@ class HarnessNB(Configurable):
         60.0,
         help="Seconds one tool call may take (bash's own timeout argument aside): run_python is then "
         "interrupted as the stop button does, other tools are stopped.",
+    ).tag(config=True)
+    max_parallel_tool_calls = Int(
+        8,
+        help="Most tool calls of one run, its subagents' included, executing at once (1 or more); the "
+        "others wait their turn in the order the model made them.",
     ).tag(config=True)
     max_background = Int(
         8, help="Most background subagents running at once; the others wait, queued (1 or more)."
@@ -272,6 +278,7 @@ class HarnessNB(Configurable):
             allow_bypass_permissions=self.allow_bypass_permissions,
             max_turns=self.max_turns,
             tool_timeout=self.tool_timeout,
+            max_parallel_tool_calls=self.max_parallel_tool_calls,
             token_budget=self.token_budget,
             budget_usd=self.budget_usd,
             subagent_budget_usd=self.subagent_budget_usd,

@@ -228,6 +228,7 @@ class SubagentRunner:
             parent.compaction,
             prices=parent.prices,
             parent_budget=parent.budget,
+            tool_slots=parent.tool_slots,
         )
         return Child(engine, context)
 
