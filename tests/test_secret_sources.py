@@ -205,6 +205,9 @@ def test_pairs_in_output_of_unknown_source_are_taken_only_when_they_read_as_valu
         "flag-value-5",
     }
     assert "correcthorse" in credentials_in_text("secret = correcthorse", strict=False)
+    assert credentials_in_text("conf/app.ini:7: password = correcthorse\nsrc/app.py:3: password = fromcode") == {
+        "correcthorse"
+    }, "a search hit in a config file is that file's value"
 
 
 def test_a_call_names_config_files_relative_or_absolute(tmp_path: Path) -> None:
@@ -219,7 +222,7 @@ def test_a_call_names_config_files_relative_or_absolute(tmp_path: Path) -> None:
 
 def test_values_learned_stay_known_for_the_session_and_are_bounded() -> None:
     secrets = Secrets(environ={})
-    assert secrets.learn(["learned-value-123", "short", "true", "/"])
+    assert secrets.learn(["learned-value-123", "short", "true", "/", REDACTED, f"'{REDACTED}'"])
     assert secrets.values() == {"learned-value-123"}
     secrets.refresh(files=True)
     assert secrets.scrub("x learned-value-123 y") == f"x {REDACTED} y"

@@ -21,7 +21,8 @@ Where the values are found:
   ``key: value``, ``key = value``, ``"key": "value"``, ``KEY=value``, ``--api-key=value``
   and ``Authorization: Bearer value`` pairs. The value must read as a literal: quoted, or a
   bare word that is not code (``get_password()``, ``self.password``, ``os.environ[…]``, a
-  word without digits, another credential's name) nor a template (``${X}``, ``{{ x }}``).
+  word without digits, another credential's name) nor a template (``${X}``, ``{{ x }}``) —
+  unless the line is a search hit in a config file (``settings.ini:3: password = …``).
 - ``named_config_files(texts, workdir)``: the files of a known format a tool call names
   (a ``read_file`` path, a file in a ``bash`` command), so their values can be learned
   from the file itself before the call's result is scrubbed — also when the result shows
@@ -281,6 +282,7 @@ _PAIR = re.compile(
     r"""(?:"(?P<double>(?:[^"\\\n]|\\.){1,512})"|'(?P<single>[^'\n]{1,512})'|(?P<bare>[^\s"'`,;&#{}\[\]()<>]{1,512}))"""
 )
 _IDENTIFIER_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+_SEARCH_HIT = re.compile(r"(?P<path>[^\s:]+):(?:\d+:)?")
 
 
 def credentials_in_text(text: str, *, strict: bool = True) -> set[str]:
@@ -301,10 +303,18 @@ def credentials_in_text(text: str, *, strict: bool = True) -> set[str]:
         pair = _PAIR.match(text, start)
         if pair is None or not is_credential_key(pair["name"]):
             continue
-        value = _value(pair, text, strict=strict)
+        value = _value(pair, text, strict=strict and not _from_config_file(text, start))
         if value:
             found.add(value)
     return found
+
+
+def _from_config_file(text: str, at: int) -> bool:
+    """Whether the line holding ``at`` is a search hit in a config file (``grep``'s
+    ``path:line: text``): then a bare word is that file's value, not code."""
+    line = text[text.rfind("\n", 0, at) + 1 : at]
+    hit = _SEARCH_HIT.match(line)
+    return hit is not None and config_format(hit["path"]) is not None
 
 
 def _value(pair: re.Match[str], text: str, *, strict: bool) -> str:

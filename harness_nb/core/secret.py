@@ -197,7 +197,8 @@ class Secrets:
         new = []
         for value in values:
             value = value.strip()
-            if len(value) <= MAX_LEARNED_CHARS and could_be_secret(value):
+            # a result's masked pairs (``password: '[redacted]'``) teach nothing
+            if len(value) <= MAX_LEARNED_CHARS and REDACTED not in value and could_be_secret(value):
                 new.append(value)
         if not new:
             return False
