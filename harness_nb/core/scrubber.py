@@ -111,7 +111,7 @@ def encodings(value: str) -> list[str]:
     for shift in range(3):
         encoded = base64.b64encode(b"\0" * shift + raw).decode("ascii")
         core = encoded[-(-8 * shift // 6) : 8 * (shift + len(raw)) // 6]
-        forms += {core, core.translate(_URL_SAFE)}
+        forms.extend(dict.fromkeys((core, core.translate(_URL_SAFE))))
     return forms
 
 

@@ -203,15 +203,13 @@ class Secrets:
         if not new:
             return False
         with self._lock:
-            before = list(self._learned)
+            before = set(self._learned)
             for value in new:
                 self._learned.pop(value, None)  # learned again: the most recent now
                 self._learned[value] = None
             while len(self._learned) > MAX_LEARNED:
                 del self._learned[next(iter(self._learned))]
-            if list(self._learned) == before:
-                return False
-            return self._rebuild()
+            return self._learned.keys() != before and self._rebuild()
 
     def observe_call(self, arguments: str, output: str, workdir: Path) -> bool:
         """Learn what one tool call read, before its result is scrubbed: the credentials of
