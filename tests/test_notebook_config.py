@@ -82,6 +82,8 @@ async def test_impossible_values_fail_their_cell_and_change_nothing(kernel):
         "context_window = -1": ["HarnessNB.context_window = -1", "0 (the model's own window) or more", "stays 0"],
         "compact_threshold = 1.5": ["HarnessNB.compact_threshold = 1.5", "at most 1", "stays 0.8"],
         "compact_threshold = 0": ["HarnessNB.compact_threshold = 0", "above 0"],
+        "tool_timeout = 0": ["HarnessNB.tool_timeout = 0", "more than 0 seconds", "stays 60.0"],
+        "max_parallel_tool_calls = 0": ["HarnessNB.max_parallel_tool_calls = 0", "1 or more", "stays 8"],
         "tools = ['raed_file']": ["HarnessNB.tools", "no tool named 'raed_file'", "did you mean 'read_file'?", "stays []"],
         "workdir = 'no-such-folder'": ["HarnessNB.workdir = 'no-such-folder'", "not a folder", "create it"],
         "approval_policy = 'sometimes'": ["approval_policy", "'dangerous', 'always', 'never'", "'sometimes'"],
