@@ -42,7 +42,7 @@ from typing import Any
 
 from .approval import ApprovalCard, PendingApprovals
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("harness_nb.notebook")  # a name the redacting filter is on (core.secret)
 
 
 class QueuedCells:
