@@ -290,6 +290,28 @@ async def test_background_ask_times_out_to_denied(tmp_path):
     assert "no answer within 0.1 s: denied" in tool_results(child.messages)[0]
 
 
+def gated_reader(h: Harness) -> asyncio.Event:
+    """Make ``reader`` wait at its first step until the returned gate opens: a test then
+    decides whether its background result arrives during a run or between runs (a tool
+    call's awaits let a quick task finish before the next turn)."""
+    gate = asyncio.Event()
+
+    @tool(read_only=True)
+    async def wait_for_gate(ctx: ToolContext) -> str:
+        """Wait until the test opens the gate."""
+        await gate.wait()
+        return "open"
+
+    h.tool_pool.add(wait_for_gate)
+    h.tools.add(wait_for_gate)
+    h.registry.register(
+        SubAgentDefinition(
+            name="reader", description="Reads files.", system_prompt="You read.", tools=["read_file", "wait_for_gate"]
+        )
+    )
+    return gate
+
+
 async def test_background_results_are_delivered_once_into_the_next_prompt(tmp_path):
     h, provider = harness(
         tmp_path,
@@ -300,10 +322,12 @@ async def test_background_results_are_delivered_once_into_the_next_prompt(tmp_pa
                 {"text": "the background task said b"},
                 {"text": "nothing new"},
             ],
-            "reader": [{"text": "b is bananas"}],
+            "reader": [{"tool_calls": [call("wait_for_gate")]}, {"text": "b is bananas"}],
         },
     )
+    gate = gated_reader(h)
     await h.run("start")
+    gate.set()
     await h.tracker.wait("bg-1", 5)
     await h.run("any news?")
     await h.run("and now?")
@@ -559,10 +583,12 @@ async def test_a_crashing_background_subagent_is_failed_and_the_parent_carries_o
                 {"text": "started"},
                 {"text": "it failed, sorry"},
             ],
-            "reader": [crash],
+            "reader": [{"tool_calls": [call("wait_for_gate")]}, crash],
         },
     )
+    gate = gated_reader(h)
     await h.run("go")
+    gate.set()
     entry = await h.tracker.wait("bg-1", 5)
     assert entry.status is TaskStatus.FAILED
     assert entry.error == "RuntimeError: segfault in the model"
