@@ -2,12 +2,14 @@
 
 On Linux with bubblewrap (Debian's ``bubblewrap``) a command runs as::
 
+    [nsenter --mount=/proc/H/ns/mnt --setuid=U --setgid=U --]    as root: identity.py
     bwrap --die-with-parent --new-session --unshare-all [--share-net]
+          --unshare-user [--uid 0 --gid 0] --disable-userns --cap-drop ALL --seccomp FD
           --ro-bind / /  --dev /dev  --proc /proc  --tmpfs /tmp  --tmpfs /run
           --bind W W                      the working directory, writable
           --ro-bind W/.claude W/.claude   agent, skill and settings folders, .git hooks/config
           --tmpfs ~/.ssh --remount-ro ~/.ssh, --ro-bind-data FD ~/.netrc   hidden, as are W/.env
-          --chdir W  bash -c COMMAND
+          --chdir W  prlimit --nproc=N --as=A --fsize=F --cpu=C --  bash -c COMMAND
 
 so the file system is read-only except the working directory and a private /tmp, the
 machine's service sockets (/run: docker, dbus, databases) are out of reach, there is no
@@ -15,14 +17,24 @@ network unless allowed, and, with its own pid namespace, every process a command
 dies when the command ends or when the kernel dies (``--die-with-parent``: bubblewrap
 dies with the process that started it, and its namespace's processes with it).
 
+The command holds whoever starts it: it runs in a user namespace of its own with no
+capabilities and no way to make another, under a seccomp filter refusing mount, umount,
+ptrace, unshare and their kin (``seccomp.py``), as a uid the kernel holds to file
+permissions — the kernel's own user, or, when the kernel is root, an unused uid that owns
+the working directory through an idmapped mount (``identity.py``: why, and the weaker mode
+where that cannot be made) — and within limits on processes, memory, file size and CPU
+time (``limits.py``).
+
 Every command, sandboxed or not, gets ``command_environment()``: an allow-list (PATH,
 HOME, locale, terminal, time zone, the virtualenv), never the kernel's whole environment.
 Without the sandbox that keeps keys out of the obvious places only: a process running with
-your rights can still read your files (and ``/proc/<kernel pid>/environ``).
+your rights can still read your files (and ``/proc/<kernel pid>/environ``); the limits but
+the process count apply there too.
 
 ``Sandbox.create("auto")`` probes bubblewrap once per process and falls back to no
 sandbox with one logged warning; ``"bwrap"`` requires it (``ConfigError`` naming the
-fix); ``"off"`` never uses it. ``Sandbox.active`` says which it is.
+fix); ``"off"`` never uses it. ``Sandbox.active`` says which it is, ``Sandbox.identity``
+who commands run as.
 """
 
 from __future__ import annotations
@@ -38,10 +50,14 @@ import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 from ..core import ConfigError, ToolError
+from .helper import HelperError, mount_helper
+from .identity import SANDBOX_UID, Identity, home_entries, needed_paths, probe_idmap, root_secrets
+from .limits import PidsCgroup, SandboxLimits
 from .protected import PROTECTED_FOLDERS
+from .seccomp import filter_fd, filter_program
 
 log = logging.getLogger("harness_nb.sandbox")
 
@@ -150,8 +166,8 @@ def _probe(executable: str) -> str | None:
     Run once per process: one tiny sandbox with every namespace the real ones use. It is
     a blocking call of a few milliseconds, made once when the first harness is built.
     """
-    argv = [executable, "--die-with-parent", "--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev"]
-    argv += ["--proc", "/proc", "--tmpfs", "/tmp", "true"]
+    argv = [executable, "--die-with-parent", "--unshare-all", "--unshare-user", "--cap-drop", "ALL"]
+    argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "true"]
     try:
         done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -160,6 +176,22 @@ def _probe(executable: str) -> str | None:
         said = done.stderr.decode("utf-8", "replace").strip().splitlines()
         return f"bubblewrap cannot create a sandbox here ({said[0] if said else f'exit {done.returncode}'})"
     return None
+
+
+@functools.cache
+def _disables_userns(executable: str) -> bool:
+    """Whether this bubblewrap has ``--disable-userns`` (0.8 and later; before, the seccomp
+    filter alone stops a command making a user namespace)."""
+    try:
+        done = subprocess.run([executable, "--help"], stdin=subprocess.DEVNULL, capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return b"--disable-userns" in done.stdout + done.stderr
+
+
+@functools.cache
+def _program(name: str) -> str | None:
+    return shutil.which(name)
 
 
 def _unavailable(executable: str | None) -> tuple[str, str]:
@@ -192,8 +224,10 @@ class Sandbox:
 
     ``network`` lets sandboxed commands use the network; ``read_only`` names more folders
     inside the working directory to keep read-only (agent folders given to the harness);
-    ``hidden`` more files or folders to hide (the kernel's connection file). ``reason``
-    and ``fix`` say why the sandbox is not active and how to get it.
+    ``hidden`` more files or folders to hide (the kernel's connection file); ``limits`` what
+    one command may use. ``identity`` is who sandboxed commands run as (``identity.py``);
+    ``weaker`` why a root kernel's commands run as root (the weaker mode). ``reason`` and
+    ``fix`` say why the sandbox is not active and how to get it.
     """
 
     mode: SandboxMode = "off"
@@ -204,6 +238,9 @@ class Sandbox:
     executable: str | None = None
     read_only: tuple[Path, ...] = ()
     hidden: tuple[Path, ...] = ()
+    limits: SandboxLimits = field(default_factory=SandboxLimits)
+    identity: Identity = "user"
+    weaker: str = ""
 
     @classmethod
     def create(
@@ -214,10 +251,15 @@ class Sandbox:
         read_only: Iterable[Path] = (),
         hidden: Iterable[Path] = (),
         executable: str | None = None,
+        limits: SandboxLimits | Mapping[str, Any] | None = None,
+        idmap: bool = True,
     ) -> Sandbox:
         """The sandbox for ``mode``: ``"auto"`` (bubblewrap where it works, else none, with
         one warning), ``"bwrap"`` (``ConfigError`` when it cannot work) or ``"off"``.
-        ``executable`` is the ``bwrap`` to use (default: the one on PATH)."""
+        ``executable`` is the ``bwrap`` to use (default: the one on PATH); ``limits`` what a
+        command may use (``SandboxLimits`` or a mapping of its fields; default: its
+        defaults). As root, ``idmap=False`` chooses the weaker mode (commands as root
+        without capabilities) even where idmapped mounts work."""
         if mode not in SANDBOX_MODES:
             raise ConfigError(f"sandbox must be one of {', '.join(map(repr, SANDBOX_MODES))}, not {mode!r}")
         base = cls(
@@ -225,13 +267,19 @@ class Sandbox:
             network=network,
             read_only=tuple(Path(p) for p in read_only),
             hidden=tuple(Path(p) for p in hidden),
+            limits=SandboxLimits.of(limits),
         )
         if mode == "off":
             return base
         executable = executable or shutil.which("bwrap")
         reason, fix = _unavailable(executable)
         if not reason:
-            return replace(base, active=True, reason="", executable=executable)
+            assert executable is not None
+            identity, weaker = _identity(executable, idmap=idmap)
+            sandbox = replace(base, active=True, reason="", executable=executable, identity=identity, weaker=weaker)
+            if weaker:
+                _warn_once(sandbox.weaker_notice)
+            return sandbox
         if mode == "bwrap":
             raise ConfigError(f"sandbox 'bwrap' cannot be used: {reason}; {fix} (or use sandbox 'auto')")
         sandbox = replace(base, reason=reason, fix=fix, executable=executable)
@@ -241,6 +289,10 @@ class Sandbox:
     def protecting(self, paths: Iterable[Path]) -> Sandbox:
         """This sandbox, also keeping ``paths`` read-only."""
         return replace(self, read_only=(*self.read_only, *(Path(p) for p in paths)))
+
+    def limited(self, limits: SandboxLimits | Mapping[str, Any] | None) -> Sandbox:
+        """This sandbox with other ``limits``."""
+        return replace(self, limits=SandboxLimits.of(limits))
 
     @property
     def notice(self) -> str | None:
@@ -252,32 +304,60 @@ class Sandbox:
             "your rights, so the approval rules apply to them in full."
         )
 
+    @property
+    def weaker_notice(self) -> str:
+        """The one warning of the weaker mode for root (empty when it is not in force)."""
+        if not self.weaker:
+            return ""
+        return (
+            f"harness_nb: sandboxed bash runs as root without capabilities, not as an unprivileged uid: {self.weaker}. "
+            "Known root-only secrets are hidden, but other files only root may read are readable to "
+            f"commands, and {_process_limit_for_root()}."
+        )
+
     def describe(self) -> str:
         """One paragraph for people: what a ``bash`` command can and cannot do."""
         if self.active:
             net = "the network is allowed" if self.network else "no network"
+            who = {
+                "user": "as you, in a user namespace without capabilities",
+                "idmapped": (
+                    f"as an unprivileged uid ({SANDBOX_UID}) without capabilities, which owns the working "
+                    "directory through an idmapped mount, cannot read files only root may read, and sees "
+                    "of root's home only the folders of Python and the PATH's programs"
+                ),
+                "root": (
+                    f"as root without capabilities ({self.weaker}): known root-only secrets and root's home "
+                    f"are hidden, but other files only root may read are readable, and {_process_limit_for_root()}"
+                ),
+            }[self.identity]
             return (
-                "bash runs sandboxed (bubblewrap): files are read-only except the working "
+                f"bash runs sandboxed (bubblewrap) {who}; a seccomp filter refuses mount, ptrace, "
+                "namespaces and their kin: files are read-only except the working "
                 f"directory and a private /tmp; {net}; the environment is cleared to an "
                 "allow-list; credential files, .env files, agent/skill/settings folders and git "
-                "hooks are protected; every process a command starts ends with it."
+                "hooks are protected; every process a command starts ends with it; limits per "
+                f"command: {self.limits.describe()}."
             )
         fix = f" ({self.fix})" if self.fix else ""
         return (
             f"bash is not sandboxed: {self.reason}{fix}. Commands run with your rights and "
-            "network; only the environment is cleared to an allow-list, and processes that "
-            "leave the command's process group (setsid) can outlive it."
+            "network; only the environment is cleared to an allow-list, processes that "
+            "leave the command's process group (setsid) can outlive it, and the limits "
+            f"({self.limits.describe()}) apply but for the process count."
         )
 
-    def plan(self, command: str, workdir: Path) -> Plan:
-        """How to run ``command`` in ``workdir``. Blocking (it looks for credential and
-        ``.env`` files): call it off the event loop. ``ToolError`` when ``workdir`` is gone."""
+    def plan(self, command: str, workdir: Path, *, timeout: float = 120.0) -> Plan:
+        """How to run ``command`` in ``workdir`` with ``timeout`` seconds. Blocking (it looks
+        for credential and ``.env`` files; as root it asks the root helper, starting it the
+        first time): call it off the event loop. ``ToolError`` when ``workdir`` is gone."""
         workdir = Path(workdir).resolve()
         if not workdir.is_dir():
             raise ToolError(f"cannot start bash in {workdir}: it is not a folder")
         env = command_environment()
+        prlimit = _program("prlimit")
         if not self.active:
-            return Plan(workdir, env, command)
+            return Plan(workdir, env, command, limits=self.limits, timeout=timeout, prlimit=prlimit)
         env["XDG_CACHE_HOME"] = "/tmp/.cache"  # the home folder is read-only: pip, matplotlib cache here
         folders = [workdir / name for name in PROTECTED_FOLDERS]
         protected: list[Path] = []
@@ -290,7 +370,7 @@ class Sandbox:
         if _inside(interpreter, workdir):  # a venv inside the workdir: the kernel runs it
             protected.append(interpreter)
         hidden = _reachable([*_home_credentials(env["HOME"]), *self.hidden, *dotenv_files(workdir)], workdir)
-        return Plan(
+        plan = Plan(
             workdir,
             env,
             command,
@@ -299,7 +379,92 @@ class Sandbox:
             mount_points=tuple(folders),
             protected=tuple(p for p in protected if p.exists()),
             hidden=tuple(hidden),
+            identity=self.identity,
+            limits=self.limits,
+            timeout=timeout,
+            prlimit=prlimit,
+            seccomp=filter_program(),
+            disable_userns=_disables_userns(cast(str, self.executable)),
         )
+        if self.identity == "user":
+            return plan
+        homes = _homes(env["HOME"], workdir)
+        needed = needed_paths(env, extra=[Path(p) for p in _resolver_sources()] if self.network else ())
+        if self.identity == "idmapped" and _enter_helper(plan, homes, needed):
+            return plan
+        plan.identity = "root"
+        plan.home_binds = tuple((home, tuple(home_entries(home, needed))) for home in homes)
+        plan.hidden = tuple((p, d) for p, d in plan.hidden if _outside_hidden_homes(p, plan.home_binds, workdir))
+        plan.secrets = tuple(root_secrets())
+        if self.limits.processes:
+            plan.cgroup = PidsCgroup.make(self.limits.processes)
+        return plan
+
+
+def _identity(executable: str, *, idmap: bool) -> tuple[Identity, str]:
+    """(who commands run as, why the weaker mode when it is in force)."""
+    if os.geteuid() != 0:
+        return "user", ""
+    if not idmap:
+        return "root", "idmapped mounts were turned off (idmap=False)"
+    problem = probe_idmap(executable)
+    if problem is not None:
+        return "root", problem
+    return "idmapped", ""
+
+
+def _process_limit_for_root() -> str:
+    if PidsCgroup.available():
+        return "the process limit holds through a pids cgroup"
+    return "the process limit is not enforced (the kernel does not count root's processes; no pids cgroup can be made)"
+
+
+def _homes(home: str, workdir: Path) -> list[Path]:
+    """Root's home folders to hide from a root kernel's commands (the one ``$HOME`` names and
+    root's own), unless the working directory is one of them or holds one."""
+    found: dict[Path, None] = {}
+    for candidate in (home, os.path.expanduser("~root")):
+        path = Path(os.path.realpath(candidate)) if candidate.startswith("/") else None
+        if path is not None and path.is_dir() and path != Path("/") and not path.is_relative_to(workdir):
+            found[path] = None
+    return list(found)
+
+
+def _enter_helper(plan: Plan, homes: list[Path], needed: list[Path]) -> bool:
+    """Prepare the root helper's namespace for ``plan`` (the working directory idmapped,
+    ``needed`` reachable, ``homes`` covered) and point the plan at it; ``False`` (with one
+    warning) when that cannot be done here, for the weaker mode."""
+    try:
+        helper = mount_helper(SANDBOX_UID)
+        failed = helper.prepare(cover=[str(h) for h in homes], reach=[str(p) for p in needed], workdir=str(plan.workdir))
+        # what the command's uid cannot see needs no hiding, and cannot be mounted on
+        candidates = [*plan.protected, *(p for p, _ in plan.hidden)]
+        seen = dict(zip(candidates, helper.visible([str(p) for p in candidates]))) if failed is None else {}
+    except HelperError as exc:
+        failed = ("helper", str(exc))
+    if failed is not None:
+        stage, why = failed
+        where = f"idmapped mounts cannot be made in {plan.workdir}" if stage == "idmap" else "the root helper failed"
+        _warn_once(
+            f"harness_nb: {where} ({why}): commands there run as root without capabilities, a weaker "
+            "sandbox (files only root may read are readable to them)."
+        )
+        return False
+    plan.namespace = helper.namespace
+    plan.protected = tuple(p for p in plan.protected if seen[p])
+    plan.hidden = tuple((p, d) for p, d in plan.hidden if seen[p])
+    return True
+
+
+def _outside_hidden_homes(path: Path, home_binds: tuple[tuple[Path, tuple[Path, ...]], ...], workdir: Path) -> bool:
+    """Whether ``path`` is still there once the home folders are hidden (in the working
+    directory, outside them, or in an entry bound back)."""
+    if path.is_relative_to(workdir):
+        return True
+    for home, entries in home_binds:
+        if path.is_relative_to(home):
+            return any(path.is_relative_to(entry) for entry in entries)
+    return True
 
 
 @dataclass
@@ -315,25 +480,63 @@ class Plan:
     mount_points: tuple[Path, ...] = ()  # read-only folders, made when missing
     protected: tuple[Path, ...] = ()  # read-only files and folders that exist
     hidden: tuple[tuple[Path, bool], ...] = ()  # (path, is a folder)
+    identity: Identity = "user"
+    limits: SandboxLimits = field(default_factory=SandboxLimits)
+    timeout: float = 120.0
+    prlimit: str | None = None  # the prlimit program, when there is one
+    seccomp: bytes | None = None  # the filter, where the machine has one
+    disable_userns: bool = True
+    namespace: str | None = None  # the root helper's mount namespace to enter, as SANDBOX_UID
+    home_binds: tuple[tuple[Path, tuple[Path, ...]], ...] = ()  # (home hidden, entries bound back)
+    secrets: tuple[tuple[Path, bool], ...] = ()  # root-only secrets to hide (path, is a folder)
+    cgroup: PidsCgroup | None = None
     made: list[Path] = field(default_factory=list)  # mount points launch() created
-    fds: list[int] = field(default_factory=list)  # to pass to bubblewrap: each reads as an empty file
+    fds: list[int] = field(default_factory=list)  # to pass to bubblewrap
 
     @property
     def sandboxed(self) -> bool:
         """Whether the command runs under bubblewrap."""
         return self.executable is not None
 
+    @property
+    def limited(self) -> bool:
+        """Whether the limits are set on the command (``prlimit`` is there)."""
+        return self.prlimit is not None
+
+    def note(self, output: str, status: int) -> str | None:
+        """What to tell the model when the output shows a limit was reached (``limits.py``)."""
+        return self.limits.note(output, status, self.timeout) if self.limited else None
+
     def launch(self) -> list[str]:
         """The argv to run, passing it ``fds``. A missing protected folder is created first
         (a read-only mount needs a place), so that a command cannot create it either;
         ``release()`` removes it again if it is still empty, and closes ``fds``."""
+        limits = self._limit_args()
         if self.executable is None:
-            return ["bash", "-c", self.command]
+            return [*limits, "bash", "-c", self.command]
         w = str(self.workdir)
-        argv = [self.executable, "--die-with-parent", "--new-session", "--unshare-all"]
+        argv: list[str] = []
+        if self.namespace is not None:
+            uid = f"{SANDBOX_UID}"
+            argv += [cast(str, _program("nsenter")), f"--mount={self.namespace}", f"--setuid={uid}", f"--setgid={uid}", "--"]
+        argv += [self.executable, "--die-with-parent", "--new-session", "--unshare-all"]
         if self.network:
             argv.append("--share-net")
+        argv.append("--unshare-user")
+        if self.identity == "idmapped":
+            argv += ["--uid", "0", "--gid", "0"]  # the command sees itself as the kernel's user: root
+        if self.disable_userns:
+            argv.append("--disable-userns")
+        argv += ["--cap-drop", "ALL"]
+        if self.seccomp is not None:
+            self.fds.append(filter_fd(self.seccomp))
+            argv += ["--seccomp", str(self.fds[-1])]
         argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/run"]
+        for home, entries in self.home_binds:  # a root kernel's home, but for what commands need
+            argv += ["--tmpfs", str(home)]
+            for entry in entries:
+                argv += ["--symlink", os.readlink(entry), str(entry)] if entry.is_symlink() else ["--ro-bind", str(entry), str(entry)]
+            argv += ["--remount-ro", str(home)]
         for prefix in _interpreters_under_private_folders():  # a venv in /tmp/… must not vanish
             argv += ["--ro-bind", prefix, prefix]
         if self.network:
@@ -342,7 +545,7 @@ class Plan:
         held = [p for p in self.mount_points if _hold_mount_point(p, self.workdir, self.made)]
         for path in (*held, *self.protected):
             argv += ["--ro-bind", str(path), str(path)]
-        for path, is_folder in self.hidden:
+        for path, is_folder in (*self.hidden, *self.secrets):
             if is_folder:
                 argv += ["--tmpfs", str(path), "--remount-ro", str(path)]
             else:
@@ -350,16 +553,27 @@ class Plan:
                 # bound: a user namespace's mounts refuse device files, so reads would fail.
                 self.fds.append(os.open(os.devnull, os.O_RDONLY))
                 argv += ["--ro-bind-data", str(self.fds[-1]), str(path)]
-        return [*argv, "--chdir", w, "bash", "-c", self.command]
+        argv += ["--chdir", w, *limits, "bash", "-c", self.command]
+        return self.cgroup.wrap(argv) if self.cgroup is not None else argv
+
+    def _limit_args(self) -> list[str]:
+        # unsandboxed the process count is left out: the kernel would count all of the
+        # person's processes; as root it counts none (the cgroup does)
+        if self.prlimit is None:
+            return []
+        processes = self.sandboxed and self.identity != "root"
+        return [self.prlimit, *self.limits.prlimit_args(self.timeout, processes=processes), "--"]
 
     def release(self) -> None:
         """Close ``fds``; remove the mount points ``launch()`` made, once no running
-        command uses them."""
+        command uses them, and the command's cgroup."""
         for fd in self.fds:
             os.close(fd)
         self.fds.clear()
         _release_mount_points(self.made)
         self.made.clear()
+        if self.cgroup is not None:
+            self.cgroup.remove()
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -401,13 +615,14 @@ def _interpreters_under_private_folders() -> list[str]:
     return sorted(p for p in found if p.startswith(("/tmp/", "/run/")))
 
 
-def _resolver_binds() -> list[str]:
+def _resolver_sources() -> list[str]:
     # /etc/resolv.conf may point into /run (systemd-resolved, resolvconf), which is hidden.
     real = os.path.realpath("/etc/resolv.conf")
-    if real.startswith("/run/"):
-        folder = os.path.dirname(real)
-        return ["--ro-bind-try", folder, folder]
-    return []
+    return [os.path.dirname(real)] if real.startswith("/run/") else []
+
+
+def _resolver_binds() -> list[str]:
+    return [arg for folder in _resolver_sources() for arg in ("--ro-bind-try", folder, folder)]
 
 
 def dotenv_files(workdir: Path, *, max_entries: int = DOTENV_MAX_ENTRIES) -> list[Path]:
