@@ -359,6 +359,7 @@ class Sandbox:
         if not self.active:
             return Plan(workdir, env, command, limits=self.limits, timeout=timeout, prlimit=prlimit)
         env["XDG_CACHE_HOME"] = "/tmp/.cache"  # the home folder is read-only: pip, matplotlib cache here
+        env["MPLCONFIGDIR"] = "/tmp/.cache/matplotlib"  # else it warns on every import that ~/.config is read-only
         folders = [workdir / name for name in PROTECTED_FOLDERS]
         protected: list[Path] = []
         if (workdir / ".git").is_dir():

@@ -13,8 +13,8 @@ limit                     default                                  when reached
 ========================  =======================================  ============================
 
 ``None`` lifts a limit. They are resource limits (``prlimit``) set on the command's first
-process and inherited by everything it starts; soft and hard are equal, so a command cannot
-raise them. In the sandbox the process count is per command: each command has its own user
+process and inherited by everything it starts; the hard limits equal the soft ones (CPU
+time: a second more, so a process first gets ``SIGXCPU``), so a command cannot raise them. In the sandbox the process count is per command: each command has its own user
 namespace, and the kernel counts processes per user and namespace. Where the command runs
 as root (the sandbox's weaker mode, or no sandbox) the kernel does not count root's
 processes; there a pids cgroup holds the count where one can be made (``PidsCgroup``), and
@@ -132,11 +132,13 @@ class SandboxLimits:
     def prlimit_args(self, timeout: float, *, processes: bool = True) -> list[str]:
         """``prlimit`` options setting these limits (soft = hard); ``processes=False`` leaves
         the process count out (where the kernel would count the person's every process)."""
+        cpu = self.cpu_limit(timeout)
         values = {
             "nproc": self.processes if processes else None,
             "as": self.address_space,
             "fsize": self.file_size,
-            "cpu": self.cpu_limit(timeout),
+            # at the soft limit SIGXCPU, which says what happened; SIGKILL a second later
+            "cpu": None if cpu is None else f"{cpu}:{cpu + 1}",
         }
         return [f"--{name}={value}" for name, value in values.items() if value is not None]
 
