@@ -165,10 +165,45 @@ async def test_a_workdir_owned_by_another_user_is_theirs_inside(workdir):
     (other / "data.csv").write_text("a\n")
     for path in (other, other / "data.csv"):
         os.chown(path, 4242, 4242)
+    # the workdir around it, owned by root, is mapped first: the inner one is mapped on its own
+    assert (await output_of(sandbox, workdir, "echo root > mine.txt && echo ok")) == "ok\nexit code: 0"
     output = await output_of(sandbox, other, "echo b >> data.csv && echo x > new.txt && echo ok")
     assert output == "ok\nexit code: 0"
+    assert (workdir / "mine.txt").stat().st_uid == 0
     assert (other / "data.csv").read_text() == "a\nb\n"
     assert (other / "new.txt").stat().st_uid == 4242
+
+
+async def test_a_replaced_workdir_and_a_home_above_one_are_seen_anew(tmp_path, monkeypatch):
+    """The root helper's view follows the machine: a workdir removed and made again is the
+    new folder, and a home folder set above a workdir used before hides it no more."""
+    sandbox = identity_sandbox("idmapped")
+    project = Path(tempfile.mkdtemp(prefix="harness-sandbox-project-", dir="/var/tmp"))
+    try:
+        work = project / "work"
+        work.mkdir()
+        assert (await output_of(sandbox, work, "echo one > a.txt; cat a.txt")) == "one\nexit code: 0"
+        shutil.rmtree(work)
+        work.mkdir()
+        (work / "b.txt").write_text("two\n")
+        assert (await output_of(sandbox, work, "cat b.txt; echo three >> b.txt")) == "two\nexit code: 0"
+        assert (work / "b.txt").read_text() == "two\nthree\n"
+        monkeypatch.setenv("HOME", str(project))
+        assert (await output_of(sandbox, work, "cat b.txt; echo four > c.txt")) == "two\nthree\nexit code: 0"
+        assert (work / "c.txt").read_text() == "four\n"
+    finally:
+        shutil.rmtree(project, ignore_errors=True)
+
+
+@pytest.mark.parametrize("identity", IDENTITIES)
+async def test_a_workdir_inside_roots_home_is_all_that_shows_of_it(identity, outside, monkeypatch):
+    sandbox = identity_sandbox(identity)
+    monkeypatch.setenv("HOME", str(outside))
+    (outside / "notes.txt").write_text("private\n")
+    (outside / "project").mkdir()
+    output = await output_of(sandbox, outside / "project", "echo made > made.txt; ls -A ~; cat ~/notes.txt")
+    assert output.startswith("project\ncat: "), output
+    assert (outside / "project" / "made.txt").read_text() == "made\n"
 
 
 async def test_the_sandbox_uid_runs_the_command_and_the_mount_table_stays(workdir):

@@ -436,8 +436,12 @@ def _enter_helper(plan: Plan, homes: list[Path], needed: list[Path]) -> bool:
     ``needed`` reachable, ``homes`` covered) and point the plan at it; ``False`` (with one
     warning) when that cannot be done here, for the weaker mode."""
     try:
+        cover, reach = [str(h) for h in homes], [str(p) for p in needed]
         helper = mount_helper(SANDBOX_UID)
-        failed = helper.prepare(cover=[str(h) for h in homes], reach=[str(p) for p in needed], workdir=str(plan.workdir))
+        failed = helper.prepare(cover=cover, reach=reach, workdir=str(plan.workdir))
+        if failed is not None and failed[0] == "stale":  # the workdir was replaced: a new view
+            helper = mount_helper(SANDBOX_UID, fresh=True)
+            failed = helper.prepare(cover=cover, reach=reach, workdir=str(plan.workdir))
         # what the command's uid cannot see needs no hiding, and cannot be mounted on
         candidates = [*plan.protected, *(p for p, _ in plan.hidden)]
         seen = dict(zip(candidates, helper.visible([str(p) for p in candidates]))) if failed is None else {}
@@ -537,7 +541,6 @@ class Plan:
             argv += ["--tmpfs", str(home)]
             for entry in entries:
                 argv += ["--symlink", os.readlink(entry), str(entry)] if entry.is_symlink() else ["--ro-bind", str(entry), str(entry)]
-            argv += ["--remount-ro", str(home)]
         for prefix in _interpreters_under_private_folders():  # a venv in /tmp/… must not vanish
             argv += ["--ro-bind", prefix, prefix]
         if self.network:
@@ -554,6 +557,8 @@ class Plan:
                 # bound: a user namespace's mounts refuse device files, so reads would fail.
                 self.fds.append(os.open(os.devnull, os.O_RDONLY))
                 argv += ["--ro-bind-data", str(self.fds[-1]), str(path)]
+        for home, _ in self.home_binds:  # last: the workdir may lie inside and needed a mount point
+            argv += ["--remount-ro", str(home)]
         argv += ["--chdir", w, *limits, "bash", "-c", self.command]
         return self.cgroup.wrap(argv) if self.cgroup is not None else argv
 

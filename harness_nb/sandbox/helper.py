@@ -75,8 +75,12 @@ class MountHelper:
 
     def prepare(self, *, cover: list[str], reach: list[str], workdir: str | None) -> tuple[str, str] | None:
         """Cover ``cover``, make ``reach`` reachable, idmap ``workdir``; ``None`` when done,
-        else (the stage that failed: ``"reach"`` or ``"idmap"``, why)."""
-        answer = self._ask({"op": "prepare", "cover": cover, "reach": reach, "workdir": workdir})
+        else (the stage that failed: ``"reach"``, ``"idmap"`` or ``"stale"``, why)."""
+        request: dict[str, Any] = {"op": "prepare", "cover": cover, "reach": reach, "workdir": workdir}
+        if workdir is not None:
+            st = os.stat(workdir)
+            request["inode"] = [st.st_dev, st.st_ino]
+        answer = self._ask(request)
         if answer.get("ok"):
             return None
         return str(answer.get("stage", "reach")), str(answer.get("error", answer))
@@ -137,12 +141,12 @@ _helper: MountHelper | None = None
 _helper_lock = threading.Lock()
 
 
-def mount_helper(uid: int) -> MountHelper:
-    """This process's helper for ``uid``, started now if none runs (``HelperError`` when it
-    cannot start). Blocking."""
+def mount_helper(uid: int, *, fresh: bool = False) -> MountHelper:
+    """This process's helper for ``uid``, started now if none runs (or, ``fresh``, in place
+    of the one that does; ``HelperError`` when it cannot start). Blocking."""
     global _helper
     with _helper_lock:
-        if _helper is not None and (not _helper.alive or _helper.uid != uid):
+        if _helper is not None and (fresh or not _helper.alive or _helper.uid != uid):
             _helper.stop()
             _helper = None
         if _helper is None:

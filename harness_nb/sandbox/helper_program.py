@@ -14,9 +14,11 @@ unchanged, and the namespace goes when the helper and the last command in it hav
 
 It reads one JSON request per line on stdin and answers one JSON line on stdout:
 
-- ``{"op": "prepare", "cover": [H], "reach": [P, ...], "workdir": W}`` covers the folders
-  ``H``, makes every ``P`` reachable for ``UID``, idmaps ``W`` (``null``: none): ``{"ok":
-  true}``, or ``{"error": "...", "stage": "reach" | "idmap"}``;
+- ``{"op": "prepare", "cover": [H], "reach": [P, ...], "workdir": W, "inode": [dev, ino]}``
+  covers the folders ``H``, makes every ``P`` reachable for ``UID``, idmaps ``W`` (``null``:
+  none; ``inode``: what the machine has at ``W``): ``{"ok": true}``, or ``{"error": "...",
+  "stage": "reach" | "idmap" | "stale"}`` (``stale``: the view holds a folder the machine
+  has since replaced; only a new helper sees the new one);
 - ``{"op": "visible", "paths": [...]}``: which of them ``UID`` can see: ``{"visible":
   [true, false, ...]}``.
 
@@ -29,7 +31,9 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import re
 import signal
+import stat
 import struct
 import sys
 from typing import Any
@@ -46,6 +50,7 @@ _OPEN_TREE_CLONE, _AT_FDCWD, _AT_EMPTY_PATH, _AT_RECURSIVE = 1, -100, 0x1000, 0x
 _MOVE_MOUNT_F_EMPTY_PATH = 0x4
 _MOUNT_ATTR_NOSUID, _MOUNT_ATTR_NODEV, _MOUNT_ATTR_IDMAP = 0x2, 0x4, 0x100000
 _PR_SET_PDEATHSIG = 1
+_MNT_DETACH = 2
 
 
 def _check(result: int, what: str) -> int:
@@ -56,7 +61,8 @@ def _check(result: int, what: str) -> int:
 
 
 def _open_tree(dirfd: int, path: str) -> int:
-    flags = _OPEN_TREE_CLONE | os.O_CLOEXEC | _AT_RECURSIVE
+    """A detached copy of the tree at ``path`` (``""``: at ``dirfd`` itself), submounts included."""
+    flags = _OPEN_TREE_CLONE | os.O_CLOEXEC | _AT_RECURSIVE | (0 if path else _AT_EMPTY_PATH)
     return _check(_libc.syscall(_SYS_OPEN_TREE, dirfd, path.encode(), flags), f"open_tree {path}")
 
 
@@ -74,14 +80,28 @@ def _idmap(fd: int, userns: int, *, recursive: bool) -> None:
     _check(_libc.syscall(_SYS_MOUNT_SETATTR, fd, b"", flags, buf, len(attr)), "mount_setattr (idmap)")
 
 
+def _mounts_at(path: str) -> int:
+    """How many mounts are stacked at ``path`` in this namespace."""
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
+        points = [line.split()[4] for line in f]
+    # mountinfo escapes space, tab, newline and backslash as octal
+    return sum(1 for p in points if re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), p) == path)
+
+
 class View:
-    """The namespace's file system as ``uid`` sees it, built up request by request."""
+    """The namespace's file system as ``uid`` sees it, built up request by request.
+
+    Each folder covered by a tmpfs and each workdir mounted idmapped over itself keeps an
+    ``O_PATH`` descriptor of what it hides (``originals``): entries are bound back, and
+    workdirs inside workdirs mapped, from there, never from the view itself.
+    """
 
     def __init__(self, uid: int) -> None:
         self.uid = uid
-        self.covers: dict[str, int] = {}  # covered folder -> an O_PATH descriptor of what it hides
-        self.exposed: set[str] = set()
+        self.originals: dict[str, int] = {}  # covered folder or idmapped workdir -> what it hides
+        self.covers: set[str] = set()
         self.idmapped: set[str] = set()
+        self.exposed: set[str] = set()
         self.userns: dict[tuple[int, int], int] = {}
 
     def passable(self, folder: str) -> bool:
@@ -93,36 +113,63 @@ class View:
             return bool(st.st_mode & 0o010)
         return bool(st.st_mode & 0o001)
 
+    def original(self, path: str) -> tuple[int, str]:
+        """Where ``path`` is on the machine, below what the view put over it: (a directory
+        descriptor, the path relative to it; ``""``: the descriptor itself)."""
+        best = ""
+        for top in self.originals:
+            if (path == top or path.startswith(top.rstrip("/") + "/")) and len(top) > len(best):
+                best = top
+        if not best:
+            return _AT_FDCWD, path
+        return self.originals[best], path[len(best) :].lstrip("/")
+
+    def _open_original(self, folder: str) -> int:
+        """An ``O_PATH`` descriptor of the machine's ``folder``, below the view."""
+        dirfd, rel = self.original(folder)
+        if not rel:
+            return os.dup(dirfd)
+        return os.open(rel, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=dirfd)
+
     def cover(self, folder: str) -> None:
         """An empty tmpfs over ``folder``; what it hides stays reachable for ``expose``."""
         if folder in self.covers or not os.path.isdir(folder):
             return
-        fd = os.open(folder, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        fd = self._open_original(folder)
         try:
             flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
             _check(_libc.mount(b"tmpfs", folder.encode(), b"tmpfs", flags, b"mode=0755,size=1m"), f"tmpfs on {folder}")
         except OSError:
             os.close(fd)
             raise
-        self.covers[folder] = fd
+        self.originals[folder] = fd
+        self.covers.add(folder)
+        # what was arranged inside it before (a workdir idmapped before $HOME pointed above
+        # it) is now under the tmpfs: bind its entries back, with what is mounted there
+        inside = folder.rstrip("/") + "/"
+        for path in sorted({*self.idmapped, *self.exposed, *self.originals}):
+            if path.startswith(inside):
+                self.expose(folder, path[len(inside) :].split("/")[0])
 
     def expose(self, folder: str, name: str) -> None:
         """Bind the covered ``folder``'s entry ``name`` back (a symlink is copied)."""
         path = os.path.join(folder, name)
-        if path in self.exposed:
-            return
-        hidden = self.covers[folder]
+        hidden = self.originals[folder]
         try:
             st = os.stat(name, dir_fd=hidden, follow_symlinks=False)
         except FileNotFoundError:
             return
+        if path in self.exposed:
+            if self._current(path, st, name, hidden):
+                return
+            self._forget(path)  # the machine replaced the entry since: bind the new one
         if os.path.lexists(path):
-            pass  # a mount point made before, or the target of a mount made since
-        elif (st.st_mode & 0o170000) == 0o120000:
+            pass  # a mount point made before
+        elif stat.S_ISLNK(st.st_mode):
             os.symlink(os.readlink(name, dir_fd=hidden), path)
             self.exposed.add(path)
             return
-        elif (st.st_mode & 0o170000) == 0o040000:
+        elif stat.S_ISDIR(st.st_mode):
             os.mkdir(path, 0o755)
         else:
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))
@@ -132,6 +179,31 @@ class View:
         finally:
             os.close(tree)
         self.exposed.add(path)
+
+    def _current(self, path: str, original: os.stat_result, name: str, hidden: int) -> bool:
+        """Whether the exposed ``path`` still shows the machine's entry ``original`` (seen
+        below what the view put over it since: a cover, an idmapped mount)."""
+        try:
+            shown = os.fstat(self.originals[path]) if path in self.originals else os.lstat(path)
+        except OSError:
+            return False
+        if stat.S_ISLNK(original.st_mode):
+            return stat.S_ISLNK(shown.st_mode) and os.readlink(path) == os.readlink(name, dir_fd=hidden)
+        return (shown.st_dev, shown.st_ino) == (original.st_dev, original.st_ino)
+
+    def _forget(self, path: str) -> None:
+        """Undo what the view put at ``path`` (its bind, and a cover or idmapped mount on
+        it, with everything arranged inside), leaving the empty mount point."""
+        if stat.S_ISLNK(os.lstat(path).st_mode):
+            os.unlink(path)
+        else:
+            for _ in range(_mounts_at(path)):  # the view's own: nothing else mounts at its paths
+                _check(_libc.umount2(path.encode(), _MNT_DETACH), f"unmount {path}")
+        inside = path.rstrip("/") + "/"
+        for done in (self.exposed, self.covers, self.idmapped):
+            done.difference_update({p for p in done if p == path or p.startswith(inside)})
+        for top in [p for p in self.originals if p == path or p.startswith(inside)]:
+            os.close(self.originals.pop(top))
 
     def reach(self, path: str) -> None:
         """Make ``path`` (an absolute real path) reachable: every covered or impassable
@@ -146,23 +218,33 @@ class View:
                 return
 
     def map_owner(self, workdir: str) -> None:
-        """Mount ``workdir`` idmapped over itself: its owner appears as ``uid``."""
-        if any(workdir == done or workdir.startswith(done + "/") for done in self.idmapped):
-            return  # reached through an idmapped folder above it
+        """Mount ``workdir`` idmapped over itself: its owner appears as ``uid``. Redone when
+        the machine's folder there was replaced (its mount then went with the old one)."""
         self.reach(workdir)
-        st = os.stat(workdir)
-        userns = self._userns(st.st_uid, st.st_gid)
-        tree = _open_tree(_AT_FDCWD, workdir)
+        if os.stat(workdir).st_uid == self.uid:
+            return  # mapped already, here or through a workdir above it with the same owner
+        if workdir in self.originals:
+            os.close(self.originals.pop(workdir))
+            self.idmapped.discard(workdir)
+        below = self._open_original(workdir)
         try:
+            st = os.fstat(below)
+            userns = self._userns(st.st_uid, st.st_gid)
+            tree = _open_tree(below, "")
             try:
-                _idmap(tree, userns, recursive=True)
-            except OSError:
-                # a mount inside it on a file system without idmapping: map the folder's
-                # own mount only, the inner ones keep their owners
-                _idmap(tree, userns, recursive=False)
-            _move_mount(tree, workdir)
-        finally:
-            os.close(tree)
+                try:
+                    _idmap(tree, userns, recursive=True)
+                except OSError:
+                    # a mount inside it on a file system without idmapping: map the folder's
+                    # own mount only, the inner ones keep their owners
+                    _idmap(tree, userns, recursive=False)
+                _move_mount(tree, workdir)
+            finally:
+                os.close(tree)
+        except OSError:
+            os.close(below)
+            raise
+        self.originals[workdir] = below
         self.idmapped.add(workdir)
 
     def _userns(self, uid: int, gid: int) -> int:
@@ -233,7 +315,13 @@ def _serve(view: View, request: dict[str, Any]) -> dict[str, Any]:
             view.reach(str(path))
         if request.get("workdir"):
             stage = "idmap"
-            view.map_owner(str(request["workdir"]))
+            workdir = str(request["workdir"])
+            view.map_owner(workdir)
+            st = os.stat(workdir)
+            if [st.st_dev, st.st_ino] != request.get("inode", [st.st_dev, st.st_ino]):
+                # the machine's folder was replaced since the view bound it: a new helper
+                # (a new view) is the way back
+                return {"error": f"{workdir} was replaced since it was first mounted here", "stage": "stale"}
     except OSError as exc:
         return {"error": exc.strerror or str(exc), "stage": stage}
     return {"ok": True}
