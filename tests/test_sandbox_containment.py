@@ -86,6 +86,20 @@ async def test_root_only_files_are_out_of_reach_as_the_sandbox_uid(workdir):
     assert "/root/.ssh': No such file or directory" in output  # root's home is covered
 
 
+async def test_root_only_secrets_inside_the_workdir_stay_hidden():
+    """A workdir holding what only root may read (here /etc) is the command's own through
+    the idmapped mount: the known secrets there are hidden as in the weaker mode."""
+    sandbox = identity_sandbox("idmapped")
+    kept = Path("/etc/.harness_nb")  # the sandbox keeps this mount point it makes
+    existed = kept.exists()
+    try:
+        output = await output_of(sandbox, Path("/etc"), "cat shadow gshadow | grep -c . ; head -1 passwd")
+    finally:
+        if not existed and kept.is_dir():
+            kept.rmdir()
+    assert output.startswith("0\nroot:x:0:0:") and output.endswith("exit code: 0"), output
+
+
 @pytest.mark.parametrize("identity", IDENTITIES)
 async def test_no_capabilities_no_new_privileges_no_namespaces(identity, workdir):
     sandbox = identity_sandbox(identity)

@@ -3,11 +3,12 @@ and the list of paths only the person may change.
 
 - ``bubblewrap.py``: ``Sandbox`` (how a command runs: bubblewrap where it works, else
   unsandboxed with one warning) and ``command_environment`` (the allow-listed environment
-  every command gets).
+  every command gets); ``launch.py``: ``Plan``, one command's argv.
 - ``identity.py``: who a sandboxed command runs as (the kernel's user; as root an unused
   uid owning the working directory through an idmapped mount, kept by the root helper of
   ``helper.py`` / ``helper_program.py``; or, where that cannot be made, root without
-  capabilities) and what of the machine it needs.
+  capabilities) and what of the machine it needs; ``as_root.py``: what a root kernel's
+  command adds to its launch.
 - ``seccomp.py``: the seccomp filter every sandboxed command runs under.
 - ``limits.py``: ``SandboxLimits``, what one command may use (processes, memory, file size,
   CPU time).
@@ -23,7 +24,6 @@ from .bubblewrap import (
     DOTENV_MAX_ENTRIES,
     INSTALL_HINT,
     SANDBOX_MODES,
-    Plan,
     Sandbox,
     SandboxMode,
     command_environment,
@@ -31,6 +31,7 @@ from .bubblewrap import (
     dotenv_files,
 )
 from .helper import stop_mount_helper
+from .launch import Plan
 from .identity import ROOT_SECRETS, SANDBOX_UID, Identity
 from .limits import LIMIT_NAMES, SandboxLimits
 from .protected import HARNESS_STATE, PROTECTED_FOLDERS, Protection, protection

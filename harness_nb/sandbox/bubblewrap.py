@@ -40,37 +40,29 @@ who commands run as.
 from __future__ import annotations
 
 import functools
-import logging
 import os
 import re
 import shutil
 import subprocess
 import sys
-import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, cast
 
 from ..core import ConfigError, ToolError
-from .helper import HelperError, mount_helper
-from .identity import SANDBOX_UID, Identity, home_entries, needed_paths, probe_idmap, root_secrets
-from .limits import PidsCgroup, SandboxLimits
+from .as_root import complete_as_root
+from .identity import SANDBOX_UID, Identity, identity_for, process_limit_for_root
+from .launch import Plan, program
+from .limits import SandboxLimits
+from .notice import warn_once
 from .protected import PROTECTED_FOLDERS
-from .seccomp import filter_fd, filter_program
-
-log = logging.getLogger("harness_nb.sandbox")
+from .seccomp import filter_program
 
 SandboxMode = Literal["auto", "bwrap", "off"]
 SANDBOX_MODES: tuple[SandboxMode, ...] = ("auto", "bwrap", "off")
 
 INSTALL_HINT = "install it: apt-get install bubblewrap"
-
-# The folders of the working directory a command may read but never change (agent files,
-# skills and settings) are ``protected.PROTECTED_FOLDERS``; git's hooks and config are
-# mounted read-only too (git runs them later, outside the sandbox).
-# Created as an empty mount point when missing and then kept: the harness's own state folder.
-_KEPT_MOUNT_POINTS = frozenset({".harness_nb"})
 
 # Credential files and folders under the home folder, hidden from commands even though
 # they would only be readable: folders become empty and read-only, files read as empty.
@@ -189,11 +181,6 @@ def _disables_userns(executable: str) -> bool:
     return b"--disable-userns" in done.stdout + done.stderr
 
 
-@functools.cache
-def _program(name: str) -> str | None:
-    return shutil.which(name)
-
-
 def _unavailable(executable: str | None) -> tuple[str, str]:
     """(why bubblewrap cannot be used, how to fix it); ("", "") when it can."""
     if not sys.platform.startswith("linux"):
@@ -204,18 +191,6 @@ def _unavailable(executable: str | None) -> tuple[str, str]:
     if problem is not None:
         return problem, "allow user namespaces (a container needs e.g. --security-opt seccomp=unconfined)"
     return "", ""
-
-
-_warned: set[str] = set()
-_warned_lock = threading.Lock()
-
-
-def _warn_once(message: str) -> None:
-    with _warned_lock:
-        if message in _warned:
-            return
-        _warned.add(message)
-    log.warning("%s", message)
 
 
 @dataclass(frozen=True)
@@ -275,15 +250,15 @@ class Sandbox:
         reason, fix = _unavailable(executable)
         if not reason:
             assert executable is not None
-            identity, weaker = _identity(executable, idmap=idmap)
+            identity, weaker = identity_for(executable, idmap=idmap)
             sandbox = replace(base, active=True, reason="", executable=executable, identity=identity, weaker=weaker)
             if weaker:
-                _warn_once(sandbox.weaker_notice)
+                warn_once(sandbox.weaker_notice)
             return sandbox
         if mode == "bwrap":
             raise ConfigError(f"sandbox 'bwrap' cannot be used: {reason}; {fix} (or use sandbox 'auto')")
         sandbox = replace(base, reason=reason, fix=fix, executable=executable)
-        _warn_once(cast(str, sandbox.notice))
+        warn_once(cast(str, sandbox.notice))
         return sandbox
 
     def protecting(self, paths: Iterable[Path]) -> Sandbox:
@@ -312,7 +287,7 @@ class Sandbox:
         return (
             f"harness_nb: sandboxed bash runs as root without capabilities, not as an unprivileged uid: {self.weaker}. "
             "Known root-only secrets are hidden, but other files only root may read are readable to "
-            f"commands, and {_process_limit_for_root()}."
+            f"commands, and {process_limit_for_root()}."
         )
 
     def describe(self) -> str:
@@ -328,7 +303,7 @@ class Sandbox:
                 ),
                 "root": (
                     f"as root without capabilities ({self.weaker}): known root-only secrets and root's home "
-                    f"are hidden, but other files only root may read are readable, and {_process_limit_for_root()}"
+                    f"are hidden, but other files only root may read are readable, and {process_limit_for_root()}"
                 ),
             }[self.identity]
             return (
@@ -355,7 +330,7 @@ class Sandbox:
         if not workdir.is_dir():
             raise ToolError(f"cannot start bash in {workdir}: it is not a folder")
         env = command_environment()
-        prlimit = _program("prlimit")
+        prlimit = program("prlimit")
         if not self.active:
             return Plan(workdir, env, command, limits=self.limits, timeout=timeout, prlimit=prlimit)
         env["XDG_CACHE_HOME"] = "/tmp/.cache"  # the home folder is read-only: pip, matplotlib cache here
@@ -387,199 +362,7 @@ class Sandbox:
             seccomp=filter_program(),
             disable_userns=_disables_userns(cast(str, self.executable)),
         )
-        if self.identity == "user":
-            return plan
-        homes = _homes(env["HOME"], workdir)
-        needed = needed_paths(env, extra=[Path(p) for p in _resolver_sources()] if self.network else ())
-        if self.identity == "idmapped" and _enter_helper(plan, homes, needed):
-            return plan
-        plan.identity = "root"
-        plan.home_binds = tuple((home, tuple(home_entries(home, needed))) for home in homes)
-        plan.hidden = tuple((p, d) for p, d in plan.hidden if _outside_hidden_homes(p, plan.home_binds, workdir))
-        plan.secrets = tuple(root_secrets())
-        if self.limits.processes:
-            plan.cgroup = PidsCgroup.make(self.limits.processes)
-        return plan
-
-
-def _identity(executable: str, *, idmap: bool) -> tuple[Identity, str]:
-    """(who commands run as, why the weaker mode when it is in force)."""
-    if os.geteuid() != 0:
-        return "user", ""
-    if not idmap:
-        return "root", "idmapped mounts were turned off (idmap=False)"
-    problem = probe_idmap(executable)
-    if problem is not None:
-        return "root", problem
-    return "idmapped", ""
-
-
-def _process_limit_for_root() -> str:
-    if PidsCgroup.available():
-        return "the process limit holds through a pids cgroup"
-    return "the process limit is not enforced (the kernel does not count root's processes; no pids cgroup can be made)"
-
-
-def _homes(home: str, workdir: Path) -> list[Path]:
-    """Root's home folders to hide from a root kernel's commands (the one ``$HOME`` names and
-    root's own), unless the working directory is one of them or holds one."""
-    found: dict[Path, None] = {}
-    for candidate in (home, os.path.expanduser("~root")):
-        path = Path(os.path.realpath(candidate)) if candidate.startswith("/") else None
-        if path is not None and path.is_dir() and path != Path("/") and not path.is_relative_to(workdir):
-            found[path] = None
-    return list(found)
-
-
-def _enter_helper(plan: Plan, homes: list[Path], needed: list[Path]) -> bool:
-    """Prepare the root helper's namespace for ``plan`` (the working directory idmapped,
-    ``needed`` reachable, ``homes`` covered) and point the plan at it; ``False`` (with one
-    warning) when that cannot be done here, for the weaker mode."""
-    try:
-        cover, reach = [str(h) for h in homes], [str(p) for p in needed]
-        helper = mount_helper(SANDBOX_UID)
-        failed = helper.prepare(cover=cover, reach=reach, workdir=str(plan.workdir))
-        if failed is not None and failed[0] == "stale":  # the workdir was replaced: a new view
-            helper = mount_helper(SANDBOX_UID, fresh=True)
-            failed = helper.prepare(cover=cover, reach=reach, workdir=str(plan.workdir))
-        # what the command's uid cannot see needs no hiding, and cannot be mounted on
-        candidates = [*plan.protected, *(p for p, _ in plan.hidden)]
-        seen = dict(zip(candidates, helper.visible([str(p) for p in candidates]))) if failed is None else {}
-    except HelperError as exc:
-        failed = ("helper", str(exc))
-    if failed is not None:
-        stage, why = failed
-        where = f"idmapped mounts cannot be made in {plan.workdir}" if stage == "idmap" else "the root helper failed"
-        _warn_once(
-            f"harness_nb: {where} ({why}): commands there run as root without capabilities, a weaker "
-            "sandbox (files only root may read are readable to them)."
-        )
-        return False
-    plan.namespace = helper.namespace
-    plan.protected = tuple(p for p in plan.protected if seen[p])
-    plan.hidden = tuple((p, d) for p, d in plan.hidden if seen[p])
-    return True
-
-
-def _outside_hidden_homes(path: Path, home_binds: tuple[tuple[Path, tuple[Path, ...]], ...], workdir: Path) -> bool:
-    """Whether ``path`` is still there once the home folders are hidden (in the working
-    directory, outside them, or in an entry bound back)."""
-    if path.is_relative_to(workdir):
-        return True
-    for home, entries in home_binds:
-        if path.is_relative_to(home):
-            return any(path.is_relative_to(entry) for entry in entries)
-    return True
-
-
-@dataclass
-class Plan:
-    """One command's launch, from ``Sandbox.plan``: ``launch()`` gives the argv and must be
-    followed by ``release()`` once the command is over."""
-
-    workdir: Path
-    env: dict[str, str]
-    command: str
-    executable: str | None = None  # bubblewrap, when sandboxed
-    network: bool = False
-    mount_points: tuple[Path, ...] = ()  # read-only folders, made when missing
-    protected: tuple[Path, ...] = ()  # read-only files and folders that exist
-    hidden: tuple[tuple[Path, bool], ...] = ()  # (path, is a folder)
-    identity: Identity = "user"
-    limits: SandboxLimits = field(default_factory=SandboxLimits)
-    timeout: float = 120.0
-    prlimit: str | None = None  # the prlimit program, when there is one
-    seccomp: bytes | None = None  # the filter, where the machine has one
-    disable_userns: bool = True
-    namespace: str | None = None  # the root helper's mount namespace to enter, as SANDBOX_UID
-    home_binds: tuple[tuple[Path, tuple[Path, ...]], ...] = ()  # (home hidden, entries bound back)
-    secrets: tuple[tuple[Path, bool], ...] = ()  # root-only secrets to hide (path, is a folder)
-    cgroup: PidsCgroup | None = None
-    made: list[Path] = field(default_factory=list)  # mount points launch() created
-    fds: list[int] = field(default_factory=list)  # to pass to bubblewrap
-
-    @property
-    def sandboxed(self) -> bool:
-        """Whether the command runs under bubblewrap."""
-        return self.executable is not None
-
-    @property
-    def limited(self) -> bool:
-        """Whether the limits are set on the command (``prlimit`` is there)."""
-        return self.prlimit is not None
-
-    def note(self, output: str, status: int) -> str | None:
-        """What to tell the model when the output shows a limit was reached (``limits.py``)."""
-        return self.limits.note(output, status, self.timeout) if self.limited else None
-
-    def launch(self) -> list[str]:
-        """The argv to run, passing it ``fds``. A missing protected folder is created first
-        (a read-only mount needs a place), so that a command cannot create it either;
-        ``release()`` removes it again if it is still empty, and closes ``fds``."""
-        limits = self._limit_args()
-        if self.executable is None:
-            return [*limits, "bash", "-c", self.command]
-        w = str(self.workdir)
-        argv: list[str] = []
-        if self.namespace is not None:
-            uid = f"{SANDBOX_UID}"
-            argv += [cast(str, _program("nsenter")), f"--mount={self.namespace}", f"--setuid={uid}", f"--setgid={uid}", "--"]
-        argv += [self.executable, "--die-with-parent", "--new-session", "--unshare-all"]
-        if self.network:
-            argv.append("--share-net")
-        argv.append("--unshare-user")
-        if self.identity == "idmapped":
-            argv += ["--uid", "0", "--gid", "0"]  # the command sees itself as the kernel's user: root
-        if self.disable_userns:
-            argv.append("--disable-userns")
-        argv += ["--cap-drop", "ALL"]
-        if self.seccomp is not None:
-            self.fds.append(filter_fd(self.seccomp))
-            argv += ["--seccomp", str(self.fds[-1])]
-        argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/run"]
-        for home, entries in self.home_binds:  # a root kernel's home, but for what commands need
-            argv += ["--tmpfs", str(home)]
-            for entry in entries:
-                argv += ["--symlink", os.readlink(entry), str(entry)] if entry.is_symlink() else ["--ro-bind", str(entry), str(entry)]
-        for prefix in _interpreters_under_private_folders():  # a venv in /tmp/… must not vanish
-            argv += ["--ro-bind", prefix, prefix]
-        if self.network:
-            argv += _resolver_binds()
-        argv += ["--bind", w, w]
-        held = [p for p in self.mount_points if _hold_mount_point(p, self.workdir, self.made)]
-        for path in (*held, *self.protected):
-            argv += ["--ro-bind", str(path), str(path)]
-        for path, is_folder in (*self.hidden, *self.secrets):
-            if is_folder:
-                argv += ["--tmpfs", str(path), "--remount-ro", str(path)]
-            else:
-                # a read-only file with the fd's content (none). /dev/null itself cannot be
-                # bound: a user namespace's mounts refuse device files, so reads would fail.
-                self.fds.append(os.open(os.devnull, os.O_RDONLY))
-                argv += ["--ro-bind-data", str(self.fds[-1]), str(path)]
-        for home, _ in self.home_binds:  # last: the workdir may lie inside and needed a mount point
-            argv += ["--remount-ro", str(home)]
-        argv += ["--chdir", w, *limits, "bash", "-c", self.command]
-        return self.cgroup.wrap(argv) if self.cgroup is not None else argv
-
-    def _limit_args(self) -> list[str]:
-        # unsandboxed the process count is left out: the kernel would count all of the
-        # person's processes; as root it counts none (the cgroup does)
-        if self.prlimit is None:
-            return []
-        processes = self.sandboxed and self.identity != "root"
-        return [self.prlimit, *self.limits.prlimit_args(self.timeout, processes=processes), "--"]
-
-    def release(self) -> None:
-        """Close ``fds``; remove the mount points ``launch()`` made, once no running
-        command uses them, and the command's cgroup."""
-        for fd in self.fds:
-            os.close(fd)
-        self.fds.clear()
-        _release_mount_points(self.made)
-        self.made.clear()
-        if self.cgroup is not None:
-            self.cgroup.remove()
+        return plan if self.identity == "user" else complete_as_root(plan, env)
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -614,23 +397,6 @@ def _reachable(paths: Iterable[Path], workdir: Path) -> list[tuple[Path, bool]]:
     return list(found.items())
 
 
-def _interpreters_under_private_folders() -> list[str]:
-    """The kernel's Python (its virtualenv and the base install) where the sandbox's
-    private /tmp or /run would hide it: commands run ``python`` from there too."""
-    found = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
-    return sorted(p for p in found if p.startswith(("/tmp/", "/run/")))
-
-
-def _resolver_sources() -> list[str]:
-    # /etc/resolv.conf may point into /run (systemd-resolved, resolvconf), which is hidden.
-    real = os.path.realpath("/etc/resolv.conf")
-    return [os.path.dirname(real)] if real.startswith("/run/") else []
-
-
-def _resolver_binds() -> list[str]:
-    return [arg for folder in _resolver_sources() for arg in ("--ro-bind-try", folder, folder)]
-
-
 def dotenv_files(workdir: Path, *, max_entries: int = DOTENV_MAX_ENTRIES) -> list[Path]:
     """``.env`` files (``.env``, ``.env.*``, ``.envrc``) under ``workdir``: a bounded walk
     that follows no symlinked folder and skips caches and installed packages."""
@@ -644,7 +410,7 @@ def dotenv_files(workdir: Path, *, max_entries: int = DOTENV_MAX_ENTRIES) -> lis
                 for entry in entries:
                     budget -= 1
                     if budget < 0:
-                        _warn_once(f"more than {max_entries} entries under {workdir}: .env files further in are not hidden")
+                        warn_once(f"more than {max_entries} entries under {workdir}: .env files further in are not hidden")
                         break
                     name = entry.name
                     if _DOTENV.fullmatch(name):
@@ -654,47 +420,6 @@ def dotenv_files(workdir: Path, *, max_entries: int = DOTENV_MAX_ENTRIES) -> lis
         except OSError:
             continue  # unreadable or vanished: nothing to hide there
     return found
-
-
-# Protected folders created as mount points, and how many running commands use each: the
-# last one out removes it (if still empty), so a concurrent command never loses its mount.
-_mount_points: dict[Path, int] = {}
-_mount_lock = threading.Lock()
-
-
-def _hold_mount_point(path: Path, workdir: Path, made: list[Path]) -> bool:
-    """Whether ``path`` can be mounted read-only: it exists, or was created for it now."""
-    with _mount_lock:
-        if path in _mount_points:
-            _mount_points[path] += 1
-            made.append(path)
-            return True
-        if path.exists():
-            return True
-        if not path.parent.is_dir():
-            return False  # e.g. .git/hooks of a removed repository: nothing to protect
-        try:
-            path.mkdir()
-        except OSError:
-            return path.exists()
-        if path.relative_to(workdir).as_posix() not in _KEPT_MOUNT_POINTS:
-            _mount_points[path] = 1
-            made.append(path)
-        return True
-
-
-def _release_mount_points(paths: Iterable[Path]) -> None:
-    with _mount_lock:
-        for path in paths:
-            left = _mount_points.get(path, 1) - 1
-            if left > 0:
-                _mount_points[path] = left
-                continue
-            _mount_points.pop(path, None)
-            try:
-                path.rmdir()  # only when empty: never removes what someone put there
-            except OSError:
-                pass
 
 
 @functools.cache

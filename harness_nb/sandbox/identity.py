@@ -46,13 +46,17 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Literal
 
+from .limits import PidsCgroup
+
 __all__ = [
     "ROOT_SECRETS",
     "SANDBOX_UID",
     "Identity",
     "home_entries",
+    "identity_for",
     "needed_paths",
     "probe_idmap",
+    "process_limit_for_root",
     "root_secrets",
 ]
 
@@ -161,3 +165,23 @@ def probe_idmap(bwrap: str) -> str | None:
             said = done.stdout.decode("utf-8", "replace").strip() or done.stderr.decode("utf-8", "replace").strip()
             return f"{problem} ({said.splitlines()[-1] if said else f'exit {done.returncode}'})"
     return None
+
+
+def identity_for(executable: str, *, idmap: bool) -> tuple[Identity, str]:
+    """(who commands run as here, why the weaker mode when it is in force); ``executable``
+    is bubblewrap, ``idmap=False`` asks for the weaker mode as root."""
+    if os.geteuid() != 0:
+        return "user", ""
+    if not idmap:
+        return "root", "idmapped mounts were turned off (idmap=False)"
+    problem = probe_idmap(executable)
+    if problem is not None:
+        return "root", problem
+    return "idmapped", ""
+
+
+def process_limit_for_root() -> str:
+    """How the process limit holds for commands running as root, for people."""
+    if PidsCgroup.available():
+        return "the process limit holds through a pids cgroup"
+    return "the process limit is not enforced (the kernel does not count root's processes; no pids cgroup can be made)"
