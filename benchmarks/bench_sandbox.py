@@ -116,7 +116,8 @@ def overhead(runs: int) -> dict[str, Any]:
             finally:
                 plan.release()
             for name, sandbox in sandboxes.items():
-                times.setdefault(f"run_command ({name})", []).append(loop.run_until_complete(timed_call(sandbox, workdir)))
+                took = loop.run_until_complete(timed_call(sandbox, workdir))
+                times.setdefault(f"run_command ({name})", []).append(took)
         first = None
         if os.geteuid() == 0:
             stop_mount_helper()

@@ -36,7 +36,8 @@ def identity_sandbox(identity: Identity, **options: Any) -> Sandbox:
     mode, asked for with ``idmap=False``). Skips where this machine cannot give it (fails in
     CI, which runs as root where idmapped mounts work)."""
     if (identity == "user") != (os.geteuid() != 0):
-        pytest.skip(f"commands run as {identity!r} only when the kernel runs {'as a user' if identity == 'user' else 'as root'}")
+        kernel = "as a user" if identity == "user" else "as root"
+        pytest.skip(f"commands run as {identity!r} only when the kernel runs {kernel}")
     sandbox = bwrap_sandbox(idmap=identity != "root", **options)
     if sandbox.identity != identity:
         cannot(f"commands cannot run as {identity!r} here: {sandbox.weaker}")

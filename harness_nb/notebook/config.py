@@ -223,7 +223,7 @@ class HarnessNB(Configurable):
     sandbox_network = Bool(False, help="Let sandboxed bash commands use the network.").tag(config=True)
     sandbox_limits = Dict(
         help="What one bash command may use, over the defaults: {'processes': 1024, 'address_space': "
-        "'<the machine's memory>', 'file_size': '16G', 'cpu_seconds': 'timeout'} ('timeout': the command's "
+        "'<the machine's memory, at least 8G>', 'file_size': '16G', 'cpu_seconds': 'timeout'} ('timeout': the command's "
         "timeout times the cores; None lifts a limit). E.g. {'processes': 4096, 'file_size': '64G'}.",
     ).tag(config=True)
     mcp_servers = Dict(

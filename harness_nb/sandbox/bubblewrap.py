@@ -57,7 +57,7 @@ from .launch import Plan, program
 from .limits import SandboxLimits
 from .notice import warn_once
 from .protected import PROTECTED_FOLDERS
-from .seccomp import filter_program
+from .seccomp import filter_program, machine_arch
 
 SandboxMode = Literal["auto", "bwrap", "off"]
 SANDBOX_MODES: tuple[SandboxMode, ...] = ("auto", "bwrap", "off")
@@ -306,9 +306,13 @@ class Sandbox:
                     f"are hidden, but other files only root may read are readable, and {process_limit_for_root()}"
                 ),
             }[self.identity]
+            seccomp = (
+                "a seccomp filter refuses mount, ptrace, namespaces and their kin"
+                if filter_program() is not None
+                else f"no seccomp filter (none for {machine_arch()} machines)"
+            )
             return (
-                f"bash runs sandboxed (bubblewrap) {who}; a seccomp filter refuses mount, ptrace, "
-                "namespaces and their kin: files are read-only except the working "
+                f"bash runs sandboxed (bubblewrap) {who}; {seccomp}: files are read-only except the working "
                 f"directory and a private /tmp; {net}; the environment is cleared to an "
                 "allow-list; credential files, .env files, agent/skill/settings folders and git "
                 "hooks are protected; every process a command starts ends with it; limits per "

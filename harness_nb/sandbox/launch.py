@@ -91,8 +91,8 @@ class Plan:
         w = str(self.workdir)
         argv: list[str] = []
         if self.namespace is not None:
-            uid = f"{SANDBOX_UID}"
-            argv += [cast(str, program("nsenter")), f"--mount={self.namespace}", f"--setuid={uid}", f"--setgid={uid}", "--"]
+            nsenter = cast(str, program("nsenter"))
+            argv += [nsenter, f"--mount={self.namespace}", f"--setuid={SANDBOX_UID}", f"--setgid={SANDBOX_UID}", "--"]
         argv += [self.executable, "--die-with-parent", "--new-session", "--unshare-all"]
         if self.network:
             argv.append("--share-net")
@@ -109,7 +109,10 @@ class Plan:
         for home, entries in self.home_binds:  # a root kernel's home, but for what commands need
             argv += ["--tmpfs", str(home)]
             for entry in entries:
-                argv += ["--symlink", os.readlink(entry), str(entry)] if entry.is_symlink() else ["--ro-bind", str(entry), str(entry)]
+                if entry.is_symlink():
+                    argv += ["--symlink", os.readlink(entry), str(entry)]
+                else:
+                    argv += ["--ro-bind", str(entry), str(entry)]
         for prefix in _interpreters_under_private_folders():  # a venv in /tmp/… must not vanish
             argv += ["--ro-bind", prefix, prefix]
         if self.network:

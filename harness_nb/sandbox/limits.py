@@ -5,7 +5,8 @@
 limit                     default                                  when reached
 ========================  =======================================  ============================
 ``processes``             1024 (threads count)                     ``fork`` fails (``EAGAIN``)
-``address_space``         the machine's memory, per process        allocations fail (ENOMEM)
+``address_space``         the machine's memory (at least 8 GiB),   allocations fail (ENOMEM)
+                          per process
 ``file_size``             16 GiB per file written                  the writer gets ``SIGXFSZ``
 ``cpu_seconds``           ``"timeout"``: the command's timeout     the process gets ``SIGXCPU``
                           times the cores (never ends a command
@@ -14,8 +15,9 @@ limit                     default                                  when reached
 
 ``None`` lifts a limit. They are resource limits (``prlimit``) set on the command's first
 process and inherited by everything it starts; the hard limits equal the soft ones (CPU
-time: a second more, so a process first gets ``SIGXCPU``), so a command cannot raise them. In the sandbox the process count is per command: each command has its own user
-namespace, and the kernel counts processes per user and namespace. Where the command runs
+time: a second more, so a process first gets ``SIGXCPU``), so a command cannot raise them.
+In the sandbox the process count is per command: each command has its own user namespace,
+and the kernel counts processes per user and namespace. Where the command runs
 as root (the sandbox's weaker mode, or no sandbox) the kernel does not count root's
 processes; there a pids cgroup holds the count where one can be made (``PidsCgroup``), and
 without the sandbox it is not limited (it would count all of the person's processes).
@@ -49,11 +51,14 @@ _UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": _GIB, "t": 1024**4}
 _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", re.IGNORECASE)
 
 
-def _machine_memory() -> int:
+def _address_space() -> int:
+    # a JVM reserves a quarter of the memory for its heap and some 3 GiB besides, V8 about
+    # 1 GiB, whatever the machine: below 8 GiB the limit would stop them, not a runaway
     try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError):
-        return 16 * _GIB
+        memory = 0
+    return max(memory, 8 * _GIB)
 
 
 def _size(name: str, value: object) -> int | None:
@@ -91,8 +96,8 @@ class SandboxLimits:
 
     processes: int | None = 1024
     """Processes and threads at once."""
-    address_space: int | None = field(default_factory=_machine_memory)
-    """Bytes of address space per process (default: the machine's memory)."""
+    address_space: int | None = field(default_factory=_address_space)
+    """Bytes of address space per process (default: the machine's memory, at least 8 GiB)."""
     file_size: int | None = 16 * _GIB
     """Bytes a process may write to one file."""
     cpu_seconds: int | None | Literal["timeout"] = "timeout"
@@ -120,7 +125,8 @@ class SandboxLimits:
             if name not in LIMIT_NAMES:
                 close = difflib.get_close_matches(str(name), LIMIT_NAMES, n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
-                raise ConfigError(f"sandbox_limits has no limit {name!r}{hint}; the limits are: {', '.join(LIMIT_NAMES)}")
+                known = ", ".join(LIMIT_NAMES)
+                raise ConfigError(f"sandbox_limits has no limit {name!r}{hint}; the limits are: {known}")
         return cls(**value)
 
     def cpu_limit(self, timeout: float) -> int | None:

@@ -26,6 +26,7 @@ no filter, and ``filter_program`` says so with ``None``.
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import platform
 import struct
@@ -122,6 +123,7 @@ def machine_arch() -> str:
     return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
 
 
+@functools.cache
 def filter_program(arch: str | None = None) -> bytes | None:
     """The filter as bubblewrap reads it (an array of ``struct sock_filter``), for ``arch``
     (default: this machine); ``None`` on a machine without a syscall table here."""
