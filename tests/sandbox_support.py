@@ -172,7 +172,8 @@ def escaped(name: str, output: str, workdir: Path, outside: Path) -> str | None:
 
 
 # A Python program run inside the sandbox: every refused system call, with zero arguments
-# (the filter answers before the kernel looks at them), prints "name errno".
+# (the filter answers before the kernel looks at them, which would say EFAULT or EINVAL),
+# prints {name: errno} as JSON. clone3 and openat2 should say ENOSYS, the others EPERM.
 SECCOMP_PROBE = """
 import ctypes, errno, json, sys
 from harness_nb.sandbox.seccomp import REFUSED, SYSCALLS, machine_arch
@@ -188,6 +189,9 @@ found = {name: call(table[name], 0, 0, 0, 0, 0, 0) for name in REFUSED if name i
 found["clone CLONE_NEWUSER"] = call(table["clone"], 0x10000000 | 17, 0, 0, 0, 0)
 found["clone CLONE_NEWNET"] = call(table["clone"], 0x40000000 | 17, 0, 0, 0, 0)
 found["clone3"] = call(table["clone3"], 0, 0)
+found["openat2"] = call(table["openat2"], -100, 0, 0, 0)
 found["ioctl TIOCSTI"] = call(table["ioctl"], 0, 0x5412, 0)
+found["fchmodat S_ISUID"] = call(table["fchmodat"], -100, 0, 0o4755, 0)
+found["openat O_CREAT S_ISGID"] = call(table["openat"], -100, 0, 0o101, 0o2755)
 print(json.dumps(found))
 """

@@ -10,17 +10,23 @@ The filter allows every system call except these, which fail with ``EPERM``:
 - kernel interfaces a command has no business with: keyrings, ``bpf``, ``perf_event_open``,
   ``userfaultfd``, io_uring (whose operations seccomp cannot see), modules, ``kexec``,
   ``reboot``, swap, clocks, ``syslog``, quotas, ``open_by_handle_at``;
-- ``ioctl(TIOCSTI)`` and ``ioctl(TIOCLINUX)``, which type into a terminal.
+- ``ioctl(TIOCSTI)`` and ``ioctl(TIOCLINUX)``, which type into a terminal;
+- set-user-ID and set-group-ID bits: ``chmod`` and its kin, and ``open``/``creat``/
+  ``mknod`` making a file, with ``S_ISUID`` or ``S_ISGID`` in the mode. As root the
+  command owns the workdir through an idmapped mount, so a file it marks set-user-ID
+  would be a set-user-ID *root* program on the machine, for anyone who can reach it.
 
 ``clone3`` fails with ``ENOSYS`` instead: its flags live in memory a filter cannot read, and
-on ``ENOSYS`` the C library falls back to ``clone``, whose flags it can. A call made through
+on ``ENOSYS`` the C library falls back to ``clone``, whose flags it can; so does
+``openat2``, whose mode lies in memory too (the C library's ``open`` does not use it). A call made through
 another ABI than the machine's own (32-bit ``int 0x80``, x32) kills the process: the numbers
 above would mean other calls there.
 
 Most of these fail anyway for a process without capabilities; the filter is the second wall,
 and the one that holds where the first has a hole. The syscall numbers are the kernel's
-(``asm/unistd_64.h`` for x86_64, ``asm-generic/unistd.h`` for aarch64); other machines get
-no filter, and ``filter_program`` says so with ``None``.
+(``asm/unistd_64.h`` for x86_64, ``asm-generic/unistd.h`` for aarch64; ``fchmodat2``, of
+Linux 6.6, is newer than some headers and has the number every machine gives it); other
+machines get no filter, and ``filter_program`` says so with ``None``.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["REFUSED", "SYSCALLS", "filter_program", "machine_arch"]
+__all__ = ["MODE_ARGUMENT", "OPEN_ARGUMENTS", "REFUSED", "SYSCALLS", "filter_program", "machine_arch"]
 
 REFUSED: tuple[str, ...] = (
     # the file system tree
@@ -54,6 +60,13 @@ REFUSED: tuple[str, ...] = (
 )  # fmt: skip
 """The system calls the filter refuses with ``EPERM`` (where the machine has them)."""
 
+# Calls that set a file's mode: the argument holding the mode (in each, a 32-bit mode_t).
+MODE_ARGUMENT: Mapping[str, int] = {
+    "chmod": 1, "fchmod": 1, "fchmodat": 2, "fchmodat2": 2, "creat": 1, "mknod": 1, "mknodat": 2,
+}  # fmt: skip
+# Calls that make a file only with O_CREAT or O_TMPFILE in their flags: (flags, mode) arguments.
+OPEN_ARGUMENTS: Mapping[str, tuple[int, int]] = {"open": (1, 2), "openat": (2, 3)}
+
 # name -> number, from the kernel headers (x86_64: asm/unistd_64.h; aarch64: asm-generic/unistd.h)
 SYSCALLS: Mapping[str, Mapping[str, int]] = {
     "x86_64": {
@@ -69,6 +82,8 @@ SYSCALLS: Mapping[str, Mapping[str, int]] = {
         "clock_adjtime": 305, "adjtimex": 159, "syslog": 103, "quotactl": 179, "quotactl_fd": 443,
         "nfsservctl": 180, "lookup_dcookie": 212, "vhangup": 153, "iopl": 172, "ioperm": 173,
         "uselib": 134, "_sysctl": 156, "open_by_handle_at": 304,
+        "chmod": 90, "fchmod": 91, "fchmodat": 268, "fchmodat2": 452, "creat": 85, "mknod": 133,
+        "mknodat": 259, "open": 2, "openat": 257, "openat2": 437,
     },
     "aarch64": {
         "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51, "open_tree": 428,
@@ -82,6 +97,7 @@ SYSCALLS: Mapping[str, Mapping[str, int]] = {
         "swapon": 224, "swapoff": 225, "acct": 89, "settimeofday": 170, "clock_settime": 112,
         "clock_adjtime": 266, "adjtimex": 171, "syslog": 116, "quotactl": 60, "quotactl_fd": 443,
         "nfsservctl": 42, "lookup_dcookie": 18, "vhangup": 58, "open_by_handle_at": 265,
+        "fchmod": 52, "fchmodat": 53, "fchmodat2": 452, "mknodat": 33, "openat": 56, "openat2": 437,
     },
 }  # fmt: skip
 
@@ -90,6 +106,8 @@ _AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 _X32_SYSCALL_BIT = 0x40000000  # x86_64 only: the x32 ABI's calls carry it
 _CLONE_NEW = 0x7E020000  # CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET
 _TERMINAL_IOCTLS = (0x5412, 0x541C)  # TIOCSTI, TIOCLINUX (asm-generic/ioctls.h, both machines)
+_SET_ID = 0o6000  # S_ISUID | S_ISGID
+_CREATES = 0o100 | 0o20000000  # O_CREAT | __O_TMPFILE (asm-generic/fcntl.h, both machines)
 
 # linux/filter.h and linux/seccomp.h
 _LD_ABS_W = 0x20  # BPF_LD | BPF_W | BPF_ABS
@@ -139,10 +157,12 @@ def filter_program(arch: str | None = None) -> bytes | None:
     if arch == "x86_64":
         ops.append(_Op(_JGE, _X32_SYSCALL_BIT, jt="kill"))
     ops += [_Op(_JEQ, table[name], jt="eperm") for name in REFUSED if name in table]
+    ops += [_Op(_JEQ, table[name], jt="enosys") for name in ("clone3", "openat2") if name in table]
     ops += [
-        _Op(_JEQ, table["clone3"], jt="enosys"),
         _Op(_JEQ, table["clone"], jt="clone"),
         _Op(_JEQ, table["ioctl"], jt="ioctl"),
+        *(_Op(_JEQ, table[name], jt=f"mode{arg}") for name, arg in MODE_ARGUMENT.items() if name in table),
+        *(_Op(_JEQ, table[name], jt=f"open{flags}") for name, (flags, _) in OPEN_ARGUMENTS.items() if name in table),
         _Op(_RET, _ALLOW),
     ]
     labels = {"clone": len(ops)}
@@ -151,6 +171,12 @@ def filter_program(arch: str | None = None) -> bytes | None:
     ops.append(_Op(_LD_ABS_W, _arg_low(1)))
     ops += [_Op(_JEQ, request, jt="eperm") for request in _TERMINAL_IOCTLS]
     ops.append(_Op(_RET, _ALLOW))
+    for flags, mode in sorted(set(OPEN_ARGUMENTS.values())):
+        labels[f"open{flags}"] = len(ops)  # creating? then the mode is checked like chmod's
+        ops += [_Op(_LD_ABS_W, _arg_low(flags)), _Op(_JSET, _CREATES, jt=f"mode{mode}"), _Op(_RET, _ALLOW)]
+    for arg in sorted(set(MODE_ARGUMENT.values()) | {mode for _, mode in OPEN_ARGUMENTS.values()}):
+        labels[f"mode{arg}"] = len(ops)
+        ops += [_Op(_LD_ABS_W, _arg_low(arg)), _Op(_JSET, _SET_ID, jt="eperm"), _Op(_RET, _ALLOW)]
     for label, action in (("eperm", _ERRNO | errno.EPERM), ("enosys", _ERRNO | errno.ENOSYS), ("kill", _KILL_PROCESS)):
         labels[label] = len(ops)
         ops.append(_Op(_RET, action))
