@@ -210,9 +210,12 @@ class View:
         folder on the way gets the next entry bound back."""
         current = "/"
         for name in [p for p in path.split("/") if p]:
-            if current in self.covers or not self.passable(current):
-                self.cover(current)
-                self.expose(current, name)
+            try:
+                if current in self.covers or not self.passable(current):
+                    self.cover(current)
+                    self.expose(current, name)
+            except FileNotFoundError:
+                return  # gone meanwhile (a PATH folder removed): nothing to reach
             current = os.path.join(current, name)
             if not os.path.lexists(current):
                 return
