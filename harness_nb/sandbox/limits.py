@@ -217,7 +217,8 @@ class PidsCgroup:
 
     The command joins it through ``wrap(argv)`` (its first process writes its own pid to
     ``cgroup.procs`` before anything forks); ``remove()`` once the command is over removes
-    it, or, while dying processes still hold it, leaves that to a later ``remove``."""
+    it, or, while dying processes still hold it, leaves that to the next ``make``, which
+    also removes what a process that has ended left behind."""
 
     _counter = itertools.count(1)
     _leftover: set[Path] = set()
@@ -261,13 +262,30 @@ class PidsCgroup:
 
     @classmethod
     def sweep(cls) -> None:
-        """Remove cgroups whose processes have gone since."""
+        """Remove cgroups whose processes have gone since: this process's, and those a
+        process that has ended left behind (``harness_nb-<its pid>-<n>``)."""
         with cls._lock:
             left = set(cls._leftover)
+        parent = _pids_parent()
+        if parent is not None:
+            try:
+                left |= {p for p in parent.glob("harness_nb-*-*") if not _alive(p.name.split("-")[1])}
+            except OSError:
+                pass
         for path in left:
             if _rmdir(path):
                 with cls._lock:
                     cls._leftover.discard(path)
+
+
+def _alive(pid: str) -> bool:
+    try:
+        os.kill(int(pid), 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _rmdir(path: Path) -> bool:
