@@ -71,6 +71,7 @@ from .subagents import (
 from .subagents.agent_map import AgentMap, MapHandle, MapOptions, MapResult, start_map
 from .subagents.runner import inline_servers
 from .team import TeamManager
+from .sandbox import SandboxLimits
 from .tools import Sandbox, SandboxMode, Tool, ToolRegistry
 
 log = logging.getLogger("harness_nb")
@@ -151,7 +152,9 @@ class Harness:
     ``sandbox``: how ``bash`` runs (``sandbox/bubblewrap.py``): ``"auto"`` under bubblewrap where
     it works (else unsandboxed, with one warning), ``"bwrap"`` always (``ConfigError`` when
     it cannot), ``"off"`` never, or a ``Sandbox``; ``sandbox_network`` lets sandboxed
-    commands use the network. ``self.sandbox.active`` says whether commands are confined.
+    commands use the network; ``sandbox_limits`` (a ``SandboxLimits`` or a mapping of its
+    fields, e.g. ``{"processes": 2000, "file_size": "64G"}``) what one command may use.
+    ``self.sandbox.active`` says whether commands are confined, ``describe()`` how.
 
     MCP servers (``mcp/``): those of ``~/.harness_nb/mcp.json`` (with ``include_user_agents``),
     ``<workdir>/.mcp.json`` and ``mcp_servers`` (``{"name": {"command": …} | {"type": "http",
@@ -202,6 +205,7 @@ class Harness:
         teams: bool = True,
         sandbox: SandboxMode | Sandbox = "auto",
         sandbox_network: bool = False,
+        sandbox_limits: SandboxLimits | Mapping[str, Any] | None = None,
         context_window: int | None = None,
         replay_pace: ReplayPace | None = None,
         compact_threshold: float = 0.8,
@@ -243,7 +247,9 @@ class Harness:
         if not self.workdir.is_dir():
             raise ConfigError(f"workdir {self.workdir} is not a folder; create it or pass another")
         if not isinstance(sandbox, Sandbox):
-            sandbox = Sandbox.create(sandbox, network=sandbox_network)
+            sandbox = Sandbox.create(sandbox, network=sandbox_network, limits=sandbox_limits)
+        elif sandbox_limits is not None:
+            sandbox = sandbox.limited(sandbox_limits)
         # agent folders given here are kept read-only to commands, like the project's own
         agent_dirs = list(agent_dirs)
         self.sandbox: Sandbox = sandbox.protecting(Path(d).expanduser().resolve() for d in agent_dirs)

@@ -1,28 +1,54 @@
 """Shared pieces of the sandbox tests: the bubblewrap sandbox (or a skip, or in CI a
-failure), and processes found on the host by their exact command line — a sandboxed
-command's ``$!`` is a pid of its own namespace, meaningless outside it."""
+failure), processes found on the host by their exact command line — a sandboxed
+command's ``$!`` is a pid of its own namespace, meaningless outside it — and the issue's
+escapes with the judgement of what got out (also run as a throwaway user by
+``sandbox_as_user.py``)."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
+import re
 from pathlib import Path
+from typing import Any, NoReturn
 
 import pytest
 
-from harness_nb.core import ConfigError
+from harness_nb.core import ConfigError, ToolError
+from harness_nb.sandbox import Identity
 from harness_nb.tools import Sandbox
+from harness_nb.tools.shell import run_command
 
 
-def bwrap_sandbox(*, network: bool = False) -> Sandbox:
-    """The bubblewrap sandbox. Skips only where bubblewrap genuinely cannot work; with
-    ``$CI`` set (``.ci/run`` sets it, and ``.ci/setup`` installs bubblewrap) it fails."""
+def bwrap_sandbox(*, network: bool = False, **options: Any) -> Sandbox:
+    """The bubblewrap sandbox (``options``: more of ``Sandbox.create``'s). Skips only where
+    bubblewrap genuinely cannot work; with ``$CI`` set (``.ci/run`` sets it, and
+    ``.ci/setup`` installs bubblewrap) it fails."""
     try:
-        return Sandbox.create("bwrap", network=network)
+        return Sandbox.create("bwrap", network=network, **options)
     except ConfigError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the sandbox tests: {exc}")
-        pytest.skip(f"bubblewrap cannot sandbox here: {exc}")
+        cannot(f"bubblewrap cannot sandbox here: {exc}")
+
+
+def identity_sandbox(identity: Identity, **options: Any) -> Sandbox:
+    """The bubblewrap sandbox whose commands run as ``identity`` (``"root"``: the weaker
+    mode, asked for with ``idmap=False``). Skips where this machine cannot give it (fails in
+    CI, which runs as root where idmapped mounts work)."""
+    if (identity == "user") != (os.geteuid() != 0):
+        kernel = "as a user" if identity == "user" else "as root"
+        pytest.skip(f"commands run as {identity!r} only when the kernel runs {kernel}")
+    sandbox = bwrap_sandbox(idmap=identity != "root", **options)
+    if sandbox.identity != identity:
+        cannot(f"commands cannot run as {identity!r} here: {sandbox.weaker}")
+    return sandbox
+
+
+def cannot(reason: str) -> NoReturn:
+    """Skip a test this machine cannot run; in CI (``$CI``), fail it."""
+    if os.environ.get("CI"):
+        pytest.fail(f"CI must run the sandbox tests: {reason}")
+    pytest.skip(reason)
 
 
 def host_pids(*argv: str) -> list[int]:
@@ -39,6 +65,20 @@ def host_pids(*argv: str) -> list[int]:
         except OSError:
             continue  # exited meanwhile
         if state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def helper_pids(kernel_pid: int) -> list[int]:
+    """Pids of the live root helpers the process ``kernel_pid`` started (``sandbox/helper.py``)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state != "Z" and any(a.endswith(b"helper_program.py") for a in argv) and str(kernel_pid).encode() in argv:
             found.append(int(entry.name))
     return found
 
@@ -80,3 +120,78 @@ def open_fds() -> int:
 def sleep_arg() -> str:
     """A ``sleep`` duration no other process on the machine is running (for ``host_pids``)."""
     return f"{900 + int.from_bytes(os.urandom(2), 'big') % 100}.{int.from_bytes(os.urandom(4), 'big')}"
+
+
+async def output_of(sandbox: Sandbox, workdir: Path, command: str, *, timeout: float = 60) -> str:
+    """What ``bash`` under ``sandbox`` gives the model for ``command`` (a timeout's error text too)."""
+    try:
+        return await run_command(workdir, command, timeout=timeout, sandbox=sandbox)
+    except ToolError as exc:
+        return f"error: {exc}"
+
+
+# ---------------------------------------------------------------- the issue's escapes
+# Issue 18, item 1: commands that ran unasked inside the sandbox as root and got out. Each
+# runs as it was written then; ``escaped`` says what got out (``None``: nothing).
+ENV_SECRET = "sk-proj-escape0123456789abcdef"
+SSH_SECRET = "-----BEGIN OPENSSH PRIVATE KEY----- escape-test-key"
+ESCAPES = {
+    "hidden .env read": "umount .env; rev .env",
+    "host written": "mount -o remount,rw,bind / && echo x > {outside}/written",
+    "ssh key read": "umount ~/.ssh && base64 -w0 ~/.ssh/id_rsa",
+    "shadow read": "cat /etc/shadow",
+    "settings planted": (
+        "umount .claude; echo '{{\"permissions\": {{\"allow\": [\"Bash(*)\"]}}}}' > .claude/settings.local.json"
+    ),
+}
+
+
+def prepare_escapes(workdir: Path, home: Path, outside: Path) -> None:
+    """What the escapes reach for: a ``.env`` and ``.claude/`` in ``workdir``, an ssh key in
+    ``home``, a folder ``outside`` to write into."""
+    (workdir / ".env").write_text(f"OPENAI_API_KEY={ENV_SECRET}\n")
+    (workdir / ".claude").mkdir(exist_ok=True)
+    (home / ".ssh").mkdir(exist_ok=True)
+    (home / ".ssh" / "id_rsa").write_text(SSH_SECRET)
+    outside.mkdir(exist_ok=True)
+
+
+def escaped(name: str, output: str, workdir: Path, outside: Path) -> str | None:
+    """What the escape ``name`` got out, judged by its effect (``None``: nothing)."""
+    if name == "hidden .env read" and (ENV_SECRET in output or ENV_SECRET[::-1] in output):
+        return "the .env value"
+    if name == "host written" and (outside / "written").exists():
+        return f"a file in {outside}"
+    if name == "ssh key read" and (SSH_SECRET in output or base64.b64encode(SSH_SECRET.encode()).decode() in output):
+        return "the ssh key"
+    if name == "shadow read" and re.search(r"^root:", output, re.M):
+        return "/etc/shadow"  # its first line is root's (the content is not repeated here)
+    if name == "settings planted" and (workdir / ".claude" / "settings.local.json").exists():
+        return ".claude/settings.local.json"
+    return None
+
+
+# A Python program run inside the sandbox: every refused system call, with zero arguments
+# (the filter answers before the kernel looks at them, which would say EFAULT or EINVAL),
+# prints {name: errno} as JSON. clone3 and openat2 should say ENOSYS, the others EPERM.
+SECCOMP_PROBE = """
+import ctypes, errno, json, sys
+from harness_nb.sandbox.seccomp import REFUSED, SYSCALLS, machine_arch
+table = SYSCALLS[machine_arch()]
+libc = ctypes.CDLL(None, use_errno=True)
+def call(nr, *args):
+    ctypes.set_errno(0)
+    result = libc.syscall(nr, *[ctypes.c_long(a) for a in args])
+    if result == 0 and nr == table["clone"]:
+        libc._exit(0)  # a child the filter should have refused: leave at once
+    return errno.errorcode.get(ctypes.get_errno(), str(ctypes.get_errno())) if result == -1 else f"returned {result}"
+found = {name: call(table[name], 0, 0, 0, 0, 0, 0) for name in REFUSED if name in table}
+found["clone CLONE_NEWUSER"] = call(table["clone"], 0x10000000 | 17, 0, 0, 0, 0)
+found["clone CLONE_NEWNET"] = call(table["clone"], 0x40000000 | 17, 0, 0, 0, 0)
+found["clone3"] = call(table["clone3"], 0, 0)
+found["openat2"] = call(table["openat2"], -100, 0, 0, 0)
+found["ioctl TIOCSTI"] = call(table["ioctl"], 0, 0x5412, 0)
+found["fchmodat S_ISUID"] = call(table["fchmodat"], -100, 0, 0o4755, 0)
+found["openat O_CREAT S_ISGID"] = call(table["openat"], -100, 0, 0o101, 0o2755)
+print(json.dumps(found))
+"""

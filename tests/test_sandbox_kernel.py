@@ -11,6 +11,7 @@ interpreter's exit handler); a SIGKILLed kernel cannot take them along (see DESI
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -22,7 +23,7 @@ from jupyter_client.provisioning import LocalProvisioner
 
 from harness_nb.testing.kernel_driver import KernelDriver
 from notebook_support import error_name, kernel_json, notebook, write_script
-from sandbox_support import bwrap_sandbox, kill_all, sleep_arg, wait_gone, wait_running
+from sandbox_support import bwrap_sandbox, helper_pids, identity_sandbox, kill_all, sleep_arg, wait_gone, wait_running
 
 pytestmark = pytest.mark.kernel
 
@@ -115,3 +116,42 @@ async def test_without_bubblewrap_the_notebook_says_so_once(tmp_path):
         refused = await k.run("%config HarnessNB.sandbox = 'bwrap'", check=False)
         assert error_name(refused) == "UsageError"
         assert "apt-get install bubblewrap" in k.error(refused) and "HarnessNB.sandbox stays 'auto'" in k.error(refused)
+
+
+@pytest.mark.parametrize("how", ["shutdown", "sigkill"])
+async def test_the_root_helper_ends_with_the_kernel(tmp_path, how):
+    """A root kernel's first sandboxed command starts the helper; it goes with the kernel,
+    however the kernel ends."""
+    identity_sandbox("idmapped")
+    async with notebook(tmp_path, _script("true;")) as k:
+        await k.run("%config HarnessNB.sandbox = 'bwrap'")
+        provisioner = k.km.provisioner
+        assert isinstance(provisioner, LocalProvisioner) and provisioner.pid is not None
+        kernel = provisioner.pid
+        assert helper_pids(kernel) == []  # nothing before a command needs it
+        await k.run("%%agent\nstart")
+        assert len(helper_pids(kernel)) == 1
+        await _end_kernel(k, how)
+        for _ in range(250):
+            if not helper_pids(kernel):
+                break
+            await asyncio.sleep(0.02)
+        assert helper_pids(kernel) == []
+
+
+async def test_the_limits_are_a_setting(tmp_path):
+    """``%config HarnessNB.sandbox_limits`` reaches the commands, and the model reads which
+    limit stopped one; a misspelt limit is refused in its cell."""
+    bwrap_sandbox()
+    async with notebook(tmp_path, _script("yes > big;")) as k:
+        refused = await k.run("%config HarnessNB.sandbox_limits = {'filesize': '1M'}", check=False)
+        assert error_name(refused) == "UsageError" and "did you mean 'file_size'" in k.error(refused)
+        await k.run("%config HarnessNB.sandbox_limits = {'file_size': '1M'}")
+        await k.run("%%agent\nstart")
+        results = await kernel_json(
+            k,
+            "[m.content for m in h.provider.requests[-1].messages if m.role == 'tool']",
+            setup="h = get_ipython()._harness_nb.harness()",
+        )
+    assert (tmp_path / "big").stat().st_size == 1024 * 1024
+    assert len(results) == 1 and "the sandbox's limit file_size = 1 MiB was reached" in results[0]

@@ -36,7 +36,7 @@ from ..providers.factory import parse_model
 from ..providers.options import ProviderOptions, ReplayPace, check_pace
 from ..settings import ApprovalPolicy, RunSettings
 from ..subagents import BackgroundApprovals
-from ..sandbox import SANDBOX_MODES, Sandbox
+from ..sandbox import SANDBOX_MODES, Sandbox, SandboxLimits
 
 
 # The settings whose default comes from the environment, and from which variable.
@@ -233,6 +233,11 @@ class HarnessNB(Configurable):
         "notice), 'bwrap' (always; refused where bubblewrap cannot work), 'off' ($HARNESS_NB_SANDBOX).",
     ).tag(config=True)
     sandbox_network = Bool(False, help="Let sandboxed bash commands use the network.").tag(config=True)
+    sandbox_limits = Dict(
+        help="What one bash command may use, over the defaults: {'processes': 1024, 'address_space': "
+        "'<the machine's memory, at least 8G>', 'file_size': '16G', 'cpu_seconds': 'timeout'} ('timeout': the command's "
+        "timeout times the cores; None lifts a limit). E.g. {'processes': 4096, 'file_size': '64G'}.",
+    ).tag(config=True)
     mcp_servers = Dict(
         help="MCP servers, in Claude Code's .mcp.json format, on top of <workdir>/.mcp.json and "
         "~/.harness_nb/mcp.json: {'github': {'type': 'http', 'url': 'https://…/mcp', 'headers': "
@@ -362,6 +367,14 @@ class HarnessNB(Configurable):
             raise _rejected(proposal, str(exc)) from None
         value: str = proposal.value
         return value
+
+    @validate("sandbox_limits")
+    def _check_sandbox_limits(self, proposal: Any) -> dict[str, Any]:
+        try:
+            SandboxLimits.of(proposal.value)
+        except ConfigError as exc:
+            raise _rejected(proposal, str(exc)) from None
+        return dict(proposal.value)
 
     @validate("allow", "deny")
     def _check_rules(self, proposal: Any) -> list[str]:

@@ -145,6 +145,7 @@ class NotebookHarness:
             c.kernel_tools,
             c.sandbox,
             c.sandbox_network,
+            tuple(sorted(c.sandbox_limits.items())),
             c.max_background,  # the task tool's slots are made with it
         )
         if self._harness is not None and key == self._harness_key:
@@ -164,7 +165,9 @@ class NotebookHarness:
             include_user_agents=c.user_agents,
             max_background=c.max_background,
             teams=True,
-            sandbox=Sandbox.create(str(c.sandbox), network=c.sandbox_network, hidden=_connection_file()),
+            sandbox=Sandbox.create(
+                str(c.sandbox), network=c.sandbox_network, hidden=_connection_file(), limits=c.sandbox_limits
+            ),
             mcp_servers=c.mcp_servers,
             mcp_start_timeout=c.mcp_start_timeout,
             mcp_trust=c.mcp_trust,

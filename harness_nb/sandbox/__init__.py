@@ -3,7 +3,15 @@ and the list of paths only the person may change.
 
 - ``bubblewrap.py``: ``Sandbox`` (how a command runs: bubblewrap where it works, else
   unsandboxed with one warning) and ``command_environment`` (the allow-listed environment
-  every command gets).
+  every command gets); ``launch.py``: ``Plan``, one command's argv.
+- ``identity.py``: who a sandboxed command runs as (the kernel's user; as root an unused
+  uid owning the working directory through an idmapped mount, kept by the root helper of
+  ``helper.py`` / ``helper_program.py``; or, where that cannot be made, root without
+  capabilities) and what of the machine it needs; ``as_root.py``: what a root kernel's
+  command adds to its launch.
+- ``seccomp.py``: the seccomp filter every sandboxed command runs under.
+- ``limits.py``: ``SandboxLimits``, what one command may use (processes, memory, file size,
+  CPU time).
 - ``protected.py``: ``protection(rel)``, the one list of protected paths that the
   permission hook, the sandbox and the checkpoints all consult.
 
@@ -15,27 +23,36 @@ from .bubblewrap import (
     CREDENTIAL_PATHS,
     INSTALL_HINT,
     SANDBOX_MODES,
-    Plan,
     Sandbox,
     SandboxMode,
     command_environment,
     default_sandbox,
     dotenv_files,
 )
+from .helper import stop_mount_helper
+from .launch import Plan
+from .identity import ROOT_SECRETS, SANDBOX_UID, Identity
+from .limits import LIMIT_NAMES, SandboxLimits
 from .protected import HARNESS_STATE, PROTECTED_FOLDERS, Protection, protection
 
 __all__ = [
     "CREDENTIAL_PATHS",
     "HARNESS_STATE",
     "INSTALL_HINT",
+    "LIMIT_NAMES",
+    "ROOT_SECRETS",
+    "SANDBOX_UID",
+    "Identity",
     "PROTECTED_FOLDERS",
     "SANDBOX_MODES",
     "Plan",
     "Protection",
     "Sandbox",
+    "SandboxLimits",
     "SandboxMode",
     "command_environment",
     "default_sandbox",
     "dotenv_files",
     "protection",
+    "stop_mount_helper",
 ]

@@ -2,12 +2,14 @@
 
 On Linux with bubblewrap (Debian's ``bubblewrap``) a command runs as::
 
+    [nsenter --mount=/proc/H/ns/mnt --setuid=U --setgid=U --]    as root: identity.py
     bwrap --die-with-parent --new-session --unshare-all [--share-net]
+          --unshare-user [--uid 0 --gid 0] --disable-userns --cap-drop ALL --seccomp FD
           --ro-bind / /  --dev /dev  --proc /proc  --tmpfs /tmp  --tmpfs /run
           --bind W W                      the working directory, writable
           --ro-bind W/.claude W/.claude   agent, skill and settings folders, .git hooks/config
           --tmpfs ~/.ssh --remount-ro ~/.ssh, --ro-bind-data FD ~/.netrc   hidden, as are W/.env
-          --chdir W  bash -c COMMAND
+          --chdir W  prlimit --nproc=N --as=A --fsize=F --cpu=C --  bash -c COMMAND
 
 so the file system is read-only except the working directory and a private /tmp, the
 machine's service sockets (/run: docker, dbus, databases) are out of reach, there is no
@@ -15,46 +17,52 @@ network unless allowed, and, with its own pid namespace, every process a command
 dies when the command ends or when the kernel dies (``--die-with-parent``: bubblewrap
 dies with the process that started it, and its namespace's processes with it).
 
+The command holds whoever starts it: it runs in a user namespace of its own with no
+capabilities and no way to make another, under a seccomp filter refusing mount, umount,
+ptrace, unshare and their kin (``seccomp.py``), as a uid the kernel holds to file
+permissions — the kernel's own user, or, when the kernel is root, an unused uid that owns
+the working directory through an idmapped mount (``identity.py``: why, and the weaker mode
+where that cannot be made) — and within limits on processes, memory, file size and CPU
+time (``limits.py``).
+
 Every command, sandboxed or not, gets ``command_environment()``: an allow-list (PATH,
 HOME, locale, terminal, time zone, the virtualenv), never the kernel's whole environment.
 Without the sandbox that keeps keys out of the obvious places only: a process running with
-your rights can still read your files (and ``/proc/<kernel pid>/environ``).
+your rights can still read your files (and ``/proc/<kernel pid>/environ``); the limits but
+the process count apply there too.
 
 ``Sandbox.create("auto")`` probes bubblewrap once per process and falls back to no
 sandbox with one logged warning; ``"bwrap"`` requires it (``ConfigError`` naming the
-fix); ``"off"`` never uses it. ``Sandbox.active`` says which it is.
+fix); ``"off"`` never uses it. ``Sandbox.active`` says which it is, ``Sandbox.identity``
+who commands run as.
 """
 
 from __future__ import annotations
 
 import functools
-import logging
 import os
 import shutil
 import subprocess
 import sys
-import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 from ..core import ConfigError, ToolError
 from ..core.dotenv import scan_dotenv
+from .as_root import complete_as_root
+from .identity import SANDBOX_UID, Identity, identity_for, process_limit_for_root
+from .launch import Plan, program
+from .limits import SandboxLimits
+from .notice import warn_once
 from .protected import PROTECTED_FOLDERS
-
-log = logging.getLogger("harness_nb.sandbox")
+from .seccomp import filter_program, machine_arch
 
 SandboxMode = Literal["auto", "bwrap", "off"]
 SANDBOX_MODES: tuple[SandboxMode, ...] = ("auto", "bwrap", "off")
 
 INSTALL_HINT = "install it: apt-get install bubblewrap"
-
-# The folders of the working directory a command may read but never change (agent files,
-# skills and settings) are ``protected.PROTECTED_FOLDERS``; git's hooks and config are
-# mounted read-only too (git runs them later, outside the sandbox).
-# Created as an empty mount point when missing and then kept: the harness's own state folder.
-_KEPT_MOUNT_POINTS = frozenset({".harness_nb"})
 
 # Credential files and folders under the home folder, hidden from commands even though
 # they would only be readable: folders become empty and read-only, files read as empty.
@@ -142,8 +150,8 @@ def _probe(executable: str) -> str | None:
     Run once per process: one tiny sandbox with every namespace the real ones use. It is
     a blocking call of a few milliseconds, made once when the first harness is built.
     """
-    argv = [executable, "--die-with-parent", "--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev"]
-    argv += ["--proc", "/proc", "--tmpfs", "/tmp", "true"]
+    argv = [executable, "--die-with-parent", "--unshare-all", "--unshare-user", "--cap-drop", "ALL"]
+    argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "true"]
     try:
         done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -152,6 +160,17 @@ def _probe(executable: str) -> str | None:
         said = done.stderr.decode("utf-8", "replace").strip().splitlines()
         return f"bubblewrap cannot create a sandbox here ({said[0] if said else f'exit {done.returncode}'})"
     return None
+
+
+@functools.cache
+def _disables_userns(executable: str) -> bool:
+    """Whether this bubblewrap has ``--disable-userns`` (0.8 and later; before, the seccomp
+    filter alone stops a command making a user namespace)."""
+    try:
+        done = subprocess.run([executable, "--help"], stdin=subprocess.DEVNULL, capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return b"--disable-userns" in done.stdout + done.stderr
 
 
 def _unavailable(executable: str | None) -> tuple[str, str]:
@@ -166,26 +185,16 @@ def _unavailable(executable: str | None) -> tuple[str, str]:
     return "", ""
 
 
-_warned: set[str] = set()
-_warned_lock = threading.Lock()
-
-
-def _warn_once(message: str) -> None:
-    with _warned_lock:
-        if message in _warned:
-            return
-        _warned.add(message)
-    log.warning("%s", message)
-
-
 @dataclass(frozen=True)
 class Sandbox:
     """How ``bash`` commands run: ``active`` when under bubblewrap. Made by ``create``.
 
     ``network`` lets sandboxed commands use the network; ``read_only`` names more folders
     inside the working directory to keep read-only (agent folders given to the harness);
-    ``hidden`` more files or folders to hide (the kernel's connection file). ``reason``
-    and ``fix`` say why the sandbox is not active and how to get it.
+    ``hidden`` more files or folders to hide (the kernel's connection file); ``limits`` what
+    one command may use. ``identity`` is who sandboxed commands run as (``identity.py``);
+    ``weaker`` why a root kernel's commands run as root (the weaker mode). ``reason`` and
+    ``fix`` say why the sandbox is not active and how to get it.
     """
 
     mode: SandboxMode = "off"
@@ -196,6 +205,9 @@ class Sandbox:
     executable: str | None = None
     read_only: tuple[Path, ...] = ()
     hidden: tuple[Path, ...] = ()
+    limits: SandboxLimits = field(default_factory=SandboxLimits)
+    identity: Identity = "user"
+    weaker: str = ""
 
     @classmethod
     def create(
@@ -206,10 +218,15 @@ class Sandbox:
         read_only: Iterable[Path] = (),
         hidden: Iterable[Path] = (),
         executable: str | None = None,
+        limits: SandboxLimits | Mapping[str, Any] | None = None,
+        idmap: bool = True,
     ) -> Sandbox:
         """The sandbox for ``mode``: ``"auto"`` (bubblewrap where it works, else none, with
         one warning), ``"bwrap"`` (``ConfigError`` when it cannot work) or ``"off"``.
-        ``executable`` is the ``bwrap`` to use (default: the one on PATH)."""
+        ``executable`` is the ``bwrap`` to use (default: the one on PATH); ``limits`` what a
+        command may use (``SandboxLimits`` or a mapping of its fields; default: its
+        defaults). As root, ``idmap=False`` chooses the weaker mode (commands as root
+        without capabilities) even where idmapped mounts work."""
         if mode not in SANDBOX_MODES:
             raise ConfigError(f"sandbox must be one of {', '.join(map(repr, SANDBOX_MODES))}, not {mode!r}")
         base = cls(
@@ -217,22 +234,32 @@ class Sandbox:
             network=network,
             read_only=tuple(Path(p) for p in read_only),
             hidden=tuple(Path(p) for p in hidden),
+            limits=SandboxLimits.of(limits),
         )
         if mode == "off":
             return base
         executable = executable or shutil.which("bwrap")
         reason, fix = _unavailable(executable)
         if not reason:
-            return replace(base, active=True, reason="", executable=executable)
+            assert executable is not None
+            identity, weaker = identity_for(executable, idmap=idmap)
+            sandbox = replace(base, active=True, reason="", executable=executable, identity=identity, weaker=weaker)
+            if weaker:
+                warn_once(sandbox.weaker_notice)
+            return sandbox
         if mode == "bwrap":
             raise ConfigError(f"sandbox 'bwrap' cannot be used: {reason}; {fix} (or use sandbox 'auto')")
         sandbox = replace(base, reason=reason, fix=fix, executable=executable)
-        _warn_once(cast(str, sandbox.notice))
+        warn_once(cast(str, sandbox.notice))
         return sandbox
 
     def protecting(self, paths: Iterable[Path]) -> Sandbox:
         """This sandbox, also keeping ``paths`` read-only."""
         return replace(self, read_only=(*self.read_only, *(Path(p) for p in paths)))
+
+    def limited(self, limits: SandboxLimits | Mapping[str, Any] | None) -> Sandbox:
+        """This sandbox with other ``limits``."""
+        return replace(self, limits=SandboxLimits.of(limits))
 
     @property
     def notice(self) -> str | None:
@@ -244,33 +271,66 @@ class Sandbox:
             "your rights, so the approval rules apply to them in full."
         )
 
+    @property
+    def weaker_notice(self) -> str:
+        """The one warning of the weaker mode for root (empty when it is not in force)."""
+        if not self.weaker:
+            return ""
+        return (
+            f"harness_nb: sandboxed bash runs as root without capabilities, not as an unprivileged uid: {self.weaker}. "
+            "Known root-only secrets are hidden, but other files only root may read are readable to "
+            f"commands, and {process_limit_for_root()}."
+        )
+
     def describe(self) -> str:
         """One paragraph for people: what a ``bash`` command can and cannot do."""
         if self.active:
             net = "the network is allowed" if self.network else "no network"
+            who = {
+                "user": "as you, in a user namespace without capabilities",
+                "idmapped": (
+                    f"as an unprivileged uid ({SANDBOX_UID}) without capabilities, which owns the working "
+                    "directory through an idmapped mount, cannot read files only root may read, and sees "
+                    "of root's home only the folders of Python and the PATH's programs"
+                ),
+                "root": (
+                    f"as root without capabilities ({self.weaker}): known root-only secrets and root's home "
+                    f"are hidden, but other files only root may read are readable, and {process_limit_for_root()}"
+                ),
+            }[self.identity]
+            seccomp = (
+                "a seccomp filter refuses mount, ptrace, namespaces and their kin"
+                if filter_program() is not None
+                else f"no seccomp filter (none for {machine_arch()} machines)"
+            )
             return (
-                "bash runs sandboxed (bubblewrap): files are read-only except the working "
+                f"bash runs sandboxed (bubblewrap) {who}; {seccomp}: files are read-only except the working "
                 f"directory and a private /tmp; {net}; the environment is cleared to an "
                 "allow-list; credential files, .env files, agent/skill/settings folders and git "
-                "hooks are protected; every process a command starts ends with it."
+                "hooks are protected; every process a command starts ends with it; limits per "
+                f"command: {self.limits.describe()}."
             )
         fix = f" ({self.fix})" if self.fix else ""
         return (
             f"bash is not sandboxed: {self.reason}{fix}. Commands run with your rights and "
-            "network; only the environment is cleared to an allow-list, and processes that "
-            "leave the command's process group (setsid) can outlive it."
+            "network; only the environment is cleared to an allow-list, processes that "
+            "leave the command's process group (setsid) can outlive it, and the limits "
+            f"({self.limits.describe()}) apply but for the process count."
         )
 
-    def plan(self, command: str, workdir: Path) -> Plan:
-        """How to run ``command`` in ``workdir``. Blocking (it looks for credential and
-        ``.env`` files): call it off the event loop. ``ToolError`` when ``workdir`` is gone."""
+    def plan(self, command: str, workdir: Path, *, timeout: float = 120.0) -> Plan:
+        """How to run ``command`` in ``workdir`` with ``timeout`` seconds. Blocking (it looks
+        for credential and ``.env`` files; as root it asks the root helper, starting it the
+        first time): call it off the event loop. ``ToolError`` when ``workdir`` is gone."""
         workdir = Path(workdir).resolve()
         if not workdir.is_dir():
             raise ToolError(f"cannot start bash in {workdir}: it is not a folder")
         env = command_environment()
+        prlimit = program("prlimit")
         if not self.active:
-            return Plan(workdir, env, command)
+            return Plan(workdir, env, command, limits=self.limits, timeout=timeout, prlimit=prlimit)
         env["XDG_CACHE_HOME"] = "/tmp/.cache"  # the home folder is read-only: pip, matplotlib cache here
+        env["MPLCONFIGDIR"] = "/tmp/.cache/matplotlib"  # else it warns on every import that ~/.config is read-only
         folders = [workdir / name for name in PROTECTED_FOLDERS]
         protected: list[Path] = []
         if (workdir / ".git").is_dir():
@@ -282,7 +342,7 @@ class Sandbox:
         if _inside(interpreter, workdir):  # a venv inside the workdir: the kernel runs it
             protected.append(interpreter)
         hidden = _reachable([*_home_credentials(env["HOME"]), *self.hidden, *dotenv_files(workdir)], workdir)
-        return Plan(
+        plan = Plan(
             workdir,
             env,
             command,
@@ -291,67 +351,14 @@ class Sandbox:
             mount_points=tuple(folders),
             protected=tuple(p for p in protected if p.exists()),
             hidden=tuple(hidden),
+            identity=self.identity,
+            limits=self.limits,
+            timeout=timeout,
+            prlimit=prlimit,
+            seccomp=filter_program(),
+            disable_userns=_disables_userns(cast(str, self.executable)),
         )
-
-
-@dataclass
-class Plan:
-    """One command's launch, from ``Sandbox.plan``: ``launch()`` gives the argv and must be
-    followed by ``release()`` once the command is over."""
-
-    workdir: Path
-    env: dict[str, str]
-    command: str
-    executable: str | None = None  # bubblewrap, when sandboxed
-    network: bool = False
-    mount_points: tuple[Path, ...] = ()  # read-only folders, made when missing
-    protected: tuple[Path, ...] = ()  # read-only files and folders that exist
-    hidden: tuple[tuple[Path, bool], ...] = ()  # (path, is a folder)
-    made: list[Path] = field(default_factory=list)  # mount points launch() created
-    fds: list[int] = field(default_factory=list)  # to pass to bubblewrap: each reads as an empty file
-
-    @property
-    def sandboxed(self) -> bool:
-        """Whether the command runs under bubblewrap."""
-        return self.executable is not None
-
-    def launch(self) -> list[str]:
-        """The argv to run, passing it ``fds``. A missing protected folder is created first
-        (a read-only mount needs a place), so that a command cannot create it either;
-        ``release()`` removes it again if it is still empty, and closes ``fds``."""
-        if self.executable is None:
-            return ["bash", "-c", self.command]
-        w = str(self.workdir)
-        argv = [self.executable, "--die-with-parent", "--new-session", "--unshare-all"]
-        if self.network:
-            argv.append("--share-net")
-        argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/run"]
-        for prefix in _interpreters_under_private_folders():  # a venv in /tmp/… must not vanish
-            argv += ["--ro-bind", prefix, prefix]
-        if self.network:
-            argv += _resolver_binds()
-        argv += ["--bind", w, w]
-        held = [p for p in self.mount_points if _hold_mount_point(p, self.workdir, self.made)]
-        for path in (*held, *self.protected):
-            argv += ["--ro-bind", str(path), str(path)]
-        for path, is_folder in self.hidden:
-            if is_folder:
-                argv += ["--tmpfs", str(path), "--remount-ro", str(path)]
-            else:
-                # a read-only file with the fd's content (none). /dev/null itself cannot be
-                # bound: a user namespace's mounts refuse device files, so reads would fail.
-                self.fds.append(os.open(os.devnull, os.O_RDONLY))
-                argv += ["--ro-bind-data", str(self.fds[-1]), str(path)]
-        return [*argv, "--chdir", w, "bash", "-c", self.command]
-
-    def release(self) -> None:
-        """Close ``fds``; remove the mount points ``launch()`` made, once no running
-        command uses them."""
-        for fd in self.fds:
-            os.close(fd)
-        self.fds.clear()
-        _release_mount_points(self.made)
-        self.made.clear()
+        return plan if self.identity == "user" else complete_as_root(plan, env)
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -386,71 +393,14 @@ def _reachable(paths: Iterable[Path], workdir: Path) -> list[tuple[Path, bool]]:
     return list(found.items())
 
 
-def _interpreters_under_private_folders() -> list[str]:
-    """The kernel's Python (its virtualenv and the base install) where the sandbox's
-    private /tmp or /run would hide it: commands run ``python`` from there too."""
-    found = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
-    return sorted(p for p in found if p.startswith(("/tmp/", "/run/")))
-
-
-def _resolver_binds() -> list[str]:
-    # /etc/resolv.conf may point into /run (systemd-resolved, resolvconf), which is hidden.
-    real = os.path.realpath("/etc/resolv.conf")
-    if real.startswith("/run/"):
-        folder = os.path.dirname(real)
-        return ["--ro-bind-try", folder, folder]
-    return []
-
-
 def dotenv_files(workdir: Path) -> list[Path]:
     """``.env`` files (``.env``, ``.env.*``, ``*.env``, ``.envrc``) under ``workdir``, found
     by the walk whose values ``Secrets`` masks (``core.dotenv``: any depth, virtualenvs
     included, no symlinked folder followed, bounded)."""
     scan = scan_dotenv(workdir, read=False)
     if scan.truncated:
-        _warn_once(f"{workdir} holds more than the .env search looks at: .env files further in are not hidden")
+        warn_once(f"{workdir} holds more than the .env search looks at: .env files further in are not hidden")
     return scan.paths()
-
-
-# Protected folders created as mount points, and how many running commands use each: the
-# last one out removes it (if still empty), so a concurrent command never loses its mount.
-_mount_points: dict[Path, int] = {}
-_mount_lock = threading.Lock()
-
-
-def _hold_mount_point(path: Path, workdir: Path, made: list[Path]) -> bool:
-    """Whether ``path`` can be mounted read-only: it exists, or was created for it now."""
-    with _mount_lock:
-        if path in _mount_points:
-            _mount_points[path] += 1
-            made.append(path)
-            return True
-        if path.exists():
-            return True
-        if not path.parent.is_dir():
-            return False  # e.g. .git/hooks of a removed repository: nothing to protect
-        try:
-            path.mkdir()
-        except OSError:
-            return path.exists()
-        if path.relative_to(workdir).as_posix() not in _KEPT_MOUNT_POINTS:
-            _mount_points[path] = 1
-            made.append(path)
-        return True
-
-
-def _release_mount_points(paths: Iterable[Path]) -> None:
-    with _mount_lock:
-        for path in paths:
-            left = _mount_points.get(path, 1) - 1
-            if left > 0:
-                _mount_points[path] = left
-                continue
-            _mount_points.pop(path, None)
-            try:
-                path.rmdir()  # only when empty: never removes what someone put there
-            except OSError:
-                pass
 
 
 @functools.cache

@@ -28,7 +28,7 @@ from pydantic import Field
 
 from ..core import ToolError, run_blocking
 from .base import FunctionTool, ToolContext
-from ..sandbox import Plan, Sandbox, default_sandbox
+from ..sandbox import Plan, Sandbox, default_sandbox, stop_mount_helper
 
 BASH_MAX_OUTPUT_CHARS = 30_000
 """Most characters of output ``bash`` returns: the first and the last half of that."""
@@ -89,10 +89,12 @@ _atexit_registered = False
 
 def kill_running_commands() -> int:
     """Kill every ``bash`` command still running in this process, with its process group
-    (under bubblewrap, its whole sandbox). Called at interpreter exit and when the
-    extension is unloaded; returns how many were killed."""
+    (under bubblewrap, its whole sandbox), and stop the root helper (a root kernel's;
+    the next command starts it again). Called at interpreter exit and when the extension
+    is unloaded; returns how many commands were killed."""
     killed = sum(_kill_group(pgid) for pgid in list(_running))
     _running.clear()
+    stop_mount_helper()
     return killed
 
 
@@ -137,7 +139,7 @@ _ESCAPED_NOTE = (
 async def run_command(workdir: Path, command: str, *, timeout: float, sandbox: Sandbox) -> str:
     """Run ``command`` in ``workdir`` under ``sandbox`` and return its output and status
     (``ToolError`` on timeout or when it cannot start)."""
-    plan = await run_blocking(sandbox.plan, command, workdir)
+    plan = await run_blocking(sandbox.plan, command, workdir, timeout=timeout)
     try:
         return await _execute(plan.launch(), plan, timeout=timeout)
     finally:
@@ -200,7 +202,9 @@ async def _execute(argv: list[str], plan: Plan, *, timeout: float) -> str:
             f"killed. Raise `timeout` if it needs longer.{hint} Output so far:\n{text}"
         )
     assert proc.returncode is not None  # waited for above
-    notes = "".join(f"{note}\n" for note, shown in ((_STOPPED_NOTE, leftovers), (_ESCAPED_NOTE, escaped)) if shown)
+    limit = plan.note(text, proc.returncode)
+    shown = ((_STOPPED_NOTE, leftovers), (_ESCAPED_NOTE, escaped), (limit, limit is not None))
+    notes = "".join(f"{note}\n" for note, show in shown if show)
     return f"{text}\n{notes}{_exit_status(proc.returncode)}"
 
 
