@@ -514,6 +514,14 @@ class AgentEngine:
             emit(ApprovalDecided(call=call, approved=approved, feedback=feedback, by_person=by_person, agent=self.agent))
             if not approved:
                 return ToolOutcome(denial_result(answer if isinstance(answer, Denied) else None), True)
+        # the person approved it, or a hook vouched for its protected writes (the checkpoints keep those)
+        vouched = isinstance(decision, Ask) or decision.vouched
+        return await self.hooks.around_tool(call, ctx, lambda: self._invoke(call, ctx, context), vouched=vouched)
+
+    async def _invoke(self, call: ToolCall, ctx: ToolContext, context: RunContext) -> ToolOutcome:
+        """Run the call within its timeout (none for a long-running tool)."""
+        tool = ctx.tool
+        assert tool is not None
         if tool.long_running:
             return await invoke(tool, call, ctx)
         deadline = context.limits.tool_timeout

@@ -36,7 +36,7 @@ from ..providers.factory import parse_model
 from ..providers.options import ProviderOptions, ReplayPace, check_pace
 from ..settings import ApprovalPolicy, RunSettings
 from ..subagents import BackgroundApprovals
-from ..sandbox import SANDBOX_MODES, Sandbox
+from ..sandbox import DEFAULT_MAX_FILE_MB, SANDBOX_MODES, Sandbox
 
 
 # The settings whose default comes from the environment, and from which variable.
@@ -71,6 +71,7 @@ _NUMBER_RULES: dict[str, tuple[Callable[[float], bool], str]] = {
     "context_window": (lambda n: n >= 0, "0 (the model's own window) or more tokens"),
     "compact_threshold": (lambda n: 0 < n <= 1, "a fraction of the window above 0 and at most 1 (e.g. 0.8)"),
     "mcp_start_timeout": (lambda n: n > 0, "more than 0 seconds"),
+    "checkpoint_max_mb": (lambda n: n > 0, "more than 0 MB"),
 }
 
 
@@ -234,6 +235,18 @@ class HarnessNB(Configurable):
     ).tag(config=True)
     mcp_start_timeout = Float(
         30.0, help="Seconds an MCP server may take to start (spawn or connect, handshake, tool list)."
+    ).tag(config=True)
+
+    checkpoints = Bool(
+        True,
+        help="Checkpoint the workdir before every tool call that can change files (a shadow git repository "
+        "under ~/.harness_nb/checkpoints): each call's effects show under its line with an undo button, "
+        "%agent --rewind goes back, and a change to a path only you may change that you did not approve is "
+        "reverted at once. Kernel state is not covered.",
+    ).tag(config=True)
+    checkpoint_max_mb = Float(
+        DEFAULT_MAX_FILE_MB,
+        help="Files larger than this (MB) are recorded by size and time only: a rewind cannot bring them back.",
     ).tag(config=True)
 
     tool_names: Callable[[], list[str]] | None = None

@@ -6,6 +6,10 @@ and the list of paths only the person may change.
   every command gets).
 - ``protected.py``: ``protection(rel)``, the one list of protected paths that the
   permission hook, the sandbox and the checkpoints all consult.
+- ``checkpoint.py``: ``Checkpoints``, the workdir checkpointed around every call that can
+  change files, what each call did, rewind and undo; built on ``snapshot.py`` (the bounded
+  walk), ``effects.py`` (what changed, in words), ``restore.py`` (putting paths back
+  without following symlinks) and ``gitstore.py`` (the shadow git repository).
 
 May import ``core`` only (and the standard library): tools, the engine and everything
 above build on it.
@@ -23,10 +27,15 @@ from .bubblewrap import (
     default_sandbox,
     dotenv_files,
 )
+from .checkpoint import DEFAULT_MAX_FILE_MB, CallEffects, Checkpoint, Checkpoints, Rewind
 from .protected import HARNESS_STATE, PROTECTED_FOLDERS, Protection, protection
 
 __all__ = [
     "CREDENTIAL_PATHS",
+    "DEFAULT_MAX_FILE_MB",
+    "CallEffects",
+    "Checkpoint",
+    "Checkpoints",
     "DOTENV_MAX_ENTRIES",
     "HARNESS_STATE",
     "INSTALL_HINT",
@@ -34,6 +43,7 @@ __all__ = [
     "SANDBOX_MODES",
     "Plan",
     "Protection",
+    "Rewind",
     "Sandbox",
     "SandboxMode",
     "command_environment",

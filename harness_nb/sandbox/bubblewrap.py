@@ -92,6 +92,8 @@ CREDENTIAL_PATHS: tuple[str, ...] = (
     ".ipython",
     # kernel connection files: their HMAC key lets a process drive the kernel
     ".local/share/jupyter/runtime",
+    # the workdirs' checkpoints: copies of every file, hidden .env files among them
+    ".harness_nb/checkpoints",
 )
 
 # `.env`, `.env.local`, `.env.production`, `.envrc` (direnv)
