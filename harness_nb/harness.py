@@ -761,13 +761,15 @@ class Harness:
         return mapped
 
     async def aclose(self) -> None:
-        """Cancel background tasks, stop the MCP servers, close the providers' connections
-        and the transcript."""
+        """Cancel background tasks, stop the MCP servers, close the providers' connections,
+        the checkpoints' watch and the transcript."""
         if self.teams is not None:
             await self.teams.aclose()
         await self.tracker.aclose()
         await self.mcp.aclose()
         await self.models.aclose()
+        if self.checkpointer is not None:
+            await run_blocking(self.checkpointer.close)
         self.session.close()
 
     async def __aenter__(self) -> Harness:

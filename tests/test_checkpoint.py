@@ -16,6 +16,7 @@ from harness_nb.sandbox.checkpoint import Checkpoints, store_folder
 from harness_nb.sandbox.effects import diff, shown_path
 from harness_nb.sandbox.gitstore import GitStore
 from harness_nb.sandbox.snapshot import Snapshotter
+from harness_nb.sandbox.watch import FolderWatch
 from checkpoint_support import git, plant_data, state
 
 
@@ -311,3 +312,37 @@ def test_names_with_control_characters_reach_the_model_escaped(workdir, private_
     found = call(cps, lambda: (workdir / name).write_text("x"))
     assert "\x1b" not in found.for_model() and "\u202e" not in found.for_model()
     assert shown_path(name) in found.for_model() and "\\x1b[2J\\u202e" in shown_path(name)
+
+
+def test_the_folder_watch_sees_writes_anywhere_it_walked_and_not_reads(workdir, private_home):
+    (workdir / "src" / "pkg").mkdir(parents=True)
+    (workdir / "src" / "pkg" / "m.py").write_text("x = 1\n")
+    store = GitStore(private_home / "store")
+    store.init()
+    watch = FolderWatch()
+    snap = Snapshotter(workdir, store, max_file_bytes=1 << 20, watch=watch)
+    first = snap.take()
+    assert not watch.changed(), "nothing happened since the walk"
+    (workdir / "src" / "pkg" / "m.py").read_text()
+    assert not watch.changed(), "reading changes nothing"
+    with open(workdir / "src" / "pkg" / "m.py", "a") as fh:
+        fh.write("y = 2\n")
+    assert watch.changed() and not watch.changed(), "a write deep down is seen, once"
+    snap.take(first)
+    (workdir / "src" / "new").mkdir()
+    assert watch.changed()
+    os.chmod(workdir / "src" / "pkg" / "m.py", 0o600)
+    assert watch.changed()
+    watch.close()
+    assert watch.changed(), "closed: every snapshot walks"
+
+
+def test_a_change_made_between_calls_is_no_calls_effect(workdir, private_home):
+    cps = checkpoints(workdir, private_home)
+    call(cps, lambda: (workdir / "a.txt").write_text("1"))
+    (workdir / "notes").mkdir()  # the person, between two calls
+    (workdir / "notes" / "today.md").write_text("mine\n")
+    found = call(cps, lambda: (workdir / "b.txt").write_text("2"))
+    assert found.line() == "created b.txt"
+    cps.undo(2)
+    assert (workdir / "notes" / "today.md").read_text() == "mine\n" and not (workdir / "b.txt").exists()

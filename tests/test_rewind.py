@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -233,3 +235,42 @@ def test_the_tools_that_are_checkpointed(tmp_path):
     OPEN.append(h)
     effectful = sorted(t.name for t in h.tool_pool if t.effectful)
     assert effectful == ["bash", "edit_file", "write_file"], json.dumps(effectful)
+
+
+async def test_an_interrupted_call_has_its_protected_writes_reverted_all_the_same(workdir):
+    h, _provider = harness(workdir, [bash("echo '{}' > .mcp.json; echo started > started; sleep 60"), {"text": "-"}])
+    run = asyncio.create_task(h.run("set up"))
+    for _ in range(1500):
+        if (workdir / "started").exists():
+            break
+        await asyncio.sleep(0.02)
+    assert (workdir / ".mcp.json").exists()
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    for _ in range(1500):  # finished on a worker thread, not waited for by the interrupt
+        if not (workdir / ".mcp.json").exists():
+            break
+        await asyncio.sleep(0.02)
+    assert not (workdir / ".mcp.json").exists()
+    assert [c.summary for c in h.checkpoints()] == ["created started"]
+
+
+async def test_the_store_is_hidden_from_sandboxed_commands(workdir, monkeypatch, tmp_path):
+    """It holds a copy of every file, hidden .env files among them; the sandbox hides it as it
+    hides credentials (a home outside /tmp, which the sandbox replaces anyway)."""
+    home = Path(tempfile.mkdtemp(prefix="harness-checkpoint-home-", dir="/var/tmp"))
+    monkeypatch.setenv("HOME", str(home))
+    try:
+        (workdir / ".env").write_text("API_TOKEN=hunter2-secret\n")
+        look = "ls -A ~/.harness_nb/checkpoints | wc -l; cat ~/.harness_nb/checkpoints/*/workdir"
+        h, provider = harness(workdir, [bash("echo x > a.txt"), bash(look), {"text": "done"}])
+        await h.run("look around")
+        store = h.checkpointer.folder if h.checkpointer is not None else None
+        assert store is not None and (store / "workdir").exists() and store.is_relative_to(home)
+        _wrote, looked = results(provider)
+        assert looked.startswith("0\n") and "No such file or directory" in looked, looked
+    finally:
+        while OPEN:
+            await OPEN.pop().aclose()
+        shutil.rmtree(home, ignore_errors=True)

@@ -12,6 +12,10 @@ git never tracks what is inside a ``.git`` folder (whose config and hooks must b
 cannot leave out files by size, and follows no rule about symlinks that this harness could
 rely on (``snapshot`` never follows one).
 
+A snapshot walks the whole workdir (a stat walk: files are read only when they changed);
+the one before a call is skipped when inotify saw nothing change since the last one
+(``watch.py``), so an unchanged tree costs one walk per call.
+
 Calls may overlap (parallel tool calls, subagents, background tasks, teammates):
 snapshots are serialized by a lock, calls are not. While another call ran at the same
 time, a call's effects may include the other's; its effects say so.
@@ -38,29 +42,25 @@ as a shallow clone's).
 from __future__ import annotations
 
 import contextlib
-import difflib
 import fcntl
 import hashlib
-import json
 import logging
 import os
 import re
 import threading
-import time
-import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..core.error import HarnessError
-from ..core.secret import SECRETS
-from ..core.usage import plural
 from .effects import Change, Effects, diff, reverted_for_model, reverted_for_person, shown_path
-from .gitstore import GitStore, StoreError, TreeItem
-from .protected import CREDENTIALS, protection
-from .restore import Restored, Restorer
+from .gitstore import GitStore, StoreError
+from .history import Checkpoint, History
+from .protected import protection
+from .restore import Restorer
+from .rewind import Rewind, rewind_diff
 from .snapshot import Entry, Manifest, Snapshotter
+from .watch import FolderWatch
 
 __all__ = [
     "DEFAULT_MAX_FILE_MB",
@@ -71,6 +71,7 @@ __all__ = [
     "Rewind",
     "Watch",
     "store_folder",
+    "without_effects",
 ]
 
 log = logging.getLogger("harness_nb.checkpoints")
@@ -80,14 +81,7 @@ DEFAULT_MAX_FILE_MB = 50.0
 setting's default)."""
 KEEP = 100
 """Checkpoints kept per workdir; older ones are dropped, a fifth of that many at a time."""
-DIFF_LINES = 400
-"""Most lines of the diff a rewind shows first."""
-DIFF_FILE_LINES = 80
-DIFF_MAX_BYTES = 256 * 1024  # files larger than this are compared by size only in the diff
 STORE_HOME = Path(".harness_nb") / "checkpoints"
-# what going back does to a path, in the words of a rewind's summary (about to, or done)
-_TO_DO = {"created": "brings back", "changed": "restores", "deleted": "removes"}
-_DONE = {"created": "brought back", "changed": "restored", "deleted": "removed"}
 
 
 def store_folder(workdir: Path, home: Path) -> Path:
@@ -97,54 +91,6 @@ def store_folder(workdir: Path, home: Path) -> Path:
     key = hashlib.sha256(os.fsencode(real)).hexdigest()[:16]
     name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(real))[:40].strip(".") or "root"
     return home / STORE_HOME / f"{name}-{key}"
-
-
-@dataclass(frozen=True)
-class Checkpoint:
-    """One checkpoint: the workdir as it was before call ``call_id`` (``tool``, by
-    ``agent``) at ``time``, kept as ``commit``; ``summary``: what the call then did."""
-
-    number: int
-    commit: str
-    call_id: str
-    tool: str
-    agent: str
-    time: float
-    summary: str
-    overlapped: tuple[str, ...] = ()
-    partial: str = ""
-
-    def describe(self) -> str:
-        """``#3 · 14:02:11 · bash (main) · deleted data/ (3 files)``."""
-        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.time))
-        return f"#{self.number} · {when} · {self.tool} ({self.agent}) · {self.summary}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "number": self.number,
-            "commit": self.commit,
-            "call_id": self.call_id,
-            "tool": self.tool,
-            "agent": self.agent,
-            "time": self.time,
-            "summary": self.summary,
-            "overlapped": list(self.overlapped),
-            "partial": self.partial,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Checkpoint:
-        return cls(
-            int(data["number"]),
-            str(data["commit"]),
-            str(data["call_id"]),
-            str(data["tool"]),
-            str(data["agent"]),
-            float(data["time"]),
-            str(data["summary"]),
-            tuple(map(str, data.get("overlapped", ()))),
-            str(data.get("partial", "")),
-        )
 
 
 @dataclass
@@ -206,52 +152,16 @@ class CallEffects:
         return self.effects.lost(self.cap_mb)
 
 
-@dataclass
-class Rewind:
-    """What a rewind or an undo does (``dry_run``: would do) to bring back ``checkpoint``:
-    the ``changes`` from now to then, ``conflicts`` it leaves alone (an undo: paths changed
-    again since the call), a bounded unified ``diff``, and, once done, what was
-    ``applied`` and the checkpoint ``recorded`` first (which undoes it)."""
+_NOTES = ("[effects: ", "[reverted: ", "[checkpoints: ")
 
-    kind: str
-    checkpoint: Checkpoint
-    changes: list[Change]
-    diff: str = ""
-    conflicts: list[str] = field(default_factory=list)
-    applied: Restored | None = None
-    recorded: Checkpoint | None = None
 
-    @property
-    def done(self) -> bool:
-        return self.applied is not None
-
-    def summary(self) -> str:
-        """One line: ``rewound to #3 (before bash by main): brought back data/ (3 files) ·
-        removed out.csv``."""
-        what = Effects(tuple(self.changes)).line(_DONE if self.done else _TO_DO)
-        head = (
-            f"{'rewound' if self.done else 'rewinds'} the workdir to checkpoint #{self.checkpoint.number} "
-            f"(before {self.checkpoint.tool} by {self.checkpoint.agent})"
-            if self.kind == "rewind"
-            else f"{'undid' if self.done else 'undoes'} checkpoint #{self.checkpoint.number} "
-            f"({self.checkpoint.tool} by {self.checkpoint.agent})"
-        )
-        parts = [f"{head}: {what or 'nothing to change'}"]
-        if self.conflicts:
-            parts.append(f"left alone, changed again since: {', '.join(map(shown_path, self.conflicts[:8]))}")
-        failed = self.applied.failed if self.applied is not None else []
-        lost = [c.path for c in self.changes if c.after is not None and not c.after.kept]
-        not_back = [f"{shown_path(p)} ({why})" for p, why in failed] if self.done else [
-            f"{shown_path(p)} (its content was not kept)" for p in lost
-        ]
-        if not_back:
-            parts.append(f"not restored: {', '.join(not_back[:8])}")
-        if self.recorded is not None:
-            parts.append(f"checkpoint #{self.recorded.number} undoes this")
-        return "; ".join(parts)
-
-    def __str__(self) -> str:
-        return f"{self.summary()}\n\n{self.diff}".strip()
+def without_effects(result: str) -> str:
+    """A tool result without the lines ``CallEffects.for_model`` appended (a view shows
+    them as a line of its own)."""
+    head, _, notes = result.rpartition("\n\n")
+    if not notes or not all(line.startswith(_NOTES) for line in notes.splitlines()):
+        return result
+    return head
 
 
 class Checkpoints:
@@ -279,8 +189,8 @@ class Checkpoints:
         self.folder = store_folder(self.workdir, home if home is not None else Path.home())
         self.max_file_mb = float(max_file_mb)
         self.folders = tuple(folders)
-        self.keep = keep
         self.store = GitStore(self.folder)
+        self.history = History(self.store, keep=keep)
         self._skip = [self.folder.parent, *skip]
         self._lock = threading.RLock()
         self._active: dict[int, Watch] = {}
@@ -288,6 +198,7 @@ class Checkpoints:
         self._last: Manifest | None = None  # the newest snapshot: which files need reading
         self._ready = False
         self._held = False
+        self._watch: FolderWatch | None = None
 
     @property
     def max_file_bytes(self) -> int:
@@ -304,7 +215,10 @@ class Checkpoints:
         ``vouched``: the person approved the call, or the permission hook let it change
         protected paths (see the module doc)."""
         with self._locked():
-            before = self._snapshot()
+            # nothing changed since the last snapshot (inotify says so): it is the state
+            # before this call, and the call costs one walk, after it
+            quiet = self._last is not None and self._watch is not None and not self._watch.changed()
+            before = self._last if quiet and self._last is not None else self._snapshot()
             self._serial += 1
             watch = Watch(self._serial, call_id, tool, agent, vouched, before.copy())
             for other in self._active.values():
@@ -369,7 +283,7 @@ class Checkpoints:
     def kept(self) -> list[Checkpoint]:
         """Every checkpoint kept, oldest first."""
         with self._locked(create=False):
-            return self._index()
+            return self.history.kept()
 
     def get(self, checkpoint: int | str | None = None) -> Checkpoint:
         """Checkpoint number ``checkpoint`` (or its commit id, or a prefix of it); the latest
@@ -394,7 +308,7 @@ class Checkpoints:
         ``None``); with ``dry_run``, only say what that would do."""
         with self._locked():
             point = self.get(checkpoint)
-            then = self._detail(point.number)[0]
+            then = self.history.detail(point.number)[0]
             now = self._snapshot()
             plan: dict[str, Entry | None] = {}
             for rel in then.entries.keys() | now.entries.keys():
@@ -410,7 +324,7 @@ class Checkpoints:
         still as that call left it; the others are ``conflicts``."""
         with self._locked():
             point = self.get(checkpoint)
-            _, changes = self._detail(point.number)
+            _, changes = self.history.detail(point.number)
             now = self._snapshot()
             plan: dict[str, Entry | None] = {}
             conflicts = []
@@ -435,7 +349,7 @@ class Checkpoints:
         dry_run: bool,
     ) -> Rewind:
         changes = [Change(rel, now.entries.get(rel), plan[rel]) for rel in sorted(plan)]
-        report = Rewind(kind, point, changes, self._diff(changes), conflicts)
+        report = Rewind(kind, point, changes, rewind_diff(changes, self.store), conflicts)
         if dry_run or not plan:
             return report
         self._serial += 1
@@ -444,49 +358,6 @@ class Checkpoints:
         report.applied = self._restorer().apply(plan, now.entries)
         self._settle(plan)
         return report
-
-    def _diff(self, changes: list[Change]) -> str:
-        """A unified diff from now to then, bounded (``DIFF_LINES``, ``DIFF_FILE_LINES`` per
-        file); credentials files are named, never shown; secrets are masked."""
-        lines: list[str] = []
-        for change in changes:
-            if len(lines) >= DIFF_LINES:
-                lines.append(f"… and more: {plural(len(changes), 'path')} in all")
-                break
-            lines += self._file_diff(change)
-        return SECRETS.scrub("\n".join(lines))
-
-    def _file_diff(self, change: Change) -> list[str]:
-        now, then = change.before, change.after
-        name = shown_path(change.path)
-        kinds = {e.kind for e in (now, then) if e is not None}
-        if kinds - {"file"}:
-            return [f"{_TO_DO[change.verb]} {name} ({' → '.join(e.kind for e in (now, then) if e is not None)})"]
-        if protection(change.path) is CREDENTIALS:
-            return [f"--- {name} (a credentials file: its content is not shown)"]
-        texts = [self._text(e) for e in (now, then)]
-        if any(t is None for t in texts):
-            sizes = " → ".join(f"{e.size:,} bytes" if e is not None else "none" for e in (now, then))
-            return [f"Binary file {name} differs ({sizes})"]
-        old, new = (t or "" for t in texts)
-        was, will = (f"a/{name}" if now else "/dev/null"), (f"b/{name}" if then else "/dev/null")
-        body = list(difflib.unified_diff(old.splitlines(), new.splitlines(), was, will, lineterm=""))
-        if len(body) > DIFF_FILE_LINES:
-            body = [*body[:DIFF_FILE_LINES], f"… {len(body) - DIFF_FILE_LINES} more lines of {name}"]
-        return body
-
-    def _text(self, entry: Entry | None) -> str | None:
-        if entry is None:
-            return ""
-        if entry.blob is None or entry.size > DIFF_MAX_BYTES:
-            return None
-        data = self.store.read_blob(entry.blob)
-        if b"\0" in data[:8192]:
-            return None
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError:
-            return None
 
     # ------------------------------------------------------------------ the store
     @contextlib.contextmanager
@@ -517,166 +388,61 @@ class Checkpoints:
             raise StoreError(f"{self.folder} keeps another folder's checkpoints ({named.read_text()[:200]!r})")
         named.write_text(f"{self.workdir}\n")
         self.store.init()
-        (self.folder / "harness").mkdir(exist_ok=True)
-        self._last = self._load_last()
+        self.history.open()
+        self._last = self.history.load_last()
+        self._watch = FolderWatch()
         self._ready = True
+
+    def close(self) -> None:
+        """Stop watching the workdir (the store stays; a later call opens it again)."""
+        with self._lock:
+            if self._watch is not None:
+                self._watch.close()
+                self._watch = None
+            if self._ready and self._last is not None:
+                try:
+                    self.history.save_last(self._last, now=True)
+                except OSError as exc:  # a lost cache only costs reading the files again
+                    log.warning("the newest snapshot of %s could not be saved: %s", self.workdir, exc)
+            self._ready = False
 
     def _snapshot(self) -> Manifest:
         snapshotter = Snapshotter(
-            self.workdir, self.store, max_file_bytes=self.max_file_bytes, skip=self._skip, folders=self.folders
+            self.workdir,
+            self.store,
+            max_file_bytes=self.max_file_bytes,
+            skip=self._skip,
+            folders=self.folders,
+            watch=self._watch,
         )
         manifest = snapshotter.take(self._last)
         if manifest.read:
-            _write(self.folder / "harness" / "last", _pack(manifest.to_json()))
+            self.history.save_last(manifest)
         self._last = manifest
-        return manifest
-
-    def _load_last(self) -> Manifest | None:
-        """The newest snapshot of an earlier session, so that a new kernel reads only the
-        files changed since; an entry whose content is no longer in the store is dropped
-        (read again)."""
-        try:
-            manifest = Manifest.from_json(_unpack((self.folder / "harness" / "last").read_bytes()))
-        except (OSError, ValueError, KeyError, TypeError, zlib.error):
-            return None
-        manifest.entries = {rel: e for rel, e in manifest.entries.items() if e.blob is None or self.store.has(e.blob)}
         return manifest
 
     def _restorer(self) -> Restorer:
         return Restorer(self.workdir, self.store)
 
-    def _index(self) -> list[Checkpoint]:
-        path = self.folder / "harness" / "index.jsonl"
-        found = []
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except FileNotFoundError:
-            return []
-        for line in lines:
-            try:
-                found.append(Checkpoint.from_json(json.loads(line)))
-            except (ValueError, KeyError, TypeError):
-                log.warning("checkpoints of %s: a damaged line of %s was skipped", self.workdir, path)
-        return found
-
-    def _detail(self, number: int) -> tuple[Manifest, list[Change]]:
-        """The manifest of checkpoint ``number`` and the changes its call made."""
-        try:
-            data = _unpack((self.folder / "harness" / f"{number}.json.z").read_bytes())
-            changes = [
-                Change(str(rel), None if b is None else Entry.from_json(b), None if a is None else Entry.from_json(a))
-                for rel, b, a in data["changes"]
-            ]
-            return Manifest.from_json(data["manifest"]), changes
-        except (OSError, ValueError, KeyError, TypeError, zlib.error) as exc:
-            raise HarnessError(f"checkpoint #{number} cannot be read ({exc}); pick another (checkpoints())") from None
-
     def _record(self, watch: Watch, effects: Effects) -> Checkpoint:
-        """Make ``watch.before`` a checkpoint of the call, whose effects were ``effects``."""
-        index = self._index()
-        number = index[-1].number + 1 if index else 1
-        summary = effects.line()
-        when = time.time()
-        message = f"#{number} before {watch.tool} by {watch.agent} (call {watch.call_id})\n\nthen: {summary}"
-        commit = self.store.write_commit(self._tree(watch.before), self.store.head(), message, int(when))
-        self.store.set_head(commit)
-        detail = {
-            "manifest": watch.before.to_json(),
-            "changes": [[c.path, _row(c.before), _row(c.after)] for c in effects.changes],
-        }
-        _write(self.folder / "harness" / f"{number}.json.z", _pack(detail))
-        point = Checkpoint(
-            number,
-            commit,
-            watch.call_id,
-            watch.tool,
-            watch.agent,
-            when,
-            summary,
-            tuple(watch.overlapped),
-            effects.partial,
+        """Make ``watch.before`` a checkpoint of the call, whose effects were ``effects``;
+        drop the oldest when there are too many."""
+        point = self.history.record(
+            watch.before,
+            effects.changes,
+            call_id=watch.call_id,
+            tool=watch.tool,
+            agent=watch.agent,
+            summary=effects.line(),
+            overlapped=tuple(watch.overlapped),
+            partial=effects.partial,
         )
-        with open(self.folder / "harness" / "index.jsonl", "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(point.to_json(), ensure_ascii=True) + "\n")
-        if len(index) + 1 > self.keep + self.keep // 5:
-            self._prune([*index, point])
+        live = [m for m in (self._last, *(w.before for w in self._active.values())) if m is not None]
+        self.history.prune(live)
         return point
-
-    def _tree(self, manifest: Manifest) -> str:
-        """Store the git tree of ``manifest``'s files and symlinks (folders come from their
-        paths; what git cannot hold — empty folders, special files, content not kept — is
-        in the manifest alone)."""
-        children: dict[str, list[TreeItem]] = {}
-        folders: set[str] = set()
-        for rel, entry in manifest.entries.items():
-            if entry.blob is None or entry.kind not in ("file", "symlink"):
-                continue
-            parent, _, name = rel.rpartition("/")
-            mode = "120000" if entry.kind == "symlink" else "100755" if entry.mode & 0o111 else "100644"
-            children.setdefault(parent, []).append((mode, os.fsencode(name), entry.blob))
-            while parent:
-                folders.add(parent)
-                parent = parent.rpartition("/")[0]
-        for folder in sorted(folders, key=lambda f: -f.count("/")):
-            parent, _, name = folder.rpartition("/")
-            tree = self.store.write_tree(children.pop(folder, []))
-            children.setdefault(parent, []).append(("40000", os.fsencode(name), tree))
-        return self.store.write_tree(children.get("", []))
-
-    def _prune(self, index: list[Checkpoint]) -> None:
-        """Drop all but the newest ``keep`` checkpoints and the objects only they used."""
-        kept = index[-self.keep :]
-        for old in index[: -self.keep]:
-            (self.folder / "harness" / f"{old.number}.json.z").unlink(missing_ok=True)
-        _write(self.folder / "harness" / "index.jsonl", "".join(json.dumps(c.to_json()) + "\n" for c in kept).encode())
-        self.store.set_shallow([kept[0].commit])
-        live: set[str] = set()
-        for point in kept:
-            live.add(point.commit)
-            self._mark(self.store.commit_tree(point.commit), live)
-            manifest, changes = self._detail(point.number)
-            live.update(e.blob for e in manifest.entries.values() if e.blob)
-            live.update(e.blob for c in changes for e in (c.before, c.after) if e is not None and e.blob)
-        for snapshot in [self._last, *(w.before for w in self._active.values())]:
-            if snapshot is not None:
-                live.update(e.blob for e in snapshot.entries.values() if e.blob)
-        for oid in list(self.store.objects()):
-            if oid not in live:
-                self.store.remove(oid)
-
-    def _mark(self, tree: str, live: set[str]) -> None:
-        if tree in live:
-            return
-        live.add(tree)
-        for mode, _name, oid in self.store.read_tree(tree):
-            if mode == "40000":
-                self._mark(oid, live)
-            else:
-                live.add(oid)
 
 
 def _matches(current: Entry | None, expected: Entry | None) -> bool:
     if current is None or expected is None:
         return current is None and expected is None
     return current.same(expected)
-
-
-def _row(entry: Entry | None) -> list[object] | None:
-    return None if entry is None else entry.to_json()
-
-
-def _pack(data: dict[str, Any]) -> bytes:
-    return zlib.compress(json.dumps(data, separators=(",", ":"), ensure_ascii=True).encode(), 1)
-
-
-def _unpack(raw: bytes) -> dict[str, Any]:
-    data = json.loads(zlib.decompress(raw))
-    if not isinstance(data, dict):
-        raise ValueError("not a JSON object")
-    return data
-
-
-def _write(path: Path, data: bytes) -> None:
-    temp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
-    temp.write_bytes(data)
-    os.replace(temp, path)

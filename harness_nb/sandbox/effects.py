@@ -53,7 +53,7 @@ def diff(before: Manifest, after: Manifest) -> list[Change]:
     found = [
         Change(rel, old, after.entries.get(rel))
         for rel, old in before.entries.items()
-        if (new := after.entries.get(rel)) is None or not old.same(new)
+        if (new := after.entries.get(rel)) is not old and (new is None or not old.same(new))
     ]
     found += [Change(rel, None, new) for rel, new in after.entries.items() if rel not in before.entries]
     return sorted((c for c in found if before.covers(c.path) and after.covers(c.path)), key=lambda c: c.path)

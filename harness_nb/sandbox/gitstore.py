@@ -20,10 +20,12 @@ change, and git reads any level.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import itertools
 import os
 import re
-import tempfile
+import threading
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -34,6 +36,7 @@ BRANCH = "refs/heads/checkpoints"
 _HEX = re.compile(r"^[0-9a-f]{40}$")
 _CONFIG = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = true\n"
 _IDENTITY = b"harness_nb <harness_nb@localhost>"
+_TEMP_NAMES = itertools.count()
 
 TreeItem = tuple[str, bytes, str]
 """One tree entry: git mode (``100644``, ``100755``, ``120000``, ``40000``), name, id."""
@@ -49,6 +52,7 @@ class GitStore:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._known: set[str] = set()  # ids known to exist: saves a stat per object
+        self._fanout: set[str] = set()  # objects/xx folders known to exist
 
     # ------------------------------------------------------------------ layout
     def init(self) -> None:
@@ -86,7 +90,9 @@ class GitStore:
         if self.has(oid):
             return oid
         path = self._path(oid)
-        path.parent.mkdir(exist_ok=True)
+        if oid[:2] not in self._fanout:
+            path.parent.mkdir(exist_ok=True)
+            self._fanout.add(oid[:2])
         compressor = zlib.compressobj(1)
         data = compressor.compress(header) + compressor.compress(body) + compressor.flush()
         _write_atomic(path, data, mode=0o444)
@@ -194,15 +200,15 @@ class GitStore:
 
 
 def _write_atomic(path: Path, data: bytes, *, mode: int = 0o644) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    """Write ``data`` to a new file beside ``path`` (its final mode from the start), then
+    rename it into place: a reader sees the whole file or none."""
+    temp = path.with_name(f".tmp-{os.getpid()}-{threading.get_ident()}-{next(_TEMP_NAMES)}")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
+        os.replace(temp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
         raise

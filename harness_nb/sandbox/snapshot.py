@@ -27,6 +27,7 @@ every ``.git`` folder everything but the files that run programs (``protection``
 ``.git`` folder or file anywhere is still seen. A walk past ``max_entries`` entries or
 ``max_depth`` folders deep stops there: the manifest is ``partial`` and names the folders
 it did not finish (``incomplete``), so that a diff never calls their contents deleted.
+Given a ``FolderWatch``, the walk watches every folder it enters (``watch.py``).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from typing import Any
 from ..core.fs import file_kind
 from .gitstore import GitStore
 from .protected import HARNESS_STATE, protection
+from .watch import FolderWatch
 
 __all__ = [
     "CACHE_DIRS",
@@ -55,9 +57,10 @@ __all__ = [
 ]
 
 CACHE_DIRS = frozenset(
-    {"__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", "node_modules", ".ipynb_checkpoints"}
+    {"__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", "node_modules", ".ipynb_checkpoints", ".cache"}
 )
-"""Folders anywhere in the tree that tools regenerate: never walked, never restored."""
+"""Folders anywhere in the tree that tools regenerate (``.cache``: the XDG cache of a home
+folder inside the workdir): never walked, never restored."""
 MAX_ENTRIES = 200_000
 """Most entries one snapshot records; past it the snapshot is partial."""
 MAX_DEPTH = 64
@@ -67,6 +70,13 @@ SNAPSHOT_BUDGET = 2 << 30
 RACY_NS = 1_000_000_000
 """Entries changed this close to the previous snapshot are read again (see the module doc)."""
 
+_FILE_TYPES = {
+    "file": stat.S_IFREG,
+    "symlink": stat.S_IFLNK,
+    "folder": stat.S_IFDIR,
+    "named pipe": stat.S_IFIFO,
+    "socket": stat.S_IFSOCK,
+}
 # Inside a .git folder: what git itself rewrites all the time and never runs.
 _GIT_BULK = frozenset({"objects", "refs", "logs", "lfs", "rr-cache", "index", "packed-refs"})
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -87,9 +97,12 @@ class Entry:
     ctime_ns: int
     ino: int
     blob: str | None = None
+    stamp: tuple[int, int, int, int, int] = field(init=False, repr=False, compare=False)
+    """What ``lstat`` said, as compared in the walk: (st_mode, size, mtime, ctime, inode)."""
 
-    def signature(self) -> tuple[str, int, int, int, int, int]:
-        return (self.kind, self.mode, self.size, self.mtime_ns, self.ctime_ns, self.ino)
+    def __post_init__(self) -> None:
+        mode = _FILE_TYPES.get(self.kind, 0) | self.mode
+        object.__setattr__(self, "stamp", (mode, self.size, self.mtime_ns, self.ctime_ns, self.ino))
 
     @property
     def kept(self) -> bool:
@@ -177,6 +190,7 @@ class Snapshotter:
         max_depth: int = MAX_DEPTH,
         budget: int = SNAPSHOT_BUDGET,
         racy_ns: int = RACY_NS,
+        watch: FolderWatch | None = None,
     ) -> None:
         self.workdir = workdir
         self.store = store
@@ -187,13 +201,18 @@ class Snapshotter:
         self.max_depth = max_depth
         self.budget = budget
         self.racy_ns = racy_ns
+        self.watch = watch
 
     def take(self, previous: Manifest | None = None) -> Manifest:
         """A snapshot of the workdir now, storing the content of every file whose
         signature differs from ``previous``'s. Blocking: run it on a worker thread."""
         walk = _Walk(self, previous)
+        if self.watch is not None:
+            self.watch.start_walk()
         root = os.open(self.workdir, _DIR_FLAGS)
         try:
+            if self.watch is not None:
+                self.watch.add(root)
             walk.folder(root, "", 0, in_git=False)
         finally:
             os.close(root)
@@ -235,27 +254,38 @@ class _Walk:
         except OSError:
             self.stop(prefix, f"{prefix or 'the workdir'} could not be read")
             return
+        # the loop every snapshot runs over every entry: kept lean (locals, no calls for
+        # an entry whose stamp is known and settled)
+        entries, previous, trusted, limit = self.entries, self.previous, self.trusted_before, self.owner.max_entries
+        state_folder = prefix == ".harness_nb/"
         for item in items:
-            if len(self.entries) >= self.owner.max_entries:
-                self.stop(prefix, f"the workdir has more than {self.owner.max_entries:,} entries")
+            if len(entries) >= limit:
+                self.stop(prefix, f"the workdir has more than {limit:,} entries")
                 return
             name = item.name
-            rel = prefix + name
-            if self._left_out(prefix, name):
+            if name in CACHE_DIRS or (state_folder and name in HARNESS_STATE):
                 continue
             try:
                 st = item.stat(follow_symlinks=False)
             except OSError:
                 continue  # gone since it was listed
+            rel = prefix + name
             if stat.S_ISDIR(st.st_mode):
                 self._folder(fd, rel, name, st, depth, in_git=in_git)
-            elif not in_git or protection(rel, folders=self.owner.folders) is not None:
-                self.entries[rel] = self._entry(fd, rel, name, st)
-
-    def _left_out(self, prefix: str, name: str) -> bool:
-        if name in CACHE_DIRS:
-            return True
-        return prefix == ".harness_nb/" and name in HARNESS_STATE
+                continue
+            if in_git and protection(rel, folders=self.owner.folders) is None:
+                continue
+            known = previous.get(rel)
+            if (
+                known is not None
+                and known.stamp == (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+                and known.mtime_ns < trusted
+                and known.ctime_ns < trusted
+                and (known.blob is not None or known.size > self.owner.max_file_bytes)
+            ):
+                entries[rel] = known
+            else:
+                entries[rel] = self._entry(fd, name, st)
 
     def _folder(self, fd: int, rel: str, name: str, st: os.stat_result, depth: int, *, in_git: bool) -> None:
         if (st.st_dev, st.st_ino) in self.skipped or (in_git and name in _GIT_BULK):
@@ -275,25 +305,20 @@ class _Walk:
             git = in_git or name == ".git"
             if not git and _is_virtualenv(child):
                 return
+            if self.owner.watch is not None:
+                self.owner.watch.add(child)
             if not git or protection(rel, folders=self.owner.folders) is not None:
                 self.entries[rel] = Entry("folder", stat.S_IMODE(st.st_mode), 0, 0, 0, st.st_ino)
             self.folder(child, rel + "/", depth + 1, in_git=git)
         finally:
             os.close(child)
 
-    def _entry(self, fd: int, rel: str, name: str, st: os.stat_result) -> Entry:
+    def _entry(self, fd: int, name: str, st: os.stat_result) -> Entry:
+        """The entry of ``name``, its content read and stored (its stamp was not known)."""
         kind = file_kind(st.st_mode)
         entry = Entry(kind, stat.S_IMODE(st.st_mode), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
         if kind not in ("file", "symlink"):
             return entry
-        known = self.previous.get(rel)
-        if (
-            known is not None
-            and known.signature() == entry.signature()
-            and max(known.mtime_ns, known.ctime_ns) < self.trusted_before
-            and (known.blob is not None or known.size > self.owner.max_file_bytes)
-        ):
-            return known
         self.read += 1
         if kind == "symlink":
             try:
