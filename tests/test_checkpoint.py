@@ -346,3 +346,15 @@ def test_a_change_made_between_calls_is_no_calls_effect(workdir, private_home):
     assert found.line() == "created b.txt"
     cps.undo(2)
     assert (workdir / "notes" / "today.md").read_text() == "mine\n" and not (workdir / "b.txt").exists()
+
+
+def test_a_call_abandoned_before_it_ran_never_counts_as_running_beside_others(workdir, private_home):
+    cps = checkpoints(workdir, private_home)
+    early, late = object(), object()
+    cps.abandon(early)  # the caller was interrupted before the snapshot was done...
+    cps.start("c0", "bash", "main", vouched=False, key=early)
+    cps.start("c1", "bash", "main", vouched=False, key=late)
+    cps.abandon(late)  # ... or once it was
+    found = call(cps, lambda: (workdir / ".mcp.json").write_text("{}"), tool="write_file", vouched=True)
+    assert not found.reverted and found.effects.overlapped == ()
+    assert (workdir / ".mcp.json").exists()

@@ -274,3 +274,29 @@ async def test_the_store_is_hidden_from_sandboxed_commands(workdir, monkeypatch,
         while OPEN:
             await OPEN.pop().aclose()
         shutil.rmtree(home, ignore_errors=True)
+
+
+def test_the_permission_hook_vouches_only_for_protected_writes_the_person_allowed(tmp_path):
+    """What keeps a protected change: a rule the person gave covering that write, their
+    policy "never", a subagent's own memory folder — never a write the hook did not see
+    as protected, nor a rule read from a settings file in the workdir."""
+    from harness_nb.engine import Allow, Ask, PermissionHook, PermissionRules
+    from harness_nb.tools import ToolContext
+    from harness_nb.tools.files import write_file
+
+    def decide(hook: PermissionHook, path: str) -> object:
+        call = ToolCall(id="w", name="write_file", arguments=json.dumps({"path": path, "content": "x"}))
+        return hook.decide(call, ToolContext(workdir=tmp_path, call=call, tool=write_file))
+
+    given = PermissionRules(tmp_path, home=None)
+    given.configure(allow=["Write(.mcp.json)"])
+    assert decide(PermissionHook(rules=given), ".mcp.json") == Allow(vouched=True)
+    assert decide(PermissionHook(rules=given), "notes.txt") == Allow(vouched=False)
+    assert decide(PermissionHook("never"), ".mcp.json") == Allow(vouched=True)
+    memory = tmp_path / ".claude" / "agent-memory" / "x"
+    subagent = PermissionHook().for_subagent(writable=[memory])
+    assert decide(subagent, ".claude/agent-memory/x/MEMORY.md") == Allow(vouched=True)
+    (tmp_path / ".claude").mkdir(exist_ok=True)
+    (tmp_path / ".claude" / "settings.json").write_text('{"permissions": {"allow": ["Write(.mcp.json)"]}}')
+    from_file = PermissionRules(tmp_path, home=None)
+    assert isinstance(decide(PermissionHook(rules=from_file), ".mcp.json"), Ask)

@@ -34,8 +34,12 @@ class CheckpointHook(Hook):
     async def around_tool(self, call: ToolCall, ctx: ToolContext, run: RunTool, *, vouched: bool) -> ToolOutcome:
         if ctx.tool is None or not ctx.tool.effectful or ctx.workdir.resolve() != self.checkpoints.workdir:
             return await run()
+        key = object()
         try:
-            watch = await run_blocking(self.checkpoints.start, call.id, call.name, ctx.agent, vouched=vouched)
+            watch = await run_blocking(self.checkpoints.start, call.id, call.name, ctx.agent, vouched=vouched, key=key)
+        except asyncio.CancelledError:
+            self.checkpoints.abandon(key)  # its snapshot may still finish on its thread
+            raise
         except (OSError, HarnessError) as exc:
             log.warning("no checkpoint before %s: %s", call.brief(60), exc)
             return self._report(call, ctx, await run(), CallEffects(call.name, problem=f"none was taken ({exc})"))

@@ -105,6 +105,7 @@ class Watch:
     vouched: bool
     before: Manifest
     overlapped: dict[str, bool] = field(default_factory=dict)
+    key: object = None
 
     def label(self, beside: Watch | None = None) -> str:
         """How another call names this one: ``bash``, or ``bash of explore`` when it is
@@ -169,9 +170,9 @@ class Checkpoints:
     ``~/.harness_nb`` keeps them (the process's home when ``None``); ``max_file_mb``: the
     size cap; ``folders``: more protected folders (relative paths of agent folders given to
     the harness); ``skip``: folders never snapshot (IPython's, when it lies in the workdir);
-    ``keep``: how many checkpoints are kept.
-    Nothing is written until the first ``start``. Every method blocks: call them on a
-    worker thread (``core.run_blocking``)."""
+    ``keep``: how many checkpoints are kept. Nothing is written until the first ``start``.
+    Every method but ``forget`` and ``abandon`` blocks: call them on a worker thread
+    (``core.run_blocking``)."""
 
     def __init__(
         self,
@@ -193,7 +194,9 @@ class Checkpoints:
         self.history = History(self.store, keep=keep)
         self._skip = [self.folder.parent, *skip]
         self._lock = threading.RLock()
-        self._active: dict[int, Watch] = {}
+        self._active: dict[int, Watch] = {}  # the calls between their snapshots
+        self._abandoned: set[object] = set()
+        self._running = threading.Lock()  # guards those two; never held during a walk
         self._serial = 0
         self._last: Manifest | None = None  # the newest snapshot: which files need reading
         self._ready = False
@@ -210,22 +213,37 @@ class Checkpoints:
             self._skip.append(folder)
 
     # ------------------------------------------------------------------ around a call
-    def start(self, call_id: str, tool: str, agent: str, *, vouched: bool) -> Watch:
+    def start(self, call_id: str, tool: str, agent: str, *, vouched: bool, key: object = None) -> Watch:
         """Snapshot the workdir before a call; the ``Watch`` goes to ``finish``.
         ``vouched``: the person approved the call, or the permission hook let it change
-        protected paths (see the module doc)."""
+        protected paths (see the module doc). ``key``: what ``abandon`` names it by."""
         with self._locked():
             # nothing changed since the last snapshot (inotify says so): it is the state
             # before this call, and the call costs one walk, after it
             quiet = self._last is not None and self._watch is not None and not self._watch.changed()
             before = self._last if quiet and self._last is not None else self._snapshot()
             self._serial += 1
-            watch = Watch(self._serial, call_id, tool, agent, vouched, before.copy())
-            for other in self._active.values():
-                other.overlapped[watch.label(other)] = vouched
-                watch.overlapped[other.label(watch)] = other.vouched
-            self._active[watch.serial] = watch
+            watch = Watch(self._serial, call_id, tool, agent, vouched, before.copy(), key=key)
+            with self._running:
+                if key is not None and key in self._abandoned:
+                    self._abandoned.discard(key)
+                    return watch  # whoever asked is gone: the call never runs
+                for other in self._active.values():
+                    other.overlapped[watch.label(other)] = vouched
+                    watch.overlapped[other.label(watch)] = other.vouched
+                self._active[watch.serial] = watch
             return watch
+
+    def abandon(self, key: object) -> None:
+        """The caller of ``start(key=key)`` was interrupted before it had its watch: the
+        call never runs, so it must not count as running beside others. Never blocks for
+        long (a snapshot under way is not waited for)."""
+        with self._running:
+            found = [serial for serial, watch in self._active.items() if watch.key is key]
+            for serial in found:
+                del self._active[serial]
+            if not found:
+                self._abandoned.add(key)
 
     def finish(self, watch: Watch) -> CallEffects:
         """Snapshot again after the call: its effects, with protected changes it had no
@@ -251,11 +269,17 @@ class Checkpoints:
                     unvouched=tuple(label for label, ok in watch.overlapped.items() if not ok),
                 )
             finally:
-                self._active.pop(watch.serial, None)
+                self.forget(watch)
 
     def forget(self, watch: Watch) -> None:
-        """Stop counting ``watch`` as running (its ``finish`` could not run). Never blocks."""
-        self._active.pop(watch.serial, None)
+        """Stop counting ``watch`` as running (its ``finish`` could not run). Never blocks
+        for long."""
+        with self._running:
+            self._active.pop(watch.serial, None)
+
+    def _running_watches(self) -> list[Watch]:
+        with self._running:
+            return list(self._active.values())
 
     def _revert(self, changes: list[Change], after: Manifest, watch: Watch) -> None:
         targets = {c.path: c.before for c in changes}
@@ -267,7 +291,7 @@ class Checkpoints:
     def _settle(self, targets: dict[str, Entry | None], *, exclude: Watch | None = None) -> None:
         """After the harness itself put ``targets`` back, the calls still running must not
         count that as their effect, and the next snapshot must read those files again."""
-        for other in self._active.values():
+        for other in self._running_watches():
             if other is exclude:
                 continue
             for rel, entry in targets.items():
@@ -437,7 +461,7 @@ class Checkpoints:
             overlapped=tuple(watch.overlapped),
             partial=effects.partial,
         )
-        live = [m for m in (self._last, *(w.before for w in self._active.values())) if m is not None]
+        live = [m for m in (self._last, *(w.before for w in self._running_watches())) if m is not None]
         self.history.prune(live)
         return point
 
