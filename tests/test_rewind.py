@@ -300,3 +300,13 @@ def test_the_permission_hook_vouches_only_for_protected_writes_the_person_allowe
     (tmp_path / ".claude" / "settings.json").write_text('{"permissions": {"allow": ["Write(.mcp.json)"]}}')
     from_file = PermissionRules(tmp_path, home=None)
     assert isinstance(decide(PermissionHook(rules=from_file), ".mcp.json"), Ask)
+
+
+async def test_the_sandboxs_own_mount_point_is_no_calls_effect(tmp_path):
+    """With no transcript yet, the sandbox makes ``.harness_nb`` as a mount point during the
+    first command: that is the harness's doing, not the command's."""
+    provider = ScriptedProvider([bash("echo hi"), {"text": "done"}])
+    h = Harness(provider, workdir=tmp_path, sandbox=bwrap_sandbox(), transcripts=False, include_user_agents=False)
+    OPEN.append(h)
+    await h.run("say hi")
+    assert results(provider) == ["hi\nexit code: 0"]

@@ -20,7 +20,8 @@ byte budget (a first snapshot of a huge tree), which later snapshots store as th
 allows.
 
 Left out of the walk (none is an effect a person wants undone, and each changes on its
-own): the harness's own state under ``.harness_nb/`` (``HARNESS_STATE``), regenerable
+own): the harness's own state under ``.harness_nb/`` (``HARNESS_STATE``, and that folder
+itself: the sandbox makes it as a mount point), regenerable
 caches (``CACHE_DIRS``), virtualenvs (a folder holding ``pyvenv.cfg``), the folders in
 ``skip`` (the checkpoint store when it lies inside the workdir, IPython's folder), and in
 every ``.git`` folder everything but the files that run programs (``protection``): a new
@@ -307,7 +308,9 @@ class _Walk:
                 return
             if self.owner.watch is not None:
                 self.owner.watch.add(child)
-            if not git or protection(rel, folders=self.owner.folders) is not None:
+            # .harness_nb itself is the harness's (the sandbox makes it as a mount point); what
+            # is put in it is watched like anything else
+            if rel != ".harness_nb" and (not git or protection(rel, folders=self.owner.folders) is not None):
                 self.entries[rel] = Entry("folder", stat.S_IMODE(st.st_mode), 0, 0, 0, st.st_ino)
             self.folder(child, rel + "/", depth + 1, in_git=git)
         finally:
