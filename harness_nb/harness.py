@@ -24,13 +24,14 @@ from typing import Any
 
 from typing_extensions import Unpack
 
-from .core import Compacted, ConfigError, Event, PriceTable, Usage, new_id
+from .core import Compacted, ConfigError, Event, PriceTable, Usage, new_id, run_blocking
 from .core.imports import shielded_imports
 from .core.secret import SECRETS, protect_loggers
 from .engine import (
     MAIN_SYSTEM_PROMPT,
     AgentEngine,
     ApprovalChannel,
+    CheckpointHook,
     EventSink,
     Hook,
     HookRegistry,
@@ -54,6 +55,7 @@ from .engine import (
 from .engine.resume import SessionSummary, list_sessions, read_session
 from .mcp import DEFAULT_START_TIMEOUT, TRUST_FILE, McpManager, McpTool, ServerEntry, TrustStore
 from .providers.base import Provider
+from .sandbox import DEFAULT_MAX_FILE_MB, Checkpoint, Checkpoints, Rewind
 from .providers.options import ProviderOptions, ReplayPace
 from .settings import ApprovalPolicy, RunSettings
 from .subagents import (
@@ -156,6 +158,13 @@ class Harness:
     fields, e.g. ``{"processes": 2000, "file_size": "64G"}``) what one command may use.
     ``self.sandbox.active`` says whether commands are confined, ``describe()`` how.
 
+    ``checkpoints`` (on by default): before each call that can change files the workdir is
+    checkpointed in a shadow git repository under ``~/.harness_nb/checkpoints/`` (files over
+    ``checkpoint_max_mb`` by size and time only); the model and the view see what each call
+    created, changed and deleted, ``rewind()`` / ``undo()`` go back, ``checkpoints()`` lists
+    them, and a change to a path only the person may change that no approval covered is
+    reverted at once (``sandbox/checkpoint.py``). Kernel state is not covered.
+
     MCP servers (``mcp/``): those of ``~/.harness_nb/mcp.json`` (with ``include_user_agents``),
     ``<workdir>/.mcp.json`` and ``mcp_servers`` (``{"name": {"command": …} | {"type": "http",
     "url": …}}``, Claude Code's format) start at the first run, each within
@@ -212,6 +221,8 @@ class Harness:
         mcp_servers: Mapping[str, Any] | None = None,
         mcp_start_timeout: float = DEFAULT_START_TIMEOUT,
         mcp_trust: Iterable[str] = (),
+        checkpoints: bool = True,
+        checkpoint_max_mb: float = DEFAULT_MAX_FILE_MB,
     ) -> None:
         given = None if tools is None else list(tools)
         names = [t for t in given or () if isinstance(t, str)]
@@ -333,6 +344,13 @@ class Harness:
             sources.append(self.teams.injector)
         self.injectors = [self._capped(source) for source in sources]
         self.hooks = HookRegistry(self._policy_hooks(settings.approval_policy))
+        self.checkpointer: Checkpoints | None = None
+        """The workdir's checkpoints (``None`` with ``checkpoints=False``)."""
+        if checkpoints:
+            require_positive("checkpoint_max_mb", checkpoint_max_mb)
+            folders = [d.relative_to(self.workdir).as_posix() for d in self._agent_folders()]
+            self.checkpointer = Checkpoints(self.workdir, max_file_mb=checkpoint_max_mb, folders=folders)
+            self.hooks.add(CheckpointHook(self.checkpointer))
         # the process's secrets learn this harness's key and its workdir's .env files
         SECRETS.add(api_key)
         SECRETS.watch(self.workdir)
@@ -409,8 +427,12 @@ class Harness:
         return p if p.is_absolute() else self.workdir / p
 
     def _policy_hooks(self, policy: ApprovalPolicy) -> list[Hook]:
-        agent_folders = [d for d, _label in self.registry.search_dirs() if d.resolve().is_relative_to(self.workdir)]
-        return [PermissionHook(policy, rules=self.permissions, protected=agent_folders)]
+        return [PermissionHook(policy, rules=self.permissions, protected=self._agent_folders())]
+
+    def _agent_folders(self) -> list[Path]:
+        """The agent folders the registry reads that lie in the workdir (protected paths)."""
+        found = (d.resolve() for d, _label in self.registry.search_dirs())
+        return [d for d in found if d.is_relative_to(self.workdir)]
 
     def _new_session(self) -> MemorySession:
         session = MemorySession()
@@ -611,6 +633,33 @@ class Harness:
         what was done; ``on_event`` sees ``CompactionStarted`` and ``Compacted``."""
         return await self.engine.compact(context=self.run_context(model=model), on_event=on_event)
 
+    def checkpoints(self) -> list[Checkpoint]:
+        """The workdir's checkpoints, oldest first: one before each call that changed files
+        (``number``, the call, ``tool``, ``agent``, ``time``, ``summary`` of what it did), and
+        one before each rewind or undo. Empty with checkpoints off."""
+        return self.checkpointer.kept() if self.checkpointer is not None else []
+
+    async def rewind(self, checkpoint: int | str | None = None, *, dry_run: bool = False) -> Rewind:
+        """Put the whole workdir back as it was before a call: checkpoint number
+        ``checkpoint`` (see ``checkpoints()``), the latest when ``None``. Returns what it did
+        (``dry_run``: what it would do), with a diff; what it cannot bring back (files over
+        ``checkpoint_max_mb``) is listed. It is checkpointed itself first, so it can be
+        undone. Kernel state and files outside the workdir are not touched."""
+        return await run_blocking(self._checkpointer().rewind, checkpoint, dry_run=dry_run)
+
+    async def undo(self, checkpoint: int | str, *, dry_run: bool = False) -> Rewind:
+        """Undo what one call did (the call of checkpoint ``checkpoint``): each path it
+        changed goes back where it is still as the call left it; paths changed again since
+        are left alone and listed as conflicts."""
+        return await run_blocking(self._checkpointer().undo, checkpoint, dry_run=dry_run)
+
+    def _checkpointer(self) -> Checkpoints:
+        if self.checkpointer is None:
+            raise ConfigError(
+                "checkpoints are off for this harness (checkpoints=False): there is nothing to go back to"
+            )
+        return self.checkpointer
+
     def lead_context(self, approval: ApprovalChannel | None = None) -> ParentContext:
         """The main agent as a parent, as configured now: what a subagent or teammate
         started from outside a run (``run_subagent``, ``%team``) inherits."""
@@ -728,13 +777,15 @@ class Harness:
         return mapped
 
     async def aclose(self) -> None:
-        """Cancel background tasks, stop the MCP servers, close the providers' connections
-        and the transcript."""
+        """Cancel background tasks, stop the MCP servers, close the providers' connections,
+        the checkpoints' watch and the transcript."""
         if self.teams is not None:
             await self.teams.aclose()
         await self.tracker.aclose()
         await self.mcp.aclose()
         await self.models.aclose()
+        if self.checkpointer is not None:
+            await run_blocking(self.checkpointer.close)
         self.session.close()
 
     async def __aenter__(self) -> Harness:

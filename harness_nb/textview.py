@@ -18,6 +18,7 @@ from .core import (
     BudgetWarning,
     Compacted,
     CompactionStarted,
+    EffectsRecorded,
     Event,
     MessagesInjected,
     RunFailed,
@@ -112,6 +113,14 @@ class TextView:
             self._line(f"{indent}{mark} {event.call.name}: {preview(event.result)}")
             for image in event.images:  # a terminal cannot show them; say they were there
                 self._line(f"{indent}  [{image.describe()}]")
+        elif isinstance(event, EffectsRecorded):
+            if event.line:
+                undo = f" (checkpoint #{event.checkpoint}: rewind or undo it)" if event.checkpoint is not None else ""
+                self._line(f"{indent}  ⟲ {event.line}{undo}")
+            if event.reverted:
+                self._line(f"{indent}  ⚠ {event.reverted}")
+            if event.problem:
+                self._line(f"{indent}  ⚠ no checkpoint: {event.problem}")
         elif isinstance(event, ApprovalRequested):
             self._line(f"{indent}? approval needed for {event.call.brief(90)} ({event.reason}, risk {event.risk})")
         elif isinstance(event, ApprovalDecided):

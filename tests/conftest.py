@@ -37,6 +37,16 @@ def no_provider_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
+def private_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets a home folder of its own, outside its workdir (``$HOME``, so
+    ``Path.home()``): what a harness keeps there — its workdir's checkpoints, MCP trust —
+    never lands in the developer's home, and no test sees another's."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    return home
+
+
+@pytest.fixture(autouse=True)
 def fresh_secrets() -> None:
     """Every test starts with the process's secrets knowing no keys and no folders (the
     environment is read as it is): a key one test registered cannot mask another's text."""

@@ -92,7 +92,9 @@ async def test_foreground_approve_then_deny(tmp_path):
 
         requests = await model_requests(k, "main")
         assert len(requests) == 4
-        assert tool_results(requests[1]) == ["(no output)\nexit code: 0"]
+        assert tool_results(requests[1]) == [
+            "(no output)\nexit code: 0\n\n[effects: deleted build/ — the person can undo this]"
+        ]
         assert tool_results(requests[3])[-1] == (
             'error: the person denied this call. Their reason: "dist holds the release build, keep it". '
             "Do not retry it unchanged: take their reason into account."
@@ -141,7 +143,8 @@ async def test_approve_for_this_session_lets_the_same_call_run_without_a_card(tm
 
         requests = await model_requests(k, "main")
         ran = "(no output)\nexit code: 0"
-        assert [tool_results(requests[i])[-1] for i in (1, 2, 4)] == [ran, ran, ran]
+        deleted = f"{ran}\n\n[effects: deleted out/logs/ — the person can undo this]"
+        assert [tool_results(requests[i])[-1] for i in (1, 2, 4)] == [deleted, ran, ran]
 
 
 async def test_background_approval_and_completion_while_another_cell_runs(tmp_path):

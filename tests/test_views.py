@@ -53,15 +53,7 @@ from team_support import (  # noqa: F401  (close_harnesses is an autouse fixture
     teams,
 )
 from harness_nb.testing.kernel_driver import visible_text as text
-from widget_support import ManualClock, WidgetWire
-
-
-@pytest.fixture(autouse=True)
-def wire() -> Iterator[WidgetWire]:
-    recorder = WidgetWire()
-    recorder.install()
-    yield recorder
-    recorder.uninstall()
+from widget_support import ManualClock, WidgetWire, wire  # noqa: F401 - an autouse fixture
 
 
 @pytest.fixture

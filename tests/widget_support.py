@@ -7,6 +7,8 @@ widget opens, updates and closes through the real code path; only ``publish_msg`
 iopub send) is replaced. Frontend messages (a click, a typed value) are delivered through
 the comm as JupyterLab would send them.
 
+``wire`` is the fixture that installs one for a test (autouse in the modules importing it).
+
 ``ManualClock`` is a ``Scheduler`` for ``LiveBox``: ``call_later`` callbacks run only when
 ``advance`` moves the time past them, so a test states exactly when a refresh may happen.
 """
@@ -15,12 +17,13 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import comm
 import ipywidgets as widgets
+import pytest
 from comm.base_comm import BaseComm, BuffersType, MaybeDict
 
 
@@ -135,3 +138,12 @@ class ManualClock:
             self.now = max(self.now, timer.when)
             timer.callback()
         self.now = end
+
+
+@pytest.fixture(autouse=True)
+def wire() -> Iterator[WidgetWire]:
+    """Widgets made in the test send their messages to a ``WidgetWire``."""
+    recorder = WidgetWire()
+    recorder.install()
+    yield recorder
+    recorder.uninstall()

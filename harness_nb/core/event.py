@@ -70,6 +70,26 @@ class ApprovalDecided(_Event):
     by_person: bool = False
 
 
+class EffectsRecorded(_Event):
+    """What a call that can change files did to the workdir, from snapshots taken right
+    before and after it: ``line`` for the view (``changed 2 files · deleted data/ (3
+    files)``), ``checkpoint`` the number that undoes it (``None``: nothing to undo);
+    ``reverted``, as the person reads it, what it changed that only the person may change,
+    put back at once; ``lost`` what cannot be undone; ``overlapped`` the calls that ran
+    beside it (their effects may be among these); ``partial`` why the snapshots did not
+    see everything; ``problem`` why no checkpoint could be taken."""
+
+    kind: Literal["effects_recorded"] = "effects_recorded"
+    call: ToolCall
+    line: str = ""
+    checkpoint: int | None = None
+    reverted: str = ""
+    lost: tuple[str, ...] = ()
+    overlapped: tuple[str, ...] = ()
+    partial: str = ""
+    problem: str = ""
+
+
 class MessagesInjected(_Event):
     """Text put into the conversation before an LLM call (background results, mailbox)."""
 
@@ -211,6 +231,7 @@ Event = (
     | ToolCallFinished
     | ApprovalRequested
     | ApprovalDecided
+    | EffectsRecorded
     | MessagesInjected
     | ContextMeasured
     | CompactionStarted

@@ -1,6 +1,7 @@
 """The agent loop and what it needs: hooks, sessions, prompts, limits. No IPython here."""
 
 from .budget import BudgetScope, CallEstimate, PromptTally
+from .checkpoint_hook import CheckpointHook
 from .compaction import CompactionPolicy, ContextKeeper
 from .context import ParentContext, RunContext, UsageAccount
 from .engine import AgentEngine, EventSink, Injector
@@ -18,6 +19,7 @@ from .hook import (
     HookRegistry,
     OffloadHook,
     RedactSecretsHook,
+    RunTool,
     denial_line,
     denial_result,
     person_reason,
@@ -46,6 +48,7 @@ __all__ = [
     "Ask",
     "BudgetScope",
     "CallEstimate",
+    "CheckpointHook",
     "CompactionPolicy",
     "ContextKeeper",
     "ContextMeter",
@@ -74,6 +77,7 @@ __all__ = [
     "RunContext",
     "Rule",
     "RunResult",
+    "RunTool",
     "Skill",
     "SkillCatalog",
     "SkillTool",

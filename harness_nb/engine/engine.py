@@ -527,19 +527,29 @@ class AgentEngine:
             emit(ApprovalDecided(call=call, approved=approved, feedback=feedback, by_person=by_person, agent=self.agent))
             if not approved:
                 return ToolOutcome(denial_result(answer if isinstance(answer, Denied) else None), True)
+        # the person approved it, or a hook vouched for its protected writes (the checkpoints keep those)
+        vouched = isinstance(decision, Ask) or decision.vouched
         if tool.long_running:
-            place.leave()  # the delegation tool holds none: its subagent's calls need them
-            return await invoke(tool, call, ctx)
+            place.leave()  # the delegation tool holds no slot: its subagents' calls need them
+            return await self.hooks.around_tool(call, ctx, lambda: invoke(tool, call, ctx), vouched=vouched)
+        # the slot before the hooks around the call: a call waiting for its turn must not hold a
+        # checkpoint's "before" that the calls running meanwhile change
+        async with place.held():
+            return await self.hooks.around_tool(call, ctx, lambda: self._invoke(call, ctx, context), vouched=vouched)
+
+    async def _invoke(self, call: ToolCall, ctx: ToolContext, context: RunContext) -> ToolOutcome:
+        """Run the call within its timeout (the tool's own, plus a margin, when it has one)."""
+        tool = ctx.tool
+        assert tool is not None
         deadline = context.limits.tool_timeout
         requested = own_timeout(tool, call)
         if requested is not None:  # the tool enforces its own limit and reports partial output
             deadline = max(deadline, requested + TOOL_TIMEOUT_MARGIN)
-        async with place.held():
-            try:
-                async with asyncio.timeout(deadline):
-                    return await invoke(tool, call, ctx)
-            except TimeoutError:
-                return ToolOutcome(f"error: {call.name} timed out after {deadline:g} s", True)
+        try:
+            async with asyncio.timeout(deadline):
+                return await invoke(tool, call, ctx)
+        except TimeoutError:
+            return ToolOutcome(f"error: {call.name} timed out after {deadline:g} s", True)
 
 
 def _with_unique_call_ids(response: ModelResponse) -> ModelResponse:

@@ -14,6 +14,7 @@ subagent, an unattended run, no channel), with the policy's words.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -36,7 +37,11 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class Allow:
-    """Run the call."""
+    """Run the call. ``vouched``: the hook let it change paths only the person may change
+    (a rule the person gave covers that write, or it is a subagent's own memory folder), so
+    the checkpoints keep such a change instead of reverting it."""
+
+    vouched: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +89,8 @@ class Denied:
 
 
 ApprovalChannel: TypeAlias = Callable[[ToolCall, str, str], Awaitable[Approved | Denied]]
+RunTool: TypeAlias = Callable[[], Awaitable[ToolOutcome]]
+"""Runs the call (with its timeout): what ``around_tool`` wraps."""
 NO_CHANNEL_FEEDBACK = "no approval channel: denied"
 REASON_LIMIT = 500
 _ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|.?)|\x9b[0-?]*[ -/]*[@-~]")
@@ -128,10 +135,15 @@ def denial_line(call: ToolCall, reason: str) -> str:
 
 
 class Hook:
-    """Base class: override either method. Both may be plain or async."""
+    """Base class: override any method. ``around_tool`` runs right around the call itself,
+    once it is allowed (after any approval): ``vouched`` says whether the person approved
+    it or a hook vouched for it (``Allow.vouched``)."""
 
     async def before_tool(self, call: ToolCall, ctx: ToolContext) -> Decision:
         return ALLOW
+
+    async def around_tool(self, call: ToolCall, ctx: ToolContext, run: RunTool, *, vouched: bool) -> ToolOutcome:
+        return await run()
 
     async def after_tool(self, call: ToolCall, outcome: ToolOutcome, ctx: ToolContext) -> ToolOutcome:
         return outcome
@@ -153,13 +165,21 @@ class HookRegistry:
 
     async def before_tool(self, call: ToolCall, ctx: ToolContext) -> Decision:
         ask: Ask | None = None
+        vouched = False
         for hook in self.hooks:
             decision = await hook.before_tool(call, ctx)
             if isinstance(decision, Deny):
                 return decision
             if isinstance(decision, Ask) and ask is None:
                 ask = decision
-        return ask or ALLOW
+            vouched = vouched or (isinstance(decision, Allow) and decision.vouched)
+        return ask or (Allow(vouched=True) if vouched else ALLOW)
+
+    async def around_tool(self, call: ToolCall, ctx: ToolContext, run: RunTool, *, vouched: bool) -> ToolOutcome:
+        """``run`` wrapped by every hook's ``around_tool``, the first hook outermost."""
+        for hook in reversed(self.hooks):
+            run = functools.partial(hook.around_tool, call, ctx, run, vouched=vouched)
+        return await run()
 
     async def after_tool(self, call: ToolCall, outcome: ToolOutcome, ctx: ToolContext) -> ToolOutcome:
         for hook in self.hooks:

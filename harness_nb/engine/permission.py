@@ -69,7 +69,7 @@ from ..sandbox import protection
 from ..tools import ToolContext, ToolOutcome, write_target
 from .command import Script, parse_command
 from .command_policy import PROTECTED, Place, Reason, assess, command_texts, each_command, protected_write
-from .hook import ALLOW, ApprovalChannel, Approved, Ask, Decision, Denied, Deny, Hook
+from .hook import ALLOW, Allow, ApprovalChannel, Approved, Ask, Decision, Denied, Deny, Hook
 from .rule import PermissionRules, Rule, RuleSet, Sourced, first_match
 
 logger = logging.getLogger("harness_nb.permission")
@@ -201,9 +201,14 @@ class PermissionHook(Hook):
             if allowed is None:
                 return Ask(special.text, special.risk)
             return Ask(f"{special.text} (a rule from {allowed.origin} cannot allow that)", special.risk)
-        if allowed is not None:
-            return ALLOW
-        return self._policy(call, ctx)
+        # Past that check, a protected write runs only by a rule the person gave or their
+        # policy "never": the person vouched for it, so the checkpoints keep it; so they do
+        # a subagent's writes into its own memory folder.
+        vouched = special is not None or (
+            call.name in FILE_TOOLS and isinstance(path, str) and self._in_writable(workdir, path)
+        )
+        decision = ALLOW if allowed is not None else self._policy(call, ctx)
+        return Allow(vouched=True) if vouched and isinstance(decision, Allow) else decision
 
     def _mode_refusal(self, call: ToolCall, args: dict[str, object], ctx: ToolContext) -> str | None:
         """Why this agent's mode or memory-only file tools refuse ``call`` (not bash)."""
@@ -273,10 +278,11 @@ class PermissionHook(Hook):
         planted = [] if sandboxed else [r for r in assessment.reasons if r.protects]
         if planted and self.policy != "never" and not (allowed and allowed.trusted):
             return _ask(planted)
-        if allowed is not None:
-            return ALLOW
+        if allowed is not None:  # as for the file tools: the person's rule or "never" vouched for it
+            return Allow(vouched=bool(planted))
         if self.policy != "allowlist" or self.mode == "bypassPermissions":
-            return self._policy(call, ctx)
+            decision = self._policy(call, ctx)
+            return Allow(vouched=True) if planted and isinstance(decision, Allow) else decision
         asks = assessment.asks(sandboxed=sandboxed)
         return _ask(asks) if asks else ALLOW
 

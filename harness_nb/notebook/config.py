@@ -36,7 +36,7 @@ from ..providers.factory import parse_model
 from ..providers.options import ProviderOptions, ReplayPace, check_pace
 from ..settings import ApprovalPolicy, RunSettings
 from ..subagents import BackgroundApprovals
-from ..sandbox import SANDBOX_MODES, Sandbox, SandboxLimits
+from ..sandbox import DEFAULT_MAX_FILE_MB, SANDBOX_MODES, Sandbox, SandboxLimits
 
 
 # The settings whose default comes from the environment, and from which variable.
@@ -73,6 +73,7 @@ _NUMBER_RULES: dict[str, tuple[Callable[[float], bool], str]] = {
     "mcp_start_timeout": (lambda n: n > 0, "more than 0 seconds"),
     "tool_timeout": (lambda n: n > 0, "more than 0 seconds"),
     "max_parallel_tool_calls": (lambda n: n >= 1, "1 or more"),
+    "checkpoint_max_mb": (lambda n: n > 0, "more than 0 MB"),
 }
 
 
@@ -251,6 +252,18 @@ class HarnessNB(Configurable):
     ).tag(config=True)
     mcp_start_timeout = Float(
         30.0, help="Seconds an MCP server may take to start (spawn or connect, handshake, tool list)."
+    ).tag(config=True)
+
+    checkpoints = Bool(
+        True,
+        help="Checkpoint the workdir before every tool call that can change files (a shadow git repository "
+        "under ~/.harness_nb/checkpoints): each call's effects show under its line with an undo button, "
+        "%agent --rewind goes back, and a change to a path only you may change that you did not approve is "
+        "reverted at once. Kernel state is not covered.",
+    ).tag(config=True)
+    checkpoint_max_mb = Float(
+        DEFAULT_MAX_FILE_MB,
+        help="Files larger than this (MB) are recorded by size and time only: a rewind cannot bring them back.",
     ).tag(config=True)
 
     tool_names: Callable[[], list[str]] | None = None

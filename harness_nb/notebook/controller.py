@@ -30,6 +30,7 @@ from .queued_cells import QueuedCells
 from .approval import ApprovalCard, PendingApprovals, WaitingCards
 from .map_view import MapView
 from .reply import AgentReply, MarkdownText
+from .rewind_card import RewindCard
 from .view import RunView
 
 TICK = 0.1  # seconds; keeps the loop waking so an interrupt is seen during an approval wait
@@ -115,6 +116,7 @@ class NotebookHarness:
         self.pending = PendingApprovals(page=self.page)  # cards waiting, for %approvals and the next cell
         # ... and for a cell queued behind a busy one from a page that lost them (a reload)
         self.queued_cells = QueuedCells(getattr(shell, "kernel", None), self.pending, self.show_waiting)
+        self._chores: set[asyncio.Task[Any]] = set()  # undos clicked in views: cancelled on close
 
     @property
     def widgets_enabled(self) -> bool:
@@ -147,6 +149,8 @@ class NotebookHarness:
             c.sandbox_network,
             tuple(sorted(c.sandbox_limits.items())),
             c.max_background,  # the task tool's slots are made with it
+            c.checkpoints,
+            c.checkpoint_max_mb,
         )
         if self._harness is not None and key == self._harness_key:
             kept = self._harness.settings.tools if tools is None else tools
@@ -171,13 +175,19 @@ class NotebookHarness:
             mcp_servers=c.mcp_servers,
             mcp_start_timeout=c.mcp_start_timeout,
             mcp_trust=c.mcp_trust,
+            checkpoints=c.checkpoints,
+            checkpoint_max_mb=c.checkpoint_max_mb,
         )
+        if self._harness.checkpointer is not None:  # IPython's history changes on its own
+            self._harness.checkpointer.leave_out(Path(self.shell.profile_dir.location).parent)
         self._harness_key = key
         self._harness.tracker.listeners.append(self._on_task_change)
         return self._harness
 
     def close(self) -> None:
         """Stop background work (on unload)."""
+        for chore in self._chores:
+            chore.cancel()
         if self._harness is not None:
             self._close_later(self._harness)
             self._harness = None
@@ -236,6 +246,9 @@ class NotebookHarness:
             registry = harness.registry if harness is not None else None
             return registry.get(name).color if registry is not None and name in registry else None
 
+        for older in list(self._handles):  # undo buttons stay on the newest run's view only
+            if older.retire_undo():
+                self._publish(older)
         view = RunView(
             agent,
             model,
@@ -245,11 +258,29 @@ class NotebookHarness:
             describe_task=describe,
             color_of=color_of,
             pending=self.pending,
+            undo=self.undo_from_view,
         )
+        view.when_settled = lambda: self._publish(view)
         handle = display(view, display_id=True)
         if handle is not None:
             self._handles[view] = handle
         return view
+
+    def undo_from_view(self, checkpoint: int) -> asyncio.Task[tuple[bool, str]]:
+        """Undo the call of ``checkpoint`` (an undo button's click): a task this controller
+        keeps (and cancels on close); its result is (done, what it did, in one line)."""
+        task = asyncio.get_running_loop().create_task(self._undo(checkpoint), name=f"harness_nb:undo-{checkpoint}")
+        self._chores.add(task)
+        task.add_done_callback(self._chores.discard)
+        return task
+
+    async def _undo(self, checkpoint: int) -> tuple[bool, str]:
+        try:
+            report = await self.harness().undo(checkpoint)
+        except HarnessError as exc:
+            return False, f"not undone: {exc}"
+        failed = report.conflicts or (report.applied is not None and report.applied.failed)
+        return not failed, SECRETS.scrub(report.summary())
 
     def _end(self, view: RunView | TextView, state: str) -> None:
         """End ``view``'s run and update its display in the cell: once the view is settled,
@@ -362,6 +393,55 @@ class NotebookHarness:
             raise UsageError(str(exc)) from None
         self._end(view, "done")
         return MarkdownText(done.describe())
+
+    async def rewind(self, checkpoint: int | str | None, *, yes: bool) -> None:
+        """``%agent --rewind [N]``: show what going back to checkpoint ``checkpoint`` (the
+        latest when ``None``) changes, then do it when the person clicks Rewind (``yes``:
+        at once). Where no one can click (nbclient, a terminal), nothing is changed and the
+        cell says how to rewind."""
+        h = self.harness()
+        try:
+            preview = await h.rewind(checkpoint, dry_run=True)
+        except HarnessError as exc:
+            raise UsageError(SECRETS.scrub(str(exc))) from None
+        number = preview.checkpoint.number
+        if not preview.changes and not preview.conflicts:
+            print(f"the workdir is as it was at checkpoint #{number}: nothing to rewind")
+            return
+        if not yes and (self.unattended() is not None or not self.widgets_enabled):
+            print(SECRETS.scrub(str(preview)))
+            print(f"\nnothing was changed (no one can click here). To rewind, run  %agent --rewind {number} --yes")
+            return
+        card: RewindCard | None = None
+        shown: DisplayHandle | None = None
+        if not yes:
+            card = RewindCard(preview)
+            shown = display(card, display_id=True)
+            go = await with_ticker(card.decision(self.config.approval_timeout))
+            if not go:
+                card.settle(f"cancelled: checkpoint #{number} was not restored, nothing was changed", ok=False)
+                if shown is not None:
+                    shown.update(card.static_bundle(), raw=True)
+                return
+        try:
+            report = await h.rewind(number)
+        except HarnessError as exc:
+            raise UsageError(SECRETS.scrub(str(exc))) from None
+        if card is None:
+            print(SECRETS.scrub(report.summary()))
+            return
+        card.settle(report.summary())
+        if shown is not None:
+            shown.update(card.static_bundle(), raw=True)
+
+    async def undo(self, checkpoint: int | str) -> None:
+        """``%agent --undo N``: put back what the call of checkpoint ``N`` changed, where
+        it is still as that call left it (the same as the undo button of its line)."""
+        try:
+            report = await self.harness().undo(checkpoint)
+        except HarnessError as exc:
+            raise UsageError(SECRETS.scrub(str(exc))) from None
+        print(SECRETS.scrub(report.summary()))
 
     def model_of(self, requested: str | None) -> str:
         """The model a subagent asking for ``requested`` runs on, for its view's header."""

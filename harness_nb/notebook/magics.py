@@ -11,6 +11,7 @@ import asyncio
 import html
 import re
 import shlex
+import time
 from argparse import ArgumentTypeError
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -31,11 +32,14 @@ from .theme import table
 
 if TYPE_CHECKING:
     from ..engine.resume import SessionSummary
+    from ..sandbox import Checkpoint
     from ..subagents import TaskEntry
 
 _VALUE_OPTIONS = {
     "--model", "-m", "--max-turns", "--agent", "-a", "--timeout", "--over", "--concurrency", "--retries", "--budget",
+    "--undo",
 }
+_CHECKPOINT = re.compile(r"^#?[0-9]+$|^[0-9a-f]{4,40}$")  # a checkpoint's number, or its commit id
 _MAP = re.compile(r"^\s*map\s+(--|-h\b)")  # `%agent map --over …`; `%agent map the data` is a prompt
 
 
@@ -66,10 +70,21 @@ def split_options(line: str) -> tuple[str, str]:
             value, _, tail = rest.partition(" ")
             options.append(value)
             rest = tail.lstrip()
+        if token == "--rewind" and _CHECKPOINT.match(rest.partition(" ")[0]):  # so is its checkpoint
+            value, _, tail = rest.partition(" ")
+            options.append(value)
+            rest = tail.lstrip()
         if token == "--":
             options.pop()
             break
     return " ".join(shlex.quote(o) for o in options), rest
+
+
+def checkpoint_of(text: str) -> int | str:
+    """``--rewind N`` / ``--undo N``: a checkpoint's number (``3`` or ``#3``), or its commit id."""
+    if not _CHECKPOINT.match(text):
+        raise ArgumentTypeError(f"{text!r} is not a checkpoint: give its number (%agent --checkpoints lists them)")
+    return int(text.lstrip("#")) if text.lstrip("#").isdigit() else text
 
 
 def turn_count(text: str) -> int:
@@ -109,6 +124,19 @@ class HarnessMagics(Magics):
         "then run the prompt if there is one",
     )
     @argument("--fix", action="store_true", help="fix the last error: the last failed cell and its traceback go with the prompt")
+    @argument(
+        "--checkpoints", action="store_true",
+        help="list the workdir's checkpoints (one before each call that changed files)",
+    )
+    @argument(
+        "--rewind", nargs="?", const="", default=None, metavar="N",
+        help="put the workdir back as it was before a call (checkpoint N; the latest without N), "
+        "after showing the diff",
+    )
+    @argument(
+        "--undo", type=checkpoint_of, default=None, metavar="N", help="undo what the call of checkpoint N changed"
+    )
+    @argument("--yes", action="store_true", help="with --rewind: rewind without asking")
     @no_var_expand
     @line_cell_magic
     def agent(self, line: str, cell: str | None = None) -> Pending:
@@ -121,6 +149,9 @@ class HarnessMagics(Magics):
         %agent --sessions                                  this workdir's conversations on disk
         %agent --resume [SESSION]                          continue one (the newest by default)
         %agent --compact                                   compact the conversation now
+        %agent --checkpoints                               the workdir's checkpoints
+        %agent --rewind [N] [--yes]                        put the workdir back as it was before a call
+        %agent --undo N                                    undo what one call changed
         %agent map --over EXPR [--agent NAME] "template with {value}"
                                                            one subagent run per row (see %agent map -h)
         """
@@ -137,6 +168,14 @@ class HarnessMagics(Magics):
         if args.sessions:
             display(SessionTable(c.harness().sessions()))
             return done(None)
+        if args.checkpoints:
+            display(CheckpointTable(c.harness().checkpoints()))
+            return done(None)
+        if args.rewind is not None:
+            point = checkpoint_of(args.rewind) if args.rewind else None
+            return Pending(c.rewind(point, yes=args.yes), "agent rewind")
+        if args.undo is not None:
+            return Pending(c.undo(args.undo), "agent undo")
         if args.new:
             c.harness().new_conversation()
             if not prompt.strip():
@@ -435,6 +474,30 @@ class SessionTable(Table):
             ("session", "last used", "first prompt", "runs", "turns", "cost"),
             rows,
             empty="no conversations in this workdir yet",
+        )
+
+
+class CheckpointTable(Table):
+    """``%agent --checkpoints``: the workdir's checkpoints, oldest first."""
+
+    def __init__(self, checkpoints: list[Checkpoint]) -> None:
+        rows = [
+            (
+                f"#{c.number}",
+                time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(c.time)),
+                c.tool,
+                c.agent,
+                c.summary,
+            )
+            for c in checkpoints
+        ]
+        super().__init__(
+            ("checkpoint", "taken", "before", "agent", "what it did"),
+            rows,
+            empty="no checkpoints yet: one is taken before each tool call that changes files",
+            footer="%agent --rewind N puts the workdir back as it was then; %agent --undo N undoes that call alone"
+            if rows
+            else "",
         )
 
 

@@ -1,9 +1,10 @@
 """``RunView``: the live widget of one agent run in one cell.
 
     header        state mark · agent · model · state · tokens · turns · elapsed · cost · gauge
-    activity      in order: narration, tool lines (each approval card right below its own
-                  line), what tools displayed, one line per subagent, notes — a muted block
-                  that folds after the run behind "5 tool calls · 2.8 s ▸"
+    activity      in order: narration, tool lines (each approval card and what the call did
+                  to the workdir, with an undo button, right below its own line), what
+                  tools displayed, one line per subagent, notes — a muted block that folds
+                  after the run behind "5 tool calls · 2.8 s ▸"
     stream        the answer being written, last (the finished answer is the cell's value)
     status        "waiting for the model…" with a spinner while nothing else moves
     completions   background results posted later into this cell
@@ -30,6 +31,7 @@ from ..core import (
     Compacted,
     CompactionStarted,
     ContextMeasured,
+    EffectsRecorded,
     Event,
     MessagesInjected,
     RunFailed,
@@ -51,6 +53,7 @@ from .approval import ApprovalCard, PendingApprovals
 from .live import Scheduler, StaticCopyBox, TimerHandle
 from .reply import MarkdownText
 from .theme import STYLE, agent_color, agent_name, css_color, joined, state_label, state_mark
+from .view_effects import EffectsLine, Undo
 from .view_lines import SubLine, ToolLine, note_html, plain_error
 from .view_static import markdown_html, outputs_html, page
 from .wording import plain_injected
@@ -94,7 +97,9 @@ class RunView(StaticCopyBox):
     """The widget of one run. Feed it events with ``view(event)``. ``color_of`` gives an
     agent's ``color`` by name: its subagents' progress lines (and its own name, for a
     subagent's run) are drawn in it; agents without one get a palette colour by name.
-    ``pending`` is the kernel's registry of waiting approval cards."""
+    ``pending`` is the kernel's registry of waiting approval cards. ``undo`` starts undoing
+    a call's effects (the undo button under its line; without it, no button);
+    ``when_settled`` is told when a click leaves the view settled."""
 
     def __init__(
         self,
@@ -108,8 +113,12 @@ class RunView(StaticCopyBox):
         color_of: Callable[[str], str | None] | None = None,
         scheduler: Scheduler | None = None,
         pending: PendingApprovals | None = None,
+        undo: Undo | None = None,
     ) -> None:
         self.agent = agent
+        self.undo = undo
+        self.when_settled: Callable[[], None] | None = None
+        self._effects: list[EffectsLine] = []
         self.color_of = color_of or (lambda _agent: None)
         self.model = model
         self.title = title
@@ -200,6 +209,8 @@ class RunView(StaticCopyBox):
             if own is not None:
                 own.decided(event.approved, by_person=event.by_person, feedback=event.feedback)
                 self._draw(own)
+        elif isinstance(event, EffectsRecorded):
+            self._on_effects(event)
         elif isinstance(event, ToolCallFinished):
             own = self._tool_lines.get(event.call.id)
             if own is not None:
@@ -232,6 +243,26 @@ class RunView(StaticCopyBox):
             if not event.interrupted:
                 self._add_note(f"✗ {plain_error(event.error)}")
             self.mark("header")
+
+    def _on_effects(self, event: EffectsRecorded) -> None:
+        """What a call did, right under its line (and its card)."""
+        line = EffectsLine(event, undo=self.undo, on_change=self._effects_changed)
+        self._effects.append(line)
+        own = self._tool_lines.get(event.call.id)
+        self._insert_after(own.widget if own is not None else None, line.widget, line.static_html)
+        self.mark("status")
+
+    def _effects_changed(self) -> None:
+        if self.settled and self.when_settled is not None:
+            self.when_settled()
+
+    def retire_undo(self) -> bool:
+        """Take the undo buttons away (a newer run is the one to undo from):
+        ``%agent --undo N`` still undoes what a line names. Whether there were any."""
+        offered = [line for line in self._effects if line.offered]
+        for line in offered:
+            line.retire()
+        return bool(offered)
 
     def _on_tool_line(self, call: ToolCall, *, awaiting: bool) -> None:
         line = self._tool_lines.get(call.id)
@@ -268,6 +299,11 @@ class RunView(StaticCopyBox):
             self._asking.pop(inner.call.id, None)
         elif isinstance(inner, TurnFinished):
             sub.usage = inner.usage
+        elif isinstance(inner, EffectsRecorded):
+            if inner.line:
+                sub.last = f"⟲ {inner.line}"
+            if inner.reverted:
+                self._add_note(f"⚠ {update.agent}: {inner.reverted}")
         elif isinstance(inner, Compacted):
             sub.last = inner.describe()
         elif isinstance(inner, BudgetWarning):
@@ -436,8 +472,9 @@ class RunView(StaticCopyBox):
     @property
     def settled(self) -> bool:
         """Nothing in the view moves any more: the run ended, no card waits, no subagent it
-        shows is still going. Its static copy can then stand in for the widget."""
-        if self.live or self.cards_waiting() or self._background:
+        shows is still going, no undo button is offered. Its static copy can then stand in
+        for the widget."""
+        if self.live or self.cards_waiting() or self._background or any(line.offered for line in self._effects):
             return False
         return not any(sub.live for sub in self._subs.values())
 

@@ -17,6 +17,7 @@ import ipywidgets as widgets
 from ..core import ToolCall, Usage
 from ..core.secret import SECRETS
 from ..core.usage import plural
+from ..sandbox.checkpoint import without_effects
 from ..textview import preview
 from .theme import STATE_COLORS, agent_name, joined, nowrap, state_mark
 from .wording import denial_words, plain_body, plain_result
@@ -52,7 +53,7 @@ class ToolLine:
         if self.denial is not None:
             colour = STATE_COLORS["failed"]
             return f"{head} · <span style='color:{colour};font-weight:bold'>✗</span> {html.escape(self.denial)}"
-        result = SECRETS.scrub(self.result)
+        result = SECRETS.scrub(without_effects(self.result))  # the effects have a line of their own
         mark = "✗" if self.is_error else "✓"
         colour = STATE_COLORS["failed" if self.is_error else "done"]
         figures = f" · {nowrap(f'{self.duration:.1f} s')}" if self.duration >= 0.05 else ""

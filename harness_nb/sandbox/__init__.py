@@ -14,6 +14,12 @@ and the list of paths only the person may change.
   CPU time).
 - ``protected.py``: ``protection(rel)``, the one list of protected paths that the
   permission hook, the sandbox and the checkpoints all consult.
+- ``checkpoint.py``: ``Checkpoints``, the workdir checkpointed around every call that can
+  change files, what each call did, rewind and undo; built on ``snapshot.py`` (the bounded
+  walk) and ``watch.py`` (inotify: whether a walk is needed), ``effects.py`` (what changed,
+  in words), ``restore.py`` (putting paths back without following symlinks),
+  ``rewind.py`` (what going back does, and its diff), ``history.py`` (the checkpoints on
+  disk) and ``gitstore.py`` (the shadow git repository).
 
 May import ``core`` only (and the standard library): tools, the engine and everything
 above build on it.
@@ -29,6 +35,7 @@ from .bubblewrap import (
     default_sandbox,
     dotenv_files,
 )
+from .checkpoint import DEFAULT_MAX_FILE_MB, CallEffects, Checkpoint, Checkpoints, Rewind
 from .helper import stop_mount_helper
 from .launch import Plan
 from .identity import ROOT_SECRETS, SANDBOX_UID, Identity
@@ -37,6 +44,10 @@ from .protected import HARNESS_STATE, PROTECTED_FOLDERS, Protection, protection
 
 __all__ = [
     "CREDENTIAL_PATHS",
+    "DEFAULT_MAX_FILE_MB",
+    "CallEffects",
+    "Checkpoint",
+    "Checkpoints",
     "HARNESS_STATE",
     "INSTALL_HINT",
     "LIMIT_NAMES",
@@ -47,6 +58,7 @@ __all__ = [
     "SANDBOX_MODES",
     "Plan",
     "Protection",
+    "Rewind",
     "Sandbox",
     "SandboxLimits",
     "SandboxMode",

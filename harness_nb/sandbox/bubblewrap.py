@@ -100,6 +100,8 @@ CREDENTIAL_PATHS: tuple[str, ...] = (
     ".ipython",
     # kernel connection files: their HMAC key lets a process drive the kernel
     ".local/share/jupyter/runtime",
+    # the workdirs' checkpoints: copies of every file, hidden .env files among them
+    ".harness_nb/checkpoints",
 )
 
 # The environment a command gets: these names and LC_*, nothing else.

@@ -100,7 +100,8 @@ class Tool(ABC):
 
     ``read_only`` tools never change files or state; ``long_running`` tools (the delegation
     tool) escape the per-tool timeout; ``coordination`` tools are never given to a subagent;
-    ``in_call_order`` tools take their turn in ``ToolContext.order`` (see ``CallOrder``).
+    ``in_call_order`` tools take their turn in ``ToolContext.order`` (see ``CallOrder``);
+    ``changes_files`` overrides whether the tool is ``effectful``.
     """
 
     name: str
@@ -110,6 +111,7 @@ class Tool(ABC):
     long_running: bool = False
     coordination: bool = False
     in_call_order: bool = False
+    changes_files: bool | None = None
     # The name of a parameter holding the tool's own timeout in seconds (bash has one): the
     # engine then waits that long (plus a margin) instead of cutting it off earlier.
     timeout_param: str | None = None
@@ -121,6 +123,16 @@ class Tool(ABC):
         """Whether the operating system confines what this tool's calls can do (``bash``
         bound to an active ``Sandbox``): a permission policy may then let more run unasked."""
         return False
+
+    @property
+    def effectful(self) -> bool:
+        """Whether a call may change files in the workdir, so that the workdir is
+        checkpointed around it (``sandbox.checkpoint``): ``changes_files`` when set, else
+        every tool that is not read-only, coordination or long-running (a subagent's own
+        calls are checkpointed one by one)."""
+        if self.changes_files is not None:
+            return self.changes_files
+        return not (self.read_only or self.coordination or self.long_running)
 
     def spec(self) -> ToolSpec:
         """The model-facing definition (cached: schemas are built once)."""
