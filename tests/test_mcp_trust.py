@@ -318,7 +318,7 @@ async def test_a_trusted_servers_script_rewritten_by_write_file_never_runs_unask
     h.mcp.trust("demo")
     result = await h.run("rewrite the server")
     first_pid, wrote, _crashed, again = [m.content for m in result.messages if isinstance(m, ToolResultMessage)]
-    assert wrote == f"wrote {len(evil)} bytes to srv.py" and script.read_text() == evil
+    assert wrote.startswith(f"wrote {len(evil)} bytes to srv.py") and script.read_text() == evil
     assert "'demo' (.mcp.json) is not started: a file it runs changed since you trusted it" in again
     assert "srv.py" in again and "%mcp trust demo" in again
     assert not rewritten.exists() and mark.read_text().split() == [first_pid]
