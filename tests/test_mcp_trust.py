@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-import signal
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ from harness_nb.harness import Harness
 from harness_nb.mcp import McpManager, McpUntrustedError, TrustStore, fingerprint
 from harness_nb.mcp import trust as trust_module
 from harness_nb.mcp.config import parse_server
-from harness_nb.mcp.named_files import files_fingerprint, named_files
+from harness_nb.mcp.named_files import MAX_NAMED_FILES, files_fingerprint, named_files
 from harness_nb.providers.scripted import ScriptedProvider
 from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
 from mcp_support import DEMO, home, stdio_demo  # noqa: F401  (home: an autouse fixture)
@@ -73,7 +73,8 @@ async def test_an_untrusted_project_server_never_runs_until_trusted(tmp_path, ho
     assert stdio_demo()["args"][0] in status.target and "env DEMO_MARK" in status.target
     [notice] = notices(caplog)  # one notice, not one per run
     assert "demo (.mcp.json) would run:" in notice and "%mcp trust demo" in notice and "mcp_trust=['demo']" in notice
-    with pytest.raises(McpUntrustedError, match="'demo' .* is not started: a project's server runs only once you trust it"):
+    not_started = "'demo' .* is not started: a project's server runs only once you trust it"
+    with pytest.raises(McpUntrustedError, match=not_started):
         await h.mcp.restart("demo")
 
     assert [e.name for e in h.mcp.trust("demo")] == ["demo"]
@@ -159,7 +160,8 @@ def test_disabled_servers_win_and_names_given_in_code_trust(tmp_path, home):
     assert manager.verdict("a").trusted
     disabled = manager.verdict("b")
     assert (disabled.standing, disabled.why) == ("disabled", "disabledMcpjsonServers in ~/.claude/settings.json")
-    with pytest.raises(ConfigError, match="disabled by disabledMcpjsonServers in ~/.claude/settings.json; remove it there"):
+    disabled = "disabled by disabledMcpjsonServers in ~/.claude/settings.json; remove it there"
+    with pytest.raises(ConfigError, match=disabled):
         manager.trust("b")
     with pytest.raises(McpUntrustedError):
         manager.connection("b")
@@ -258,7 +260,8 @@ async def test_an_inline_server_of_a_project_agent_file_waits_for_trust(tmp_path
 async def test_an_agent_file_of_the_persons_own_folder_is_trusted(tmp_path, home):
     mark = tmp_path / "mark"
     write(home / ".claude" / "agents" / "noter.md", AGENT.format(config=json.dumps(stdio_demo(DEMO_MARK=str(mark)))))
-    script = {"noter": [{"tool_calls": [{"name": "mcp__notes__add_note", "arguments": {"text": "x"}}]}, {"text": "noted"}]}
+    add_note = {"tool_calls": [{"name": "mcp__notes__add_note", "arguments": {"text": "x"}}]}
+    script = {"noter": [add_note, {"text": "noted"}]}
     h, provider = harness(tmp_path, script)
     assert [s.state for s in h.mcp.status()] == ["starts with its agent"]
     await h.run_subagent("noter", "note x")
@@ -400,3 +403,73 @@ def test_the_files_a_server_runs_are_hashed_within_bounds(tmp_path):
     assert files_fingerprint(config, tmp_path) != before
     npx = parse_server("s", {"command": "npx"}, ".mcp.json", workdir=tmp_path).config
     assert files_fingerprint(npx, tmp_path) == ""
+
+
+# ---------------------------------------------------------------------- files named inside shell text
+
+async def test_a_server_started_through_sh_c_asks_again_when_its_script_changes(tmp_path):
+    """``sh -c "exec python srv.py"`` names srv.py inside a string: the trust covers it too,
+    so a rewritten srv.py is not started until the person trusts it again."""
+    mark = tmp_path / "mark"
+    script = tmp_path / "srv.py"
+    script.write_text(DEMO.read_text())
+    line = f"exec {shlex.quote(sys.executable)} srv.py --quiet=no"
+    write(tmp_path / ".mcp.json", {"mcpServers": {"demo": {"command": "sh", "args": ["-c", line],
+                                                           "env": {"DEMO_MARK": str(mark)}}}})
+    h, _ = harness(tmp_path, [{"text": "ok"}])
+    h.mcp.trust("demo")
+    connection = await h.mcp.restart("demo")
+    assert connection.state == "running" and mark.exists()
+    script.write_text(DEMO.read_text() + "\n# rewritten\n")
+    with pytest.raises(McpUntrustedError, match="a file it runs changed since you trusted it"):
+        await h.mcp.restart("demo")
+
+
+def test_files_named_inside_shell_text_are_covered(tmp_path):
+    (tmp_path / "srv.py").write_text("x")
+    (tmp_path / "srv.js").write_text("x")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "main.py").write_text("x")
+
+    def files(command: str, *args: str) -> list[str]:
+        config = parse_server("s", {"command": command, "args": list(args)}, ".mcp.json", workdir=tmp_path).config
+        return [p.name for p in named_files(config, tmp_path)]
+
+    assert files("sh", "-c", "python srv.py --x") == ["srv.py"]
+    assert files("bash", "-c", "exec python 'srv.py'") == ["srv.py"]
+    assert files("/bin/sh", "-lc", "env FOO=1 python srv.py") == ["srv.py"]
+    assert files("sh", "-c", "uv run srv.py;node ./srv.js") == ["srv.py", "srv.js"]
+    assert files("sh", "-c", "bash -c 'node <srv.js'") == ["srv.js"]  # a shell inside a shell
+    assert files("sh", "-c", "cd sub && python main.py") == ["main.py"]  # a folder it names is a base
+    assert files("env", "PYTHON_SCRIPT=srv.py", "python") == ["srv.py"]
+
+
+@pytest.mark.parametrize("text", ["python $F", "python s*.py", "python `cat name`", "python 'srv.py"])
+def test_shell_text_that_hides_its_files_is_not_trusted_by_name(tmp_path, home, text):
+    """A name the shell works out (or text that does not split) cannot be covered by reading
+    it: trust by name does not cover the server, ``%mcp trust`` after reading it does, and
+    the plain words of the text still count (rewriting srv.py asks again)."""
+    script = tmp_path / "srv.py"
+    script.write_text("x")
+    write(tmp_path / ".mcp.json", {"mcpServers": {"s": {"command": "sh", "args": ["-c", f"echo srv.py; {text}"]}}})
+    store = TrustStore(home / "trust.json")
+    manager = McpManager(tmp_path, trust=["s"], trust_store=store)
+    verdict = manager.verdict("s")
+    assert not verdict.trusted and "cannot tell every file it runs, so mcp_trust does not cover it" in verdict.why
+    manager.trust("s")
+    assert manager.verdict("s").why == "%mcp trust"
+    script.write_text("y")
+    assert not manager.verdict("s").trusted
+    asked = McpManager(tmp_path, trust_store=store).verdict("s")
+    assert asked.why == "a file it runs changed since you trusted it"
+
+
+def test_past_the_hashed_files_a_change_still_counts(tmp_path):
+    names = [f"f{i}.py" for i in range(MAX_NAMED_FILES + 2)]
+    for name in names:
+        (tmp_path / name).write_text("x")
+    config = parse_server("s", {"command": "sh", "args": ["-c", " ".join(names)]}, ".mcp.json", workdir=tmp_path).config
+    assert [p.name for p in named_files(config, tmp_path)] == names
+    before = files_fingerprint(config, tmp_path)
+    (tmp_path / names[-1]).write_text("y")
+    assert files_fingerprint(config, tmp_path) != before

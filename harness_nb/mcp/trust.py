@@ -27,7 +27,9 @@ Trust by name (the last two) covers a server as it was configured when this proc
 read the workdir's configuration (``Trust.begin``: a session's start, kept across harnesses
 rebuilt in the same kernel): an entry that appeared or changed since — its command line or
 a file it runs — waits for ``%mcp trust`` like any other, and ``%mcp`` shows what it would
-run. A name cannot vouch for whatever the agent writes under that name mid-session.
+run. A name cannot vouch for whatever the agent writes under that name mid-session, nor for
+a command line whose shell text hides which files it runs (``unread_shell_text``: ``sh -c
+'python $F'``): that one waits for ``%mcp trust``, given after reading the command.
 
 The trust file holds no command, argument or variable value (only hashes of them), is
 written atomically under a lock (two kernels trusting at once both keep their decision),
@@ -54,7 +56,7 @@ from filelock import FileLock, Timeout
 from ..core import ConfigError, read_regular
 from ..core.secret import SECRETS
 from .config import PROJECT_FILE, ServerConfig, ServerEntry, StdioServer
-from .named_files import files_fingerprint
+from .named_files import files_fingerprint, unread_shell_text
 
 log = logging.getLogger("harness_nb.mcp")
 
@@ -197,7 +199,9 @@ class TrustStore:
         if document is not None:
             rows = document.get("servers") if isinstance(document, dict) else None
             if not isinstance(rows, list):
-                problems.append(f'{self.shown}: not an object with a "servers" list; its MCP trust decisions are not used')
+                problems.append(
+                    f'{self.shown}: not an object with a "servers" list; its MCP trust decisions are not used'
+                )
             else:
                 for row in rows[-MAX_RECORDS:]:
                     keys = ("workdir", "name", "fingerprint")
@@ -321,6 +325,10 @@ class Trust:
             return Verdict("trusted", "%mcp trust")
         by_name = self._by_name(entry)
         if by_name is not None:
+            unread = unread_shell_text(entry.config)
+            if unread is not None:
+                why = f"its command line has {unread}: harness_nb cannot tell every file it runs, so {by_name}"
+                return Verdict("needs approval", f"{why} does not cover it")
             start = _SESSION_START.get(self.key)
             if start is None or start.get((entry.source, entry.name)) == digest:
                 return Verdict("trusted", by_name)
@@ -363,9 +371,11 @@ class Trust:
         self._noticed.update((e.name, *self.digest(e)) for e in new)
         listed = "; ".join(f"{e.name} ({e.source}) would run: {describe_fully(e)}" for e in new)
         if len(new) == 1:
-            head, how = "MCP server of this project not started, it runs only once you trust it", how_to_trust(new[0].name)
+            head = "MCP server of this project not started, it runs only once you trust it"
+            how = how_to_trust(new[0].name)
         else:
-            head, how = "MCP servers of this project not started, they run only once you trust them", how_to_trust("NAME")
+            head = "MCP servers of this project not started, they run only once you trust them"
+            how = how_to_trust("NAME")
         log.warning("%s", SECRETS.scrub(f"{head}: {listed}. If you do: {how}"))
 
 
