@@ -120,6 +120,19 @@ async def test_a_config_value_read_once_is_masked_later_also_encoded(configured:
         assert not any(form in result.replace("\n", "") for form in encodings(INI_PASSWORD))
 
 
+async def test_a_config_value_in_upper_or_mixed_case_hex_is_masked(configured: Path) -> None:
+    """Hex is hex in any case: ``xxd -p | tr a-f A-F`` (``hexlify(...).upper()``) and a mix of
+    cases show the password as plainly as lower-case hex does."""
+    upper, mixed = await _results(
+        configured,
+        _call("bash", command="xxd -p settings.ini | tr a-f A-F"),
+        _call("bash", command="xxd -p settings.ini | tr ace ACE"),
+    )
+    for result in (upper, mixed):
+        assert result.splitlines()[0] == REDACTED, result
+        assert INI_PASSWORD.encode().hex() not in result.replace("\n", "").lower()
+
+
 async def test_a_config_file_a_command_names_is_read_before_its_result_is_scrubbed(configured: Path) -> None:
     """``base64 settings.ini`` as the very first call: the file it names is read for its
     credentials first, so even its first, encoded, view of them is masked."""
@@ -240,6 +253,8 @@ def test_encoded_copies_of_any_known_value_are_masked_and_other_text_is_not() ->
         encoded = base64.b64encode(prefix + b"token=env-token-value-1234\n").decode()
         assert secrets.scrub(f"out: {encoded} end") == f"out: {REDACTED} end"
     assert secrets.scrub(b"env-token-value-1234".hex()) == REDACTED
+    assert secrets.scrub(b"env-token-value-1234".hex().upper()) == REDACTED
+    assert secrets.scrub(f"x {b'env-token-value-1234'.hex().title()} y") == f"x {REDACTED} y"
     assert secrets.scrub("4321-eulav-nekot-vne") == REDACTED
     plain = "c2VlIHRoZSBkb2NzCg== and 0123abcdef plain words"
     assert secrets.scrub(plain) == plain

@@ -2,16 +2,16 @@
 into) and ``scrub_shapes`` (strings shaped like known keys, whoever's they are).
 
 A scrubber replaces each value with ``[redacted]`` wherever it appears: as it is, reversed,
-and encoded (``encodings``: hex, and base64 at each of the three alignments a value can
-have inside a longer text). An encoded copy sits inside a block of base64 or hex
+and encoded (``encodings``: hex in any case — ``xxd -p | tr a-f A-F`` — and base64 at each
+of the three alignments a value can have inside a longer text). An encoded copy sits inside a block of base64 or hex
 characters, possibly wrapped over lines (``base64`` wraps at 76 characters, ``xxd -p`` at
 60): the whole block is redacted, as it would decode to the secret. A key handed to the
 harness is also caught echoed partly masked (``sk-proj-****abcd``: a token holding its
 first or last 8 characters).
 
 Cost: one ``str.replace`` per value and its reversed copy, and one ``in`` test per encoded
-form (about seven per value) on the text with its line breaks removed; the block search
-runs only when one is found.
+form (about seven per value) on the text with its line breaks removed (hex forms on its
+lower-cased copy); the block search runs only when one is found.
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ _ENCODED_RUN = re.compile(r"[A-Za-z0-9+/=_-]{10}")
 
 def encodings(value: str) -> list[str]:
     """What a copy of ``value`` shows as when a command encodes a text holding it: its hex
-    (``xxd -p``, ``.hex()``) and, for each of the three places it can start in base64's
+    (``xxd -p``, ``.hex()``; lower-case, first: ``Scrubber`` finds it in any case) and, for each of the three places it can start in base64's
     groups of three bytes, the base64 characters that depend on ``value`` alone (standard
     and URL-safe alphabets)."""
     raw = value.encode()
@@ -118,12 +118,14 @@ def encodings(value: str) -> list[str]:
 @dataclass(frozen=True)
 class Scrubber:
     """One compiled set of values (``of``): ``values`` and the lines of multi-line ones,
-    with their reversed copies, longest first; their ``encodings``; and the first and last 8
-    characters of the ``keys``. Calling it scrubs a text (see the module doc)."""
+    with their reversed copies, longest first; their ``encodings`` (``hexed``: the hex
+    ones, matched in any case); and the first and last 8 characters of the ``keys``.
+    Calling it scrubs a text (see the module doc)."""
 
     values: frozenset[str]
     exact: tuple[str, ...]
     encoded: tuple[str, ...]
+    hexed: tuple[str, ...]
     anchors: frozenset[str]
 
     @classmethod
@@ -134,16 +136,17 @@ class Scrubber:
             # a multi-line value (a PEM key in a .env) also shows a line at a time
             found.update(line.strip() for line in v.splitlines() if len(line.strip()) >= 16)
         exact = found | {v[::-1] for v in given}
-        encoded = {form for v in given for form in encodings(v)}
+        forms = [encodings(v) for v in given]
+        hexed = {f[0] for f in forms}
+        encoded = {form for f in forms for form in f[1:]}
         anchors = frozenset(a for k in keys if len(k) >= 12 for a in (k[:8], k[-8:]))
-        return cls(
-            frozenset(found), tuple(sorted(exact, key=len, reverse=True)), tuple(sorted(encoded)), anchors
-        )
+        by_length = tuple(sorted(exact, key=len, reverse=True))
+        return cls(frozenset(found), by_length, tuple(sorted(encoded)), tuple(sorted(hexed)), anchors)
 
     def __call__(self, text: str) -> str:
         for value in self.exact:
             text = text.replace(value, REDACTED)
-        if self.encoded and _ENCODED_RUN.search(text) and self._holds_encoded(text):
+        if (self.encoded or self.hexed) and _ENCODED_RUN.search(text) and self._holds_encoded(text):
             text = _ENCODED_BLOCK.sub(self._block, text)
         for anchor in self.anchors:
             if anchor in text:
@@ -154,7 +157,10 @@ class Scrubber:
     def _holds_encoded(self, text: str) -> bool:
         if "\n" in text:
             text = text.replace("\r\n", "").replace("\n", "")
-        return any(form in text for form in self.encoded)
+        if any(form in text for form in self.encoded):
+            return True
+        lowered = text.lower()  # hex prints in either case, or a mix of them
+        return any(form in lowered for form in self.hexed)
 
     def _block(self, match: re.Match[str]) -> str:
         block = match.group(0)
