@@ -103,9 +103,9 @@ _ENCODED_RUN = re.compile(r"[A-Za-z0-9+/=_-]{10}")
 
 def encodings(value: str) -> list[str]:
     """What a copy of ``value`` shows as when a command encodes a text holding it: its hex
-    (``xxd -p``, ``.hex()``; lower-case, first: ``Scrubber`` finds it in any case) and, for each of the three places it can start in base64's
-    groups of three bytes, the base64 characters that depend on ``value`` alone (standard
-    and URL-safe alphabets)."""
+    (``xxd -p``, ``.hex()``; lower-case and first, ``Scrubber`` finds it in any case) and,
+    for each of the three places it can start in base64's groups of three bytes, the base64
+    characters that depend on ``value`` alone (standard and URL-safe alphabets)."""
     raw = value.encode()
     forms = [raw.hex()]
     for shift in range(3):
