@@ -10,7 +10,8 @@ One ``Secrets`` — the process's is ``SECRETS`` — knows every credential the 
   re-read when one is written, added or removed;
 - values learned from what tools read (``learn``, ``observe_call``): credential-named keys
   of the configuration files a call names and of the key/value pairs its output shows
-  (``credential.py``), and credential-named notebook variables. They stay known for the
+  (``credential.py``), of the files a rewind's diff shows (``learn_file``), and
+  credential-named notebook variables. They stay known for the
   session (the most recent ``MAX_LEARNED``);
 - and, in any text, strings shaped like known keys (``SHAPES``: OpenAI, Anthropic, AWS,
   GitHub, Slack, Google, Hugging Face, Stripe, JWTs, private-key blocks, URL passwords).
@@ -40,7 +41,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, cast
 
-from .credential import config_format, credentials_in_text, named_config_files, read_config
+from .credential import config_format, credentials_in_file, credentials_in_text, named_config_files, read_config
 from .dotenv import MAX_BYTES as MAX_DOTENV_BYTES
 from .dotenv import DotenvScan, parse_dotenv, scan_dotenv
 from .fs import read_regular
@@ -57,6 +58,7 @@ __all__ = [
     "could_be_secret",
     "encodings",
     "environment_secrets",
+    "file_credentials",
     "is_secret_name",
     "looks_random",
     "protect_loggers",
@@ -135,6 +137,16 @@ def environment_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
     ``could_be_secret``)."""
     env = os.environ if environ is None else environ
     return [v for k, v in env.items() if is_secret_name(k) and could_be_secret(v)]
+
+
+def file_credentials(name: str, text: str) -> set[str]:
+    """The credentials in ``text``, the content of a file called ``name``: a ``.env``'s
+    secret values, a configuration file's credential-named ones (``credential.py``), the
+    credential-named pairs of any other text, as a tool's output is read."""
+    kind = config_format(name)
+    if kind == "dotenv":
+        return _dotenv_secrets(parse_dotenv(text[:MAX_DOTENV_BYTES]).items())
+    return credentials_in_file(name, text) if kind is not None else credentials_in_text(text)
 
 
 def _dotenv_secrets(pairs: Iterable[tuple[str, str]]) -> set[str]:
@@ -223,6 +235,12 @@ class Secrets:
         for path in named_config_files(_argument_strings(arguments), workdir):
             found |= _dotenv_file(path) if config_format(path.name) == "dotenv" else read_config(path)
         return self.learn(found) or changed
+
+    def learn_file(self, name: str, text: str) -> bool:
+        """Learn the credentials of ``text``, the content of a file called ``name`` about to
+        be shown (``file_credentials``): a rewind's diff shows a file's past content, which
+        no tool may have read. True when something new was learned."""
+        return self.learn(file_credentials(name, text))
 
     def clear(self) -> None:
         """Forget the keys added, the values learned and the folders watched (the
@@ -363,7 +381,7 @@ def _dotenv_file(path: Path) -> set[str]:
         data = read_regular(path, MAX_DOTENV_BYTES)
     except OSError:
         return set()
-    return _dotenv_secrets(parse_dotenv(data[:MAX_DOTENV_BYTES].decode("utf-8", errors="replace")).items())
+    return file_credentials(path.name, data[:MAX_DOTENV_BYTES].decode("utf-8", errors="replace"))
 
 
 def _map_strings(value: Any, fn: Callable[[str], str]) -> Any:

@@ -2,7 +2,9 @@
 
 The diff runs from now to the checkpoint (what the person gets back is ``+``): unified for
 text files, one line for a binary one, a symlink or a folder; a credentials file is
-named, never shown, and any secret left in the rest is masked. It stops after
+named, never shown, and any secret left in the rest is masked — the values of
+credential-named keys included (a ``password:`` of ``config.yaml``): each file's content,
+then and now, is read for them first, as a file a tool reads is (``Secrets.learn_file``). It stops after
 ``DIFF_LINES`` lines (``DIFF_FILE_LINES`` per file) and says how much more there was.
 """
 
@@ -104,6 +106,9 @@ def _file_diff(change: Change, store: GitStore) -> list[str]:
     if protection(change.path) is CREDENTIALS:
         return [f"--- {name} (a credentials file: its content is not shown)"]
     old, new = _text(now, store), _text(then, store)
+    for text in (old, new):
+        if text:  # its credentials are masked from here on, in this diff and wherever they show
+            SECRETS.learn_file(change.path, text)
     if old is None or new is None:
         sizes = " → ".join(f"{e.size:,} bytes" if e is not None else "none" for e in (now, then))
         return [f"Binary file {name} differs ({sizes})"]
