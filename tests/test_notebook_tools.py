@@ -151,6 +151,63 @@ async def test_credential_named_variables_and_mapping_keys_are_masked(tmp_path):
     assert "abc" not in pwd
 
 
+NESTED_CREDENTIALS = """
+from collections import namedtuple
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+@dataclass
+class Settings:
+    api_token: str
+    region: str = "eu-west-1"
+
+class Slotted:
+    __slots__ = ("user", "password")
+    def __init__(self, user, password):
+        self.user, self.password = user, password
+    def __repr__(self):
+        return f"Slotted({self.user!r}, {self.password!r})"
+
+Login = namedtuple("Login", "user password")
+cfg = {"prod": {"db": {"primary": {"conn": {"options": {"password": "Pw1dEEp"}, "host": "db1"}}}}}
+settings = Settings("Tk2dAtA")
+env = SimpleNamespace(name="prod", db=SimpleNamespace(password="Pw3nSpc"))
+rows = [{"user": "ann", "password": "Pw4lIst"}, Settings("Tk5lIst")]
+login = Login("ann", "Pw6nTup")
+slotted = Slotted("ann", "Pw7sLot")
+wide = {"group": {"password": "Pw8wIde", **{f"k{i}": i for i in range(300)}}}
+"""
+NESTED_SECRETS = ("Pw1dEEp", "Tk2dAtA", "Pw3nSpc", "Pw4lIst", "Tk5lIst", "Pw6nTup", "Pw7sLot", "Pw8wIde", "Pw9fRam")
+
+
+async def test_credentials_nested_at_any_depth_never_reach_the_model(tmp_path):
+    """The attacker's finding: masking looked at the variable's name and a mapping's keys
+    a few levels down. Short values (which ``Secrets`` does not learn) at any depth — in a
+    deep dict, a dataclass or namespace attribute, a list of dicts and objects, a
+    namedtuple, a ``__slots__`` object, a wide dict, a DataFrame column — are not in any
+    tool result the model gets; the rest of each value still shows."""
+    names = ["cfg", "settings", "env", "rows", "login", "slotted", "wide"]
+    pandas = importlib.util.find_spec("pandas") is not None
+    names += ["frame"] if pandas else []
+    calls = [{"id": "vars", "name": "list_variables", "arguments": {}}, *(_inspect(n, n) for n in names)]
+    script = {"agents": {"main": [{"tool_calls": calls}, {"text": "seen"}]}}
+    async with notebook(tmp_path, script) as k:
+        await k.run(NESTED_CREDENTIALS)
+        if pandas:
+            await k.run("import pandas as pd\nframe = pd.DataFrame({'user': ['ann'], 'Password': ['Pw9fRam']})")
+        await k.run("%%agent\nlook at my variables")
+        results = tool_results((await model_requests(k, "main"))[1])
+    assert len(results) == len(names) + 1
+    for result in results:
+        assert not any(secret in result for secret in NESTED_SECRETS), result
+    shown = dict(zip(names, results[1:], strict=True))
+    assert "'host': 'db1'" in shown["cfg"] and "[redacted]" in shown["cfg"]
+    assert "region='eu-west-1'" in shown["settings"] and "name='prod'" in shown["env"]
+    assert "'ann'" in shown["login"] and "'ann'" in shown["slotted"] and "'ann'" in shown["rows"]
+    if pandas:
+        assert "ann" in shown["frame"] and "[redacted]" in shown["frame"]
+
+
 async def test_run_python_is_interrupted_at_the_tool_timeout_and_the_kernel_goes_on(tmp_path):
     """Issue 18: ``time.sleep(15)`` with a 3 s ``tool_timeout`` took 15 s, and ``while True:
     pass`` hung the kernel. Past the timeout each is interrupted as the stop button does (a

@@ -29,7 +29,7 @@ from ..core.imports import shielded_imports
 from ..core.media import MAX_IMAGES
 from ..engine import Limits, ParentContext
 from ..tools import Tool, ToolContext, ToolOutput, tool
-from .credential_variable import MASKED, learn_credentials, masked
+from .credential_variable import MASKED, MAX_NODES, learn_credentials, mask_text, masked, masked_frame
 from .history import CellHistory, notebook_history_tool
 from .proposal import CellProposals, propose_cell_tool
 from .watchdog import Stopped, TimedOut, Watchdog
@@ -70,7 +70,8 @@ def _user_variables(shell: Any) -> list[str]:
 
 def describe(value: Any, rows: int = 5, name: str | None = None) -> str:
     """Type, shape and a bounded preview of ``value`` (the variable ``name``), credentials
-    masked: all of it when ``name`` looks like one, else the values of mapping keys that do."""
+    masked (``credential_variable``): all of it when ``name`` looks like one, else what sits
+    under a credential name at any depth."""
     kind = f"{type(value).__module__}.{type(value).__qualname__}".removeprefix("builtins.")
     lines = [f"type: {kind}"]
     if name is not None and is_credential_key(name):
@@ -90,11 +91,13 @@ def describe(value: Any, rows: int = 5, name: str | None = None) -> str:
     head = getattr(value, "head", None)
     if callable(head) and shape is not None:
         try:
-            frame = head(rows)
+            frame = masked_frame(head(rows))
             to_string = getattr(frame, "to_string", None)
-            lines.append(f"head({rows}):\n" + (to_string(max_cols=20) if callable(to_string) else repr(frame)))
+            wide = getattr(frame, "ndim", 2) == 2  # a Series prints one column
+            shown = (to_string(max_cols=20) if wide else to_string()) if callable(to_string) else repr(frame)
+            lines.append(f"head({rows}):\n" + shown)
             nulls = getattr(value, "isna", None)
-            if callable(nulls) and dtypes is not None:
+            if callable(nulls) and wide:
                 counts = nulls().sum()
                 missing = {k: int(v) for k, v in counts.items() if int(v)}
                 lines.append(f"missing values: {missing or 'none'}")
@@ -110,8 +113,8 @@ def describe(value: Any, rows: int = 5, name: str | None = None) -> str:
             lines.append("values: " + repr(value)[:1000])
     elif isinstance(value, dict):
         lines.append(f"length: {len(value)}")
-        items = list(value.items())[:rows * 4]
-        lines.append("items:\n" + "\n".join(f"  {k!r}: {repr(masked(v, str(k)))[:200]}" for k, v in items))
+        items, budget = list(value.items())[: rows * 4], [MAX_NODES]
+        lines.append("items:\n" + "\n".join(f"  {k!r}: {repr(masked(v, str(k), 0, budget))[:200]}" for k, v in items))
     elif isinstance(value, list | tuple | set | frozenset):
         lines.append(f"length: {len(value)}")
         lines.append("first items: " + repr(masked(list(value)[: rows * 4]))[:2000])
@@ -119,8 +122,8 @@ def describe(value: Any, rows: int = 5, name: str | None = None) -> str:
         lines.append(f"length: {len(value):,} characters")
         lines.append("text: " + repr(value[:1500]))
     else:
-        lines.append("repr: " + repr(value)[:2000])
-    return _clip("\n".join(lines))
+        lines.append("repr: " + repr(masked(value))[:2000])
+    return _clip(mask_text("\n".join(lines), value, name))
 
 
 def kernel_tools(shell: Any, *, history: CellHistory, proposals: CellProposals) -> list[Tool]:
