@@ -239,6 +239,34 @@ async def test_run_python_is_interrupted_at_the_tool_timeout_and_the_kernel_goes
     assert spun.endswith("What it printed before:\nspinning")
 
 
+async def test_code_stuck_in_c_is_reported_once_and_the_kernel_goes_on(tmp_path):
+    """The attacker's finding: code stuck in C never returns to Python, so the watchdog's
+    interrupts go unheard and the kernel looks hung without a word. ``pbkdf2_hmac`` runs in C
+    (the interpreter lock released) and ignores SIGINT until it ends: after three unanswered
+    interrupts the cell says so, once, with how to stop it; the model's result says so when
+    the call ends; the kernel then runs the next cell. The call is sized in the kernel to
+    outlast many interrupts (the watchdog's interval is shortened there to keep this short)."""
+    derive = "import hashlib\nkey = hashlib.pbkdf2_hmac('sha256', b'pw', b'salt', int(rate * 6))\nlen(key)"
+    call = {"name": "run_python", "arguments": {"code": derive}}
+    script = {"agents": {"main": [{"tool_calls": [call]}, {"text": "stuck, noted"}]}}
+    async with notebook(tmp_path, script) as k:
+        await k.run(
+            "%config HarnessNB.approval_policy = 'never'\n%config HarnessNB.tool_timeout = 0.5\n"
+            "import hashlib, time\nimport harness_nb.notebook.watchdog as watchdog\nwatchdog.REPEAT = 0.25\n"
+            "started = time.perf_counter()\nhashlib.pbkdf2_hmac('sha256', b'pw', b'salt', 200_000)\n"
+            "rate = 200_000 / (time.perf_counter() - started)"
+        )
+        run = await k.run("%%agent\nderive the key", timeout=120)
+        assert result_text(run) == "stuck, noted"
+        (result,) = tool_results((await model_requests(k, "main"))[1])
+        assert result_text(await k.run("1 + 1")) == "2"
+    told = "".join(out["text"] for out in run.outputs if out["msg_type"] == "stream" and out["name"] == "stderr")
+    assert told.count("run_python has ignored 3 interrupts for ") == 1, told
+    assert "stuck in C code, which no interrupt stops. Restart the kernel (Kernel ▸ Restart) to stop it" in told
+    assert result.startswith("error: run_python stopped: the code ran past the tool timeout (0.5 s)"), result
+    assert "The interrupts went unanswered for " in result and "stuck in C code" in result
+
+
 async def test_the_stop_button_stops_run_python_code_that_never_ends(tmp_path):
     """The person's stop, while run_python spins in ``while True: pass`` (well inside its
     timeout), interrupts the code and the run at once; the kernel answers the next cell."""

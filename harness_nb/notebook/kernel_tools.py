@@ -199,7 +199,8 @@ def run_code(namespace: dict[str, Any], code: str, *, shell: Any = None, timeout
     # capture_output takes what IPython's display() publishes (and plt.show() under the
     # inline backend); print() goes to our buffer, stdout and stderr in the order written.
     capture = contextlib.nullcontext() if shell is None else capture_output(stdout=False, stderr=False, display=True)
-    watchdog = Watchdog(timeout)
+    cell_stderr = sys.stderr  # the cell's, taken before the code's output is redirected below
+    watchdog = Watchdog(timeout, tell=lambda text: print(text, file=cell_stderr, flush=True))
     try:
         with watchdog, capture as captured, contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
             with watchdog.armed():
@@ -207,12 +208,12 @@ def run_code(namespace: dict[str, Any], code: str, *, shell: Any = None, timeout
                 value = eval(compile(last, "<run_python>", "eval"), namespace) if last is not None else None
     except (TimedOut, Stopped) as exc:
         _close(_new_figures(figures_before))
-        raise ToolError(_clip(_interrupted(exc, timeout, buffer.getvalue()))) from None
+        raise ToolError(_clip(_interrupted(exc, timeout, buffer.getvalue(), watchdog.stuck_for))) from None
     except Exception as exc:
         _close(_new_figures(figures_before))
         frames = traceback.format_exception(type(exc), exc, exc.__traceback__)
         relevant = [f for f in frames if "<run_python>" in f or f is frames[-1]]
-        note = _timed_out(timeout, exc) + "\n" if watchdog.fired else ""
+        note = _timed_out(timeout, exc, watchdog.stuck_for) + "\n" if watchdog.fired else ""
         raise ToolError(_clip(note + buffer.getvalue() + "".join(relevant).rstrip())) from None
     texts = [buffer.getvalue().rstrip("\n")]
     displays: list[DisplayData] = []
@@ -235,25 +236,38 @@ def run_code(namespace: dict[str, Any], code: str, *, shell: Any = None, timeout
     texts += [str(d.data.get("text/plain", "")) for d in figure_displays] + notes
     if watchdog.fired:  # it caught the interrupt and finished anyway
         texts.append(f"[the code was interrupted at the tool timeout ({timeout:g} s), caught it and went on]")
+        texts.append(_stuck(watchdog.stuck_for))
     out = "\n".join(t for t in texts if t)
     images = tuple(image for d in displays if (image := d.image()) is not None)
     return ToolOutput(_clip(out) if out else "(no output)", images, tuple(displays))
 
 
-def _interrupted(exc: KeyboardInterrupt, timeout: float | None, printed: str) -> str:
+def _interrupted(exc: KeyboardInterrupt, timeout: float | None, printed: str, stuck_for: float | None) -> str:
     if isinstance(exc, TimedOut):
-        head = _timed_out(timeout, exc)
+        head = _timed_out(timeout, exc, stuck_for)
     else:
         head = f"run_python was interrupted{_where(exc)}: the person pressed stop."
     return f"{head}\nWhat it printed before:\n{printed.rstrip()}" if printed.strip() else head
 
 
-def _timed_out(timeout: float | None, exc: BaseException) -> str:
-    return (
+def _timed_out(timeout: float | None, exc: BaseException, stuck_for: float | None = None) -> str:
+    head = (
         f"run_python stopped: the code ran past the tool timeout ({timeout:g} s) and was interrupted"
         f"{_where(exc)}, as the stop button does; the variables it set before that are kept. Make it "
         "faster or run it in smaller steps, or ask the person to raise the limit "
         "(%config HarnessNB.tool_timeout = <seconds>)."
+    )
+    return f"{head} {_stuck(stuck_for)}".rstrip()
+
+
+def _stuck(stuck_for: float | None) -> str:
+    """What the model is told of code that did not answer the watchdog's interrupts."""
+    if stuck_for is None:
+        return ""
+    return (
+        f"The interrupts went unanswered for {stuck_for:.0f} s: the code was stuck in C code (a regular "
+        "expression that backtracks, a long call into a C library), which no interrupt stops and which "
+        "holds the kernel until it ends. Do not run it again as it is."
     )
 
 

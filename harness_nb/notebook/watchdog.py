@@ -16,6 +16,17 @@ main thread once the limit has passed — a real signal, so a blocking ``time.sl
 - with Python's default handler displaced (no kernel cell), a plain ``KeyboardInterrupt``.
 
 Code that catches the interrupt and goes on is interrupted again every ``REPEAT`` seconds.
+
+Code stuck in C — a regular expression backtracking, ``sum(range(10**11))``, a long call into
+a C library — never returns to the interpreter, so no handler runs and nothing inside the
+process can stop it. When ``STUCK_AFTER`` interrupts in a row go unanswered, the watchdog
+says so once through ``tell`` (``run_python``: the cell's stderr): the person can restart the
+kernel; ``stuck_for`` keeps how long, for the model's tool result once the code ends. C code
+that releases the interpreter lock (``hashlib``, most of numpy) leaves the watchdog's thread
+running, so the person is told while it runs; C code that holds the lock (``re``, ``sum``)
+freezes every thread, the watchdog's and ipykernel's own output thread included, so no one
+can be told until it ends: ``stuck_for`` is then worked out afterwards, from how late the
+watchdog's thread woke or how long its interrupt waited.
 Only while ``armed`` (around the ``exec``) does the handler raise: a signal landing in the
 harness's own code before or after is absorbed, and ``__exit__`` waits for a signal the
 thread sent to be handled before the displaced handler is put back, so no late signal
@@ -28,14 +39,15 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType, TracebackType
 from typing import Any
 
-__all__ = ["REPEAT", "Stopped", "TimedOut", "Watchdog"]
+__all__ = ["REPEAT", "STUCK_AFTER", "Stopped", "TimedOut", "Watchdog", "stuck_message"]
 
 REPEAT = 1.0  # seconds between interrupts of code that swallows them
+STUCK_AFTER = 3  # unanswered interrupts in a row that mean the code is stuck in C
 _SETTLE = 1.0  # most seconds __exit__ waits for a signal already sent to arrive
 
 
@@ -47,14 +59,29 @@ class Stopped(KeyboardInterrupt):
     """Raised in the code when the person pressed stop (the kernel was told too)."""
 
 
+def stuck_message(interrupts: int, seconds: float) -> str:
+    """What the person reads when the code has not answered ``interrupts`` interrupts."""
+    return (
+        f"run_python has ignored {interrupts} interrupts for {seconds:.0f} s: the code is stuck in C code, "
+        "which no interrupt stops. Restart the kernel (Kernel ▸ Restart) to stop it (its variables are "
+        "lost), or wait for it to end."
+    )
+
+
 class Watchdog:
     """Interrupts the main thread's code after ``seconds`` (see the module doc; ``None``: it
     never does). Use it as ``with Watchdog(s) as dog: … with dog.armed(): exec(…)``;
-    ``fired`` says whether the limit passed."""
+    ``fired`` says whether the limit passed; ``stuck_for``, how many seconds interrupts went
+    unanswered once ``STUCK_AFTER`` of them did (``tell`` is then called once, from the
+    watchdog's thread)."""
 
-    def __init__(self, seconds: float | None) -> None:
+    def __init__(self, seconds: float | None, *, tell: Callable[[str], None] | None = None) -> None:
         self.seconds = seconds
+        self.tell = tell
         self.fired = False
+        self.stuck_for: float | None = None
+        self._told = False
+        self._sent_at = 0.0  # when the oldest unanswered interrupt was sent
         self._armed = False
         self._pending = False  # a signal the thread sent that the handler has not seen yet
         self._active = False
@@ -96,21 +123,44 @@ class Watchdog:
             self._armed = False
 
     def _watch(self) -> None:
-        if self._stop.wait(self.seconds or 0):
-            return
+        wait, unanswered = self.seconds or 0, 0
         while True:
+            due = time.monotonic() + wait
+            if self._stop.wait(wait):
+                return
+            frozen = time.monotonic() - due  # C code holding the interpreter lock stopped this thread as long
+            if frozen >= STUCK_AFTER * REPEAT:
+                self.stuck_for = max(self.stuck_for or 0.0, frozen)
+            wait = REPEAT
             with self._lock:
                 if self._stop.is_set():
                     return
+                if self._pending:
+                    unanswered += 1
+                else:
+                    unanswered, self._sent_at = 0, time.monotonic()
                 self.fired = True
                 self._pending = True
                 signal.pthread_kill(self._main, signal.SIGINT)
-            if self._stop.wait(REPEAT):
-                return
+            if unanswered >= STUCK_AFTER and not self._told:
+                self._told = True
+                self.stuck_for = max(self.stuck_for or 0.0, time.monotonic() - self._sent_at)
+                self._say(stuck_message(unanswered, self.stuck_for))
+
+    def _say(self, text: str) -> None:
+        if self.tell is None:
+            return
+        try:
+            self.tell(text)
+        except Exception:  # a closed stream: the tool result still tells the model
+            return
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self._pending:  # the watchdog's own
             self._pending = False
+            waited = time.monotonic() - self._sent_at
+            if waited >= STUCK_AFTER * REPEAT:  # the thread may have been frozen as long (module doc)
+                self.stuck_for = max(self.stuck_for or 0.0, waited)
             if self._armed:
                 raise TimedOut(f"interrupted after {self.seconds} s")
             return
