@@ -135,7 +135,7 @@ def named_files(config: ServerConfig, workdir: Path) -> list[Path]:
     bases = [Path(os.path.realpath(config.cwd or workdir))]
     for p in words:
         real = Path(os.path.realpath(p if p.is_absolute() else bases[0] / p))
-        if len(bases) <= MAX_BASES and real not in bases and real.is_relative_to(root) and real.is_dir():
+        if len(bases) < MAX_BASES and real not in bases and real.is_relative_to(root) and real.is_dir():
             bases.append(real)
     found: list[Path] = []
     named = [p if p.is_absolute() else base / p for p in words for base in bases]
