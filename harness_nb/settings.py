@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 from .core import ConfigError, PriceTable
 from .engine import POLICIES, CompactionPolicy, Limits, require_positive
-from .engine.rule import parse_rules
+from .permissions.rule import parse_rules
 from .providers.options import ProviderOptions, ReplayPace
 from .subagents import BackgroundApprovals
 

@@ -20,6 +20,7 @@ RANK = {
     "sandbox": 1,
     "tools": 1,
     "engine": 2,
+    "permissions": 2,  # engine/__init__ still re-exports it; ranked above engine once that goes
     "mcp": 2,
     "subagents": 3,
     "team": 4,

@@ -25,8 +25,8 @@ from .hook import (
     person_reason,
 )
 from .meter import ContextMeter
-from .permission import PERMISSION_MODES, POLICIES, PermissionHook, PermissionMode, Policy, remembering
-from .rule import PermissionRules, Rule, parse_rule, session_rule
+from ..permissions.hook import PERMISSION_MODES, POLICIES, PermissionHook, PermissionMode, Policy, remembering
+from ..permissions.rule import PermissionRules, Rule, parse_rule, session_rule
 from .limits import BUDGET_STOPS, EARLY_STOPS, Limits, Place, RunResult, ToolSlots, require_positive, stop_label
 from .prompt import MAIN_SYSTEM_PROMPT, PromptBuilder
 from .session import MemorySession, load_transcript

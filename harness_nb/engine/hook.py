@@ -32,7 +32,7 @@ from ..tools import ToolContext, ToolOutcome
 log = logging.getLogger("harness_nb.engine")
 
 if TYPE_CHECKING:
-    from .rule import Rule
+    from ..permissions.rule import Rule
 
 
 @dataclass(frozen=True, slots=True)

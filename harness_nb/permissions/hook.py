@@ -65,12 +65,12 @@ from typing import Literal, TypeAlias, get_args
 
 from ..core import ToolCall, ToolError, run_blocking
 from ..core.imports import shadowed_module
+from ..engine.hook import ALLOW, Allow, ApprovalChannel, Approved, Ask, Decision, Denied, Deny, Hook
 from ..sandbox import protection
 from ..tools import ToolContext, ToolOutcome, write_target
-from .command import Script, parse_command
-from .command_policy import PROTECTED, Place, Reason, assess, command_texts, each_command, protected_write
-from .hook import ALLOW, Allow, ApprovalChannel, Approved, Ask, Decision, Denied, Deny, Hook
 from .rule import PermissionRules, Rule, RuleSet, Sourced, first_match
+from .shell.parser import Script, parse_command
+from .shell.policy import PROTECTED, Place, Reason, assess, command_texts, each_command, protected_write
 
 logger = logging.getLogger("harness_nb.permission")
 

@@ -36,8 +36,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..sandbox import Protection, protection
-from .command import Command, Pipeline, Script, Word, parse_command
+from ...sandbox import Protection, protection
+from .parser import Command, Pipeline, Script, Word, parse_command
 from .read_only import BUILTINS, NOT_READ_ONLY, read_only_problem, split_options
 
 GLOB_LIMIT = 200

@@ -48,7 +48,7 @@ from typing import Any
 from ..core import ConfigError, ToolCall, ToolError
 from ..tools.names import CLAUDE_TOOL_NAMES
 from ..tools.search import compile_glob
-from .command import parse_command
+from .shell.parser import parse_command
 
 logger = logging.getLogger("harness_nb.permission")
 
