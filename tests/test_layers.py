@@ -44,7 +44,7 @@ SIBLINGS_FORBIDDEN = {
     ("mcp", "engine"),
 }
 NOTEBOOK_ONLY = {"IPython", "ipywidgets", "ipykernel", "traitlets", "comm"}
-CORE_ALLOWED_THIRD_PARTY = {"pydantic", "pydantic_core", "typing_extensions"}
+CORE_ALLOWED_THIRD_PARTY = {"pydantic", "pydantic_core", "typing_extensions", "yaml"}  # yaml: core/frontmatter.py
 
 
 def layer_of(module_path: Path) -> str | None:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..core import ConfigError, read_regular
-from .frontmatter import split_frontmatter
+from ..core.frontmatter import split_frontmatter
 
 __all__ = [
     "SKILL_FOLDERS",

@@ -48,7 +48,7 @@ from typing import Any
 import yaml
 
 from ..core import ConfigError
-from .frontmatter import FrontmatterRefused, load_frontmatter, split_frontmatter
+from ..core.frontmatter import FrontmatterRefused, load_frontmatter, split_frontmatter
 from .skill import SKILL_FOLDERS, SkillSource, read_skill_file, skill_name_problem
 
 __all__ = [

@@ -49,6 +49,7 @@ import yaml
 from pydantic import ValidationError
 
 from ..core import NotRegularFileError, read_regular
+from ..core.frontmatter import FrontmatterRefused, load_frontmatter
 from ..engine.skill import skill_name_problem
 from .definition import (
     CAMEL_NAMES,
@@ -63,7 +64,6 @@ from .definition import (
     normalize_tool_names,
     split_names,
 )
-from ..engine.frontmatter import FrontmatterRefused, load_frontmatter
 
 MAX_FILE_BYTES = 1024 * 1024
 MAX_FILES = 1000
