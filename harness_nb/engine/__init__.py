@@ -1,5 +1,10 @@
 """The agent loop and what it needs: hooks, sessions, prompts, limits. No IPython here."""
 
+from ..permissions.hook import PERMISSION_MODES, POLICIES, PermissionHook, PermissionMode, Policy, remembering
+from ..permissions.rule import PermissionRules, Rule, parse_rule, session_rule
+from ..skills.catalog import Skill, SkillCatalog
+from ..skills.skill import SKILL_MAX_BYTES, load_skill, skill_dirs, skill_name_problem
+from ..skills.tool import SkillTool
 from .budget import BudgetScope, CallEstimate, PromptTally
 from .checkpoint_hook import CheckpointHook
 from .compaction import CompactionPolicy, ContextKeeper
@@ -24,15 +29,10 @@ from .hook import (
     denial_result,
     person_reason,
 )
-from .meter import ContextMeter
-from ..permissions.hook import PERMISSION_MODES, POLICIES, PermissionHook, PermissionMode, Policy, remembering
-from ..permissions.rule import PermissionRules, Rule, parse_rule, session_rule
 from .limits import BUDGET_STOPS, EARLY_STOPS, Limits, Place, RunResult, ToolSlots, require_positive, stop_label
+from .meter import ContextMeter
 from .prompt import MAIN_SYSTEM_PROMPT, PromptBuilder
 from .session import MemorySession, load_transcript
-from .skill import SKILL_MAX_BYTES, load_skill, skill_dirs, skill_name_problem
-from .skill_catalog import Skill, SkillCatalog
-from .skill_tool import SkillTool
 from .summary import is_summary, summary_message
 
 __all__ = [

@@ -51,8 +51,8 @@ from pydantic import (
     model_validator,
 )
 
-from ..engine.skill import skill_name_problem
 from ..permissions.hook import PERMISSION_MODES, PermissionMode
+from ..skills.skill import skill_name_problem
 from ..tools.names import CLAUDE_TOOL_NAMES
 
 logger = logging.getLogger("harness_nb.subagents")

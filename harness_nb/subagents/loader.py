@@ -50,7 +50,7 @@ from pydantic import ValidationError
 
 from ..core import NotRegularFileError, read_regular
 from ..core.frontmatter import FrontmatterRefused, load_frontmatter
-from ..engine.skill import skill_name_problem
+from ..skills.skill import skill_name_problem
 from .definition import (
     CAMEL_NAMES,
     EFFORTS,

@@ -21,8 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..core import ConfigError, ToolError, run_blocking
 from ..tools import Tool, ToolContext, ToolRegistry
+from .catalog import Skill, SkillCatalog
 from .skill import read_skill_file, skill_name_problem
-from .skill_catalog import Skill, SkillCatalog
 
 __all__ = ["RESOURCES_MAX_DEPTH", "RESOURCES_MAX_LISTED", "SkillTool", "catalog_of"]
 
