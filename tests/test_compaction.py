@@ -42,8 +42,8 @@ from harness_nb.engine import (
     load_transcript,
 )
 from harness_nb.engine import meter as meter_module
-from harness_nb.engine.compaction import STUB_PREFIX, cut_points
-from harness_nb.engine.summary import SUMMARISER_AGENT
+from harness_nb.engine.compaction.keeper import STUB_PREFIX, cut_points
+from harness_nb.engine.compaction.summary import SUMMARISER_AGENT
 from harness_nb.engine.resume import repair_history
 from harness_nb.providers.scripted import ScriptedProvider
 from harness_nb.providers.window import TokenRatio, context_length_error, known_window

@@ -7,7 +7,7 @@ from ..skills.skill import SKILL_MAX_BYTES, load_skill, skill_dirs, skill_name_p
 from ..skills.tool import SkillTool
 from .budget import BudgetScope, CallEstimate, PromptTally
 from .checkpoint_hook import CheckpointHook
-from .compaction import CompactionPolicy, ContextKeeper
+from .compaction.keeper import CompactionPolicy, ContextKeeper
 from .context import ParentContext, RunContext, UsageAccount
 from .engine import AgentEngine, EventSink, Injector
 from .hook import (
@@ -33,7 +33,7 @@ from .limits import BUDGET_STOPS, EARLY_STOPS, Limits, Place, RunResult, ToolSlo
 from .meter import ContextMeter
 from .prompt import MAIN_SYSTEM_PROMPT, PromptBuilder
 from .session import MemorySession, load_transcript
-from .summary import is_summary, summary_message
+from .compaction.summary import is_summary, summary_message
 
 __all__ = [
     "ALLOW",

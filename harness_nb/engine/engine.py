@@ -52,7 +52,7 @@ from ..core.media import bound_images
 from ..providers.base import ModelRequest, ModelResponse, Provider, TextChunk
 from ..tools import CallOrder, ToolContext, ToolOutcome, ToolRegistry, invoke, own_timeout
 from .budget import BudgetScope, PromptTally
-from .compaction import ContextKeeper, FitContext
+from .compaction.keeper import ContextKeeper, FitContext
 from .context import ParentContext, RunContext, UsageAccount
 from .hook import (
     NO_CHANNEL_FEEDBACK,

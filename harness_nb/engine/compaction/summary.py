@@ -14,8 +14,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from ..core import AssistantMessage, HarnessError, Message, ProviderError, ToolResultMessage, UserMessage
-from ..providers.base import ModelRequest, ModelResponse, Provider
+from ...core import AssistantMessage, HarnessError, Message, ProviderError, ToolResultMessage, UserMessage
+from ...providers.base import ModelRequest, ModelResponse, Provider
 
 log = logging.getLogger("harness_nb.engine")
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core import (
+from ...core import (
     Compacted,
     CompactionStarted,
     ConfigError,
@@ -43,10 +43,10 @@ from ..core import (
     UserMessage,
     run_blocking,
 )
-from ..providers.base import ModelResponse, Provider
-from .hook import offload_path, write_offload
-from .meter import ContextMeter, fixed_chars, message_chars
-from .session import MemorySession
+from ...providers.base import ModelResponse, Provider
+from ..hook import offload_path, write_offload
+from ..meter import ContextMeter, fixed_chars, message_chars
+from ..session import MemorySession
 from .summary import Biller, is_summary, summarise, summary_message
 
 log = logging.getLogger("harness_nb.engine")
