@@ -6,7 +6,7 @@ from .definition import SubAgentDefinition
 from .handle import SubagentHandle
 from .model import ModelResolver, describe_model, resolve_model
 from .loader import LoadResult, load_agent_dir, load_agent_file, parse_agent_text
-from .permission import resolve_tools
+from .narrowing import resolve_tools
 from .registry import BUILTIN_AGENTS, AgentOverride, AgentRegistry
 from .render import background_completed, finished_task, running_task, task_result
 from .runner import BACKGROUND_DENIED, BackgroundApprovals, BudgetSpentError, Child, SubagentRunner, progress_line

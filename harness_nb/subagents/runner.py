@@ -89,7 +89,7 @@ from ..tools import Tool
 from .definition import SubAgentDefinition
 from .memory import Memory, load_memory
 from .model import ModelResolver
-from .permission import effective_mode, memory_only_writes, resolve_tools
+from .narrowing import effective_mode, memory_only_writes, resolve_tools
 
 log = logging.getLogger("harness_nb.subagents")
 
