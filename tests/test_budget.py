@@ -316,7 +316,7 @@ def test_budget_and_price_settings_are_checked(tmp_path):
 
 
 async def test_agents_show_their_budget_and_tasks_their_cost(tmp_path):
-    from harness_nb.notebook.magics import AgentTable, TaskTable, task_details
+    from harness_nb.notebook.magics.agent import AgentTable, TaskTable, task_details
 
     child_steps = [step("done", input_tokens=10_000, output_tokens=1_000)]
     provider = ScriptedProvider(delegating(child_steps, child="worker"), model="test-model")

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from harness_nb.notebook.history import FIX_PROMPT, HISTORY_CHARS, TRACEBACK_CHARS, refers_to_error
+from harness_nb.notebook.kernel.history import FIX_PROMPT, HISTORY_CHARS, TRACEBACK_CHARS, refers_to_error
 from harness_nb.testing.kernel_driver import Cell, KernelDriver
 from notebook_support import (
     HARNESS,

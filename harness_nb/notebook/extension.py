@@ -12,11 +12,11 @@ from ..core.imports import shielded_imports
 from ..tools import kill_running_commands
 from .config import SettingsMagics
 from .controller import NotebookHarness
-from .magics import HarnessMagics, sync_agent_magics
-from .mcp_magics import McpMagics
-from .skill_magics import SkillMagics
-from .team_magics import TeamMagics
-from .transform import PromptMagicTransformer, await_our_magics
+from .kernel.transform import PromptMagicTransformer, await_our_magics
+from .magics.agent import HarnessMagics, sync_agent_magics
+from .magics.mcp import McpMagics
+from .magics.skill import SkillMagics
+from .magics.team import TeamMagics
 
 _STATE = "_harness_nb"
 

@@ -21,19 +21,19 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
-from ..core import HarnessError, UnknownNameError, Usage
-from ..subagents import TaskStatus
-from .agent_table import AgentTable
-from .config import number_problem
-from .controller import NotebookHarness, Pending, completion_markdown, done, shown_as_one_line, with_ticker
-from .history import refers_to_error
-from .reply import AgentReply, MarkdownText
-from .theme import table
+from ...core import HarnessError, UnknownNameError, Usage
+from ...subagents import TaskStatus
+from ..widgets.agent_table import AgentTable
+from ..config import number_problem
+from ..controller import NotebookHarness, Pending, completion_markdown, done, shown_as_one_line, with_ticker
+from ..kernel.history import refers_to_error
+from ..widgets.reply import AgentReply, MarkdownText
+from ..widgets.theme import table
 
 if TYPE_CHECKING:
-    from ..engine.resume import SessionSummary
-    from ..sandbox import Checkpoint
-    from ..subagents import TaskEntry
+    from ...engine.resume import SessionSummary
+    from ...sandbox import Checkpoint
+    from ...subagents import TaskEntry
 
 _VALUE_OPTIONS = {
     "--model", "-m", "--max-turns", "--agent", "-a", "--timeout", "--over", "--concurrency", "--retries", "--budget",

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.usage import usd
-from ..providers.effort import effort_note
-from ..subagents import SubAgentDefinition, describe_model, resolve_model, resolve_tools
-from ..subagents.memory import MEMORY_FILE, memory_folder
-from ..subagents.narrowing import effective_mode, memory_only_writes
+from ...core.usage import usd
+from ...providers.effort import effort_note
+from ...subagents import SubAgentDefinition, describe_model, resolve_model, resolve_tools
+from ...subagents.memory import MEMORY_FILE, memory_folder
+from ...subagents.narrowing import effective_mode, memory_only_writes
 from .theme import STYLE, agent_name, css_color, table
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core import Usage
+from ...core import Usage
 
 
 class MarkdownText(str):

@@ -18,7 +18,7 @@ from pygments import lexers
 from pygments.token import Comment, Keyword, Name, Number, Operator, String, Token
 from pygments.util import ClassNotFound
 
-from ..core import ToolCall
+from ...core import ToolCall
 
 CODE_LIMIT = 6000  # characters of code or content shown on a card; the raw JSON has the rest
 

@@ -29,8 +29,8 @@ import IPython
 from IPython.core.error import UsageError
 from pydantic import Field
 
-from ..core.secret import SECRETS
-from ..tools import Tool, ToolContext, tool
+from ...core.secret import SECRETS
+from ...tools import Tool, ToolContext, tool
 
 KEPT_ERRORS = 50
 MAX_CELLS = 50  # the most cells one notebook_history call may ask for

@@ -23,12 +23,12 @@ from typing import Annotated, Any
 from IPython.utils.capture import capture_output
 from pydantic import Field
 
-from ..core import DisplayData, ImagePart, ToolError
-from ..core.credential import is_credential_key
-from ..core.imports import shielded_imports
-from ..core.media import MAX_IMAGES
-from ..engine import Limits, ParentContext
-from ..tools import Tool, ToolContext, ToolOutput, tool
+from ...core import DisplayData, ImagePart, ToolError
+from ...core.credential import is_credential_key
+from ...core.imports import shielded_imports
+from ...core.media import MAX_IMAGES
+from ...engine import Limits, ParentContext
+from ...tools import Tool, ToolContext, ToolOutput, tool
 from .credential_variable import MASKED, learn_credentials, masked
 from .history import CellHistory, notebook_history_tool
 from .proposal import CellProposals, propose_cell_tool

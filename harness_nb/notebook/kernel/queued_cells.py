@@ -40,7 +40,7 @@ from collections.abc import Callable
 from contextvars import copy_context
 from typing import Any
 
-from .approval import ApprovalCard, PendingApprovals
+from ..widgets.approval import ApprovalCard, PendingApprovals
 
 log = logging.getLogger("harness_nb.notebook")  # a name the redacting filter is on (core.secret)
 

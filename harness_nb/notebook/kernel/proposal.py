@@ -24,8 +24,8 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from ..core import ToolError
-from ..tools import Tool, ToolContext, tool
+from ...core import ToolError
+from ...tools import Tool, ToolContext, tool
 
 MAX_CODE_CHARS = 50_000
 MAX_EXPLANATION_CHARS = 2_000

@@ -13,10 +13,10 @@ import html
 
 import ipywidgets as widgets
 
-from ..core.media import STATIC_VIEW_CLOSE as MARK_CLOSE
-from ..core.media import STATIC_VIEW_OPEN as MARK_OPEN
-from ..core.secret import SECRETS
-from ..sandbox import Rewind
+from ...core.media import STATIC_VIEW_CLOSE as MARK_CLOSE
+from ...core.media import STATIC_VIEW_OPEN as MARK_OPEN
+from ...core.secret import SECRETS
+from ...sandbox import Rewind
 from .live import PlainTextBox
 from .theme import STATE_COLORS, STYLE
 

@@ -17,12 +17,12 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
-from ..core import HarnessError
-from ..core.secret import SECRETS
-from ..mcp import McpManager
-from ..mcp.manager import NEEDS_APPROVAL
-from .controller import NotebookHarness, Pending, done, with_ticker
-from .magics import Table
+from ...core import HarnessError
+from ...core.secret import SECRETS
+from ...mcp import McpManager
+from ...mcp.manager import NEEDS_APPROVAL
+from ..controller import NotebookHarness, Pending, done, with_ticker
+from .agent import Table
 
 COMMANDS = ["list", "restart", "trust", "untrust", "reload"]
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import mistune
 
-from ..core.media import STATIC_VIEW_CLOSE as MARK_CLOSE
-from ..core.media import STATIC_VIEW_OPEN as MARK_OPEN
+from ...core.media import STATIC_VIEW_CLOSE as MARK_CLOSE
+from ...core.media import STATIC_VIEW_OPEN as MARK_OPEN
 
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 # raw HTML in the Markdown (the model wrote it) is shown as text, never as markup

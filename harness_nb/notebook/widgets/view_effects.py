@@ -18,8 +18,8 @@ from collections.abc import Callable
 
 import ipywidgets as widgets
 
-from ..core import EffectsRecorded
-from ..core.secret import SECRETS
+from ...core import EffectsRecorded
+from ...core.secret import SECRETS
 from .theme import STATE_COLORS
 
 Undo = Callable[[int], "asyncio.Task[tuple[bool, str]]"]

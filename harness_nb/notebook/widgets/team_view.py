@@ -19,10 +19,10 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from ..core import Event, RunFinished, ToolCallStarted
-from ..team import Message, RosterMember, TeamManager
-from ..team.mailbox import TEAM_LEAD
-from ..textview import preview
+from ...core import Event, RunFinished, ToolCallStarted
+from ...team import Message, RosterMember, TeamManager
+from ...team.mailbox import TEAM_LEAD
+from ...textview import preview
 from .live import LiveBox, Scheduler
 from .theme import STATE_COLORS, STYLE, table
 

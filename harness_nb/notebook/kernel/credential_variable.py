@@ -20,8 +20,8 @@ from collections.abc import Iterator, Mapping
 from itertools import islice
 from typing import Any
 
-from ..core.credential import is_credential_key
-from ..core.secret import REDACTED, SECRETS
+from ...core.credential import is_credential_key
+from ...core.secret import REDACTED, SECRETS
 
 __all__ = ["MASKED", "learn_credentials", "masked"]
 

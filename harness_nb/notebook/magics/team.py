@@ -19,12 +19,12 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_exp
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
-from ..core import HarnessError
-from ..core.imports import shielded_imports
-from ..team import TeamManager
-from .controller import NotebookHarness, Pending, done, with_ticker
-from .reply import AgentReply
-from .team_view import TeamView
+from ...core import HarnessError
+from ...core.imports import shielded_imports
+from ...team import TeamManager
+from ..controller import NotebookHarness, Pending, done, with_ticker
+from ..widgets.reply import AgentReply
+from ..widgets.team_view import TeamView
 
 
 @magics_class
@@ -85,7 +85,7 @@ class TeamMagics(Magics):
             view = self.view()
             if view is None:
                 with shielded_imports():
-                    from .team_view import roster_table
+                    from ..widgets.team_view import roster_table
 
                 print(roster_table(manager.roster()))
             else:

@@ -24,7 +24,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from ..core import (
+from ...core import (
     ApprovalDecided,
     ApprovalRequested,
     BudgetWarning,
@@ -44,11 +44,11 @@ from ..core import (
     TurnFinished,
     Usage,
 )
-from ..core.secret import SECRETS
-from ..core.usage import plural
-from ..engine import ApprovalChannel, Approved, Denied, stop_label
-from ..subagents.render import read_task_forms
-from ..textview import preview
+from ...core.secret import SECRETS
+from ...core.usage import plural
+from ...engine import ApprovalChannel, Approved, Denied, stop_label
+from ...subagents.render import read_task_forms
+from ...textview import preview
 from .approval import ApprovalCard, PendingApprovals
 from .live import Scheduler, StaticCopyBox, TimerHandle
 from .reply import MarkdownText

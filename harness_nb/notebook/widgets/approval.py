@@ -36,11 +36,11 @@ from collections.abc import Callable, Iterator
 
 import ipywidgets as widgets
 
-from ..core import ToolCall
-from ..core.media import STATIC_VIEW_CLOSE as MARK_CLOSE
-from ..core.media import STATIC_VIEW_OPEN as MARK_OPEN
-from ..engine import Approved, Denied, session_rule
-from ..core.usage import plural
+from ...core import ToolCall
+from ...core.media import STATIC_VIEW_CLOSE as MARK_CLOSE
+from ...core.media import STATIC_VIEW_OPEN as MARK_OPEN
+from ...engine import Approved, Denied, session_rule
+from ...core.usage import plural
 from .highlight import call_body, call_subject
 from .live import PlainTextBox
 from .theme import STATE_COLORS, STYLE

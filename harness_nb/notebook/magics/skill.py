@@ -13,10 +13,10 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
-from ..engine import Skill, SkillCatalog
-from .controller import NotebookHarness
-from .magics import Table
-from .reply import MarkdownText
+from ...engine import Skill, SkillCatalog
+from ..controller import NotebookHarness
+from .agent import Table
+from ..widgets.reply import MarkdownText
 
 _DESCRIPTION_SHOWN = 120
 

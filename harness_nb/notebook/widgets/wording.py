@@ -9,9 +9,9 @@ never changed.
 
 from __future__ import annotations
 
-from ..subagents.render import TaskForm, read_task_forms
-from ..team.protocol import read_envelope, read_started
-from ..textview import preview
+from ...subagents.render import TaskForm, read_task_forms
+from ...team.protocol import read_envelope, read_started
+from ...textview import preview
 
 _STATE_WORDS = {"completed": "finished", "error": "failed", "failed": "failed", "cancelled": "was cancelled"}
 _PERSON_DENIED = "error: the person denied this call"
