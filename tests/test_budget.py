@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
 
 from harness_nb.core import (
     BudgetWarning,
@@ -20,14 +21,14 @@ from harness_nb.core import (
     Usage,
     UserMessage,
 )
-from harness_nb.engine import BudgetScope, CallEstimate, HookRegistry, Limits, ParentContext, PromptTally, UsageAccount
+from harness_nb.engine import HookRegistry, Limits, ParentContext, UsageAccount
+from harness_nb.engine.budget import BudgetScope, CallEstimate, PromptTally
 from harness_nb.harness import Harness
 from harness_nb.providers import ModelRequest
 from harness_nb.providers.scripted import ScriptedProvider
 from harness_nb.subagents import BudgetSpentError, SubAgentDefinition, SubagentRunner, TaskStatus, parse_agent_text
 from harness_nb.testing import FakeLLMServer
 from harness_nb.tools import ToolContext, ToolRegistry, tool
-from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
 
 PRICE = Price(input=1.0, output=10.0)  # USD per million tokens; cache 0.1 and 1.25
 PRICES = {"test-model": {"input": 1.0, "output": 10.0}}

@@ -16,18 +16,10 @@ import pytest
 
 from harness_nb import Harness
 from harness_nb.core import ConfigError, ToolCall
-from harness_nb.engine import (
-    Allow,
-    Approved,
-    Ask,
-    Deny,
-    PermissionHook,
-    PermissionRules,
-    parse_rule,
-    remembering,
-    session_rule,
-)
-from harness_nb.permissions.rule import MAX_SETTINGS_BYTES
+from harness_nb.engine import Allow, Approved, Ask, Deny
+from harness_nb.permissions.hook import PermissionHook
+from harness_nb.permissions.remember import remembering
+from harness_nb.permissions.rule import MAX_SETTINGS_BYTES, PermissionRules, parse_rule, session_rule
 from harness_nb.permissions.shell.parser import MAX_COMMAND_CHARS, parse_command
 from harness_nb.tools import Sandbox, ToolContext, ToolOutcome, builtin_tools, tool
 from harness_nb.tools.shell import BashTool

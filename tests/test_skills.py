@@ -19,10 +19,11 @@ import pytest
 from harness_support import OPEN, close_harnesses  # noqa: F401
 
 from harness_nb.core import ToolCall
-from harness_nb.engine import PromptBuilder, SkillCatalog, SkillTool
+from harness_nb.engine import PromptBuilder
 from harness_nb.harness import Harness
-from harness_nb.skills.catalog import CATALOG_MAX_CHARS, SKILLS_MAX_PER_FOLDER, parse_skill
+from harness_nb.skills.catalog import CATALOG_MAX_CHARS, SKILLS_MAX_PER_FOLDER, SkillCatalog, parse_skill
 from harness_nb.skills.skill import SKILL_MAX_BYTES
+from harness_nb.skills.tool import SkillTool
 from harness_nb.testing import FakeLLMServer
 from harness_nb.tools import ToolContext, ToolRegistry, invoke
 

@@ -32,7 +32,7 @@ from ..tools import ToolContext, ToolOutcome
 log = logging.getLogger("harness_nb.engine")
 
 if TYPE_CHECKING:
-    from ..permissions.rule import Rule
+    from ..permissions.rule import Rule  # type only: see tests/test_layers.py TYPE_ONLY_UPWARD
 
 
 @dataclass(frozen=True, slots=True)

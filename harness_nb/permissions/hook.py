@@ -52,32 +52,25 @@ rules forbid, nor their ask rules:
 lie outside the workdir; ``writes_only_in`` confines every file-tool write to such folders
 (for file tools an agent holds only because of its memory).
 
-``remembering(channel, rules)`` wraps an approval channel so that an answer of
-``Approved(remember=rule)`` adds ``rule`` to the session's rules.
+The policies and modes are named in ``mode.py``; ``remember.py`` keeps the rules of
+"Approve for this session".
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Literal, TypeAlias, get_args
 
 from ..core import ToolCall, ToolError, run_blocking
 from ..core.imports import shadowed_module
-from ..engine.hook import ALLOW, Allow, ApprovalChannel, Approved, Ask, Decision, Denied, Deny, Hook
+from ..engine.hook import ALLOW, Allow, Ask, Decision, Deny, Hook
 from ..sandbox import protection
 from ..tools import ToolContext, ToolOutcome, write_target
-from .rule import PermissionRules, Rule, RuleSet, Sourced, first_match
+from .mode import PERMISSION_MODES, POLICIES, PermissionMode, Policy
+from .rule import PermissionRules, RuleSet, Sourced, first_match
 from .shell.parser import Script, parse_command
 from .shell.policy import PROTECTED, Place, Reason, assess, command_texts, each_command, protected_write
 
-logger = logging.getLogger("harness_nb.permission")
-
-Policy: TypeAlias = Literal["allowlist", "dangerous", "always", "never"]
-POLICIES: tuple[str, ...] = ("allowlist", "dangerous", "always", "never")
-PermissionMode: TypeAlias = Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"]
-PERMISSION_MODES: tuple[str, ...] = get_args(PermissionMode)
 SENSITIVE = Reason("writes a sensitive file")
 FILE_TOOLS = frozenset({"write_file", "edit_file"})
 PLAN_ONLY_READS = "this agent may only read (permissionMode: plan)"
@@ -380,26 +373,3 @@ def _ask(reasons: list[Reason]) -> Ask:
     texts = list(dict.fromkeys(r.text for r in reasons))[:2]
     risk = "high" if any(r.risk == "high" for r in reasons) else "medium"
     return Ask("; ".join(texts), risk)
-
-
-def remembering(channel: ApprovalChannel, rules: PermissionRules) -> ApprovalChannel:
-    """``channel``, adding the rule of an ``Approved(remember=rule)`` answer to ``rules``
-    for the rest of the session. A rule that would not even match the call it answers is
-    not added (a channel's mistake must not widen what runs unasked)."""
-
-    async def ask(call: ToolCall, reason: str, risk: str) -> Approved | Denied:
-        answer = await channel(call, reason, risk)
-        rule: Rule | None = answer.remember if isinstance(answer, Approved) else None
-        if rule is not None:
-            try:
-                args = call.parsed_arguments()
-            except ValueError:
-                args = {}
-            sourced = Sourced(rule, "this session", True)
-            if first_match([sourced], call, args, workdir=rules.workdir, home=rules.home or Path.home()):
-                rules.remember(rule)
-            else:
-                logger.warning("approved for this session: %s does not match %s; not kept", rule, call.brief())
-        return answer
-
-    return ask

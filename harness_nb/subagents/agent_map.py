@@ -38,7 +38,8 @@ from typing import Any, TypedDict, overload
 from ..core import ConfigError, ProviderError, Usage, new_id
 from ..core.imports import shielded_imports
 from ..core.usage import usd
-from ..engine import BUDGET_STOPS, EARLY_STOPS, ApprovalChannel, ParentContext
+from ..engine import ApprovalChannel, ParentContext
+from ..engine.limits import BUDGET_STOPS, EARLY_STOPS
 from ..providers.http import RetryPolicy
 from .definition import SubAgentDefinition
 from .runner import BudgetSpentError, SubagentRunner

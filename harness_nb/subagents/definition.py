@@ -51,7 +51,7 @@ from pydantic import (
     model_validator,
 )
 
-from ..permissions.hook import PERMISSION_MODES, PermissionMode
+from ..permissions.mode import PERMISSION_MODES, PermissionMode
 from ..skills.skill import skill_name_problem
 from ..tools.names import CLAUDE_TOOL_NAMES
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
 
-from ..engine import PermissionMode
+from ..permissions.mode import PermissionMode
 from ..tools import Tool
 from .definition import SubAgentDefinition
 

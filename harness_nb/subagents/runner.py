@@ -75,15 +75,15 @@ from ..engine import (
     Limits,
     MemorySession,
     ParentContext,
-    PermissionHook,
-    PermissionMode,
     PromptBuilder,
     RunContext,
     RunResult,
     UsageAccount,
-    denial_line,
 )
+from ..engine.hook import denial_line
 from ..mcp import McpManager, Servers, parse_servers
+from ..permissions.hook import PermissionHook
+from ..permissions.mode import PermissionMode
 from ..providers.effort import effort_note
 from ..tools import Tool
 from .definition import SubAgentDefinition

@@ -24,7 +24,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from ..core import ApprovalDecided, Event, HarnessError, SubagentUpdate, ToolError, ToolSpec
-from ..engine import BUDGET_STOPS, ParentContext, RunResult, denial_line
+from ..engine import ParentContext, RunResult
+from ..engine.hook import denial_line
+from ..engine.limits import BUDGET_STOPS
 from ..tools import Tool, ToolContext
 from .definition import SubAgentDefinition
 from .registry import AgentRegistry

@@ -13,10 +13,10 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
-from ...engine import Skill, SkillCatalog
+from ...skills.catalog import Skill, SkillCatalog
 from ..controller import NotebookHarness
-from .agent import Table
 from ..widgets.reply import MarkdownText
+from .agent import Table
 
 _DESCRIPTION_SHOWN = 120
 

@@ -39,8 +39,9 @@ import ipywidgets as widgets
 from ...core import ToolCall
 from ...core.media import STATIC_VIEW_CLOSE as MARK_CLOSE
 from ...core.media import STATIC_VIEW_OPEN as MARK_OPEN
-from ...engine import Approved, Denied, session_rule
 from ...core.usage import plural
+from ...engine import Approved, Denied
+from ...permissions.rule import session_rule
 from .highlight import call_body, call_subject
 from .live import PlainTextBox
 from .theme import STATE_COLORS, STYLE

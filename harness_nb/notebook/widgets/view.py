@@ -46,7 +46,8 @@ from ...core import (
 )
 from ...core.secret import SECRETS
 from ...core.usage import plural
-from ...engine import ApprovalChannel, Approved, Denied, stop_label
+from ...engine import ApprovalChannel, Approved, Denied
+from ...engine.limits import stop_label
 from ...subagents.render import read_task_forms
 from ...textview import preview
 from .approval import ApprovalCard, PendingApprovals
