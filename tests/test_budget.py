@@ -12,6 +12,7 @@ import pytest
 from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
 
 from harness_nb.core import (
+    BudgetSpentError,
     BudgetWarning,
     ConfigError,
     Price,
@@ -26,7 +27,7 @@ from harness_nb.engine.budget import BudgetScope, CallEstimate, PromptTally
 from harness_nb.harness import Harness
 from harness_nb.providers import ModelRequest
 from harness_nb.providers.scripted import ScriptedProvider
-from harness_nb.subagents import BudgetSpentError, SubAgentDefinition, SubagentRunner, TaskStatus, parse_agent_text
+from harness_nb.subagents import SubAgentDefinition, SubagentRunner, TaskStatus, parse_agent_text
 from harness_nb.testing import FakeLLMServer
 from harness_nb.tools import ToolContext, ToolRegistry, tool
 

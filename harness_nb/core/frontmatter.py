@@ -12,7 +12,7 @@ text is:
 - nesting at most ``YAML_MAX_DEPTH`` levels deep, checked while composing, so 40 KB of
   ``[[[[`` is refused instead of raising RecursionError.
 
-Only PyYAML's safe constructors are used (no Python objects). ``FrontmatterRefused``
+Only PyYAML's safe constructors are used (no Python objects). ``FrontmatterError``
 carries a message that names the problem and the fix.
 """
 
@@ -22,10 +22,12 @@ from typing import Any
 
 import yaml
 
+from .error import FrontmatterError
+
 __all__ = [
     "FRONTMATTER_MAX_BYTES",
     "YAML_MAX_DEPTH",
-    "FrontmatterRefused",
+    "FrontmatterError",
     "load_frontmatter",
     "split_frontmatter",
 ]
@@ -34,10 +36,6 @@ FRONTMATTER_MAX_BYTES = 64 * 1024
 """Largest frontmatter parsed (the body, the agent's prompt, has its own larger cap)."""
 YAML_MAX_DEPTH = 20
 """Deepest nesting of lists and mappings accepted in frontmatter."""
-
-
-class FrontmatterRefused(Exception):
-    """The frontmatter is over a limit: the message says which, and how to fix it."""
 
 
 class _BoundedLoader(yaml.SafeLoader):
@@ -51,7 +49,7 @@ class _BoundedLoader(yaml.SafeLoader):
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
-            raise FrontmatterRefused(
+            raise FrontmatterError(
                 f"YAML alias *{event.anchor} at line {event.start_mark.line + self._first_line}: aliases are "
                 "not allowed in agent files (they can expand a few bytes into gigabytes); "
                 "write the value out in full"
@@ -60,7 +58,7 @@ class _BoundedLoader(yaml.SafeLoader):
         try:
             if self._depth > YAML_MAX_DEPTH:
                 mark = self.peek_event().start_mark
-                raise FrontmatterRefused(
+                raise FrontmatterError(
                     f"YAML nested more than {YAML_MAX_DEPTH} levels deep at line "
                     f"{mark.line + self._first_line}; agent frontmatter is a few flat keys "
                     "(name, description, tools, ...)"
@@ -72,12 +70,12 @@ class _BoundedLoader(yaml.SafeLoader):
 
 def load_frontmatter(text: str, *, first_line: int = 1) -> Any:
     """The YAML value of ``text`` (``None`` for an empty document). Raises
-    ``FrontmatterRefused`` for text over a limit and ``yaml.YAMLError`` for invalid YAML.
+    ``FrontmatterError`` for text over a limit and ``yaml.YAMLError`` for invalid YAML.
     ``first_line``: the line of the file ``text`` starts on, for the refusals' line numbers
     (``yaml.YAMLError`` marks count from the text's own first line)."""
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > FRONTMATTER_MAX_BYTES:
-        raise FrontmatterRefused(
+        raise FrontmatterError(
             f"frontmatter is {size:,} bytes; it is limited to {FRONTMATTER_MAX_BYTES // 1024} "
             "KiB — put long text (the agent's prompt) in the body, below the closing '---'"
         )

@@ -32,7 +32,7 @@ from ..core import (
     Compacted,
     Event,
     HarnessError,
-    LimitExceeded,
+    LimitExceededError,
     MessagesInjected,
     ProviderError,
     RunFailed,
@@ -213,7 +213,7 @@ class AgentEngine:
                 await self.prompt_builder.refresh(self.tools)  # skills added or edited since the last run
                 while True:
                     if turns >= limits.max_turns:
-                        raise LimitExceeded("max_turns", f"reached max_turns ({limits.max_turns})")
+                        raise LimitExceededError("max_turns", f"reached max_turns ({limits.max_turns})")
                     self._inject(emit)
                     response = await self._answer(context, budget, emit)
                     turns += 1
@@ -227,8 +227,8 @@ class AgentEngine:
                         break
                     tool_calls += len(message.tool_calls)
                     await self._run_tools(message.tool_calls, response.stop_reason, emit, parent, context)
-        except (LimitExceeded, _Stop) as exc:
-            stop = exc.limit if isinstance(exc, LimitExceeded) else exc.stop_reason
+        except (LimitExceededError, _Stop) as exc:
+            stop = exc.limit if isinstance(exc, LimitExceededError) else exc.stop_reason
             final = f"{final}\n\n[stopped: {exc}]".strip()
         except TimeoutError:
             stop = "wall_time"
@@ -344,7 +344,7 @@ class AgentEngine:
     @contextlib.contextmanager
     def _budgeted(self, request: ModelRequest, context: RunContext, budget: BudgetScope) -> Iterator[None]:
         """Hold the estimate of the call sending ``request`` against the run's budgets while
-        it runs; ``LimitExceeded`` (and no call) when it would pass one."""
+        it runs; ``LimitExceededError`` (and no call) when it would pass one."""
         if not budget.active:
             yield
             return

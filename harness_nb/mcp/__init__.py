@@ -20,8 +20,8 @@ from .config import (
     configured_servers,
     parse_servers,
 )
-from .connection import McpServerError, RemoteTool, ServerConnection
-from .manager import DEFAULT_START_TIMEOUT, McpManager, McpUntrustedError, ServerStatus
+from .connection import RemoteTool, ServerConnection
+from .manager import DEFAULT_START_TIMEOUT, McpManager, ServerStatus
 from .tool import McpTool, render_result, tool_name
 from .trust import TRUST_FILE, Trust, TrustStore, Verdict, fingerprint
 
@@ -30,9 +30,7 @@ __all__ = [
     "TRUST_FILE",
     "HttpServer",
     "McpManager",
-    "McpServerError",
     "McpTool",
-    "McpUntrustedError",
     "RemoteTool",
     "ServerConfig",
     "ServerConnection",

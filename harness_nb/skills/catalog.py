@@ -48,7 +48,7 @@ from typing import Any
 import yaml
 
 from ..core import ConfigError
-from ..core.frontmatter import FrontmatterRefused, load_frontmatter, split_frontmatter
+from ..core.frontmatter import FrontmatterError, load_frontmatter, split_frontmatter
 from .skill import SKILL_FOLDERS, SkillSource, read_skill_file, skill_name_problem
 
 __all__ = [
@@ -138,7 +138,7 @@ def parse_skill(folder: Path, source: SkillSource = "project", *, root: Path | N
     padding = "\n" * (text.removeprefix("\ufeff").replace("\r\n", "\n").split("---", 1)[0].count("\n") + 1)
     try:
         data = load_frontmatter(padding + front)
-    except FrontmatterRefused as exc:
+    except FrontmatterError as exc:
         return Skill(name=name, folder=folder, source=source, refused=str(exc).replace("agent files", "skill files"))
     except yaml.YAMLError as exc:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]

@@ -4,13 +4,13 @@
 from .coordination import MessageRouter, Route, TrackerRoute, coordination_tools
 from .definition import SubAgentDefinition
 from .handle import SubagentHandle
-from .model import ModelResolver, describe_model, resolve_model
 from .loader import LoadResult, load_agent_dir, load_agent_file, parse_agent_text
+from .model import ModelResolver, describe_model, resolve_model
 from .narrowing import resolve_tools
 from .registry import BUILTIN_AGENTS, AgentOverride, AgentRegistry
 from .render import background_completed, finished_task, running_task, task_result
-from .runner import BACKGROUND_DENIED, BackgroundApprovals, BudgetSpentError, Child, SubagentRunner, progress_line
-from .task_tool import SubagentFailed, TaskParams, TaskTool
+from .runner import BACKGROUND_DENIED, BackgroundApprovals, Child, SubagentRunner, progress_line
+from .task_tool import TaskParams, TaskTool
 from .tracker import TaskEntry, TaskStatus, TaskTracker
 
 __all__ = [
@@ -19,14 +19,12 @@ __all__ = [
     "AgentOverride",
     "AgentRegistry",
     "BackgroundApprovals",
-    "BudgetSpentError",
     "Child",
     "LoadResult",
     "MessageRouter",
     "ModelResolver",
     "Route",
     "SubAgentDefinition",
-    "SubagentFailed",
     "SubagentHandle",
     "SubagentRunner",
     "TaskEntry",

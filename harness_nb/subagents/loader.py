@@ -49,7 +49,7 @@ import yaml
 from pydantic import ValidationError
 
 from ..core import NotRegularFileError, read_regular
-from ..core.frontmatter import FrontmatterRefused, load_frontmatter
+from ..core.frontmatter import FrontmatterError, load_frontmatter
 from ..skills.skill import skill_name_problem
 from .definition import (
     CAMEL_NAMES,
@@ -284,7 +284,7 @@ def _split_frontmatter(text: str) -> tuple[str, str, int]:
 def _read_mapping(front: str, first_line: int, notes: list[str]) -> dict[Any, Any]:
     try:
         loaded = load_frontmatter(front, first_line=first_line)
-    except FrontmatterRefused as exc:
+    except FrontmatterError as exc:
         raise _Skip(str(exc)) from None
     except yaml.YAMLError as exc:
         where = _yaml_error_line(exc, first_line)

@@ -53,6 +53,7 @@ from typing import Any, Literal
 from ..core import (
     ApprovalDecided,
     ApprovalRequested,
+    BudgetSpentError,
     Event,
     HarnessError,
     RunFinished,
@@ -99,10 +100,6 @@ DEFAULT_SUBAGENT_PROMPT = (
     "You are a subagent: finish the task you are given with the tools you have, then reply "
     "with a concise report of what you found or changed (with file paths)."
 )
-
-
-class BudgetSpentError(HarnessError):
-    """A subagent was not started: the run that would launch it has no budget left."""
 
 
 @dataclass(frozen=True, slots=True)
