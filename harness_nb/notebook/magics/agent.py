@@ -101,11 +101,41 @@ def turn_count(text: str) -> int:
 
 @magics_class
 class HarnessMagics(Magics):
-    """Magics of harness_nb (one instance per shell)."""
+    """Magics of harness_nb (one instance per shell). The extension's state lives here, as
+    IPython's own extensions keep theirs on their Magics: ``controller`` (settings, the
+    ``Harness``, the views) and which ``%@name`` magics are registered. Find the instance
+    of a shell with ``notebook.harness_magics(shell)``."""
 
     def __init__(self, shell: Any, controller: NotebookHarness) -> None:
         super().__init__(shell)
         self.controller = controller
+        self._agent_magics: set[str] = set()  # the agents that have a %@name magic now
+        self._agent_version: int | None = None  # the registry's version they were made from
+
+    def refresh_agents(self, *_args: Any) -> None:
+        """Before each cell: agent files added or edited since the last cell become
+        ``%@name`` magics now."""
+        harness = self.controller.harness()
+        if harness.registry.changed_on_disk():
+            harness.registry.reload()
+        self.sync_agent_magics()
+
+    def sync_agent_magics(self) -> None:
+        """Register ``%@name`` for every agent in the registry, dropping stale ones."""
+        registry = self.controller.harness().registry
+        current = set(registry.names())
+        if current == self._agent_magics and self._agent_version == registry.version:
+            return
+        shell: Any = self.shell
+        magics = shell.magics_manager.magics
+        for name in self._agent_magics - current:
+            magics["line"].pop("@" + name, None)
+            magics["cell"].pop("@" + name, None)
+        for name in current:
+            fn = make_direct_magic(self.controller, name)
+            shell.register_magic_function(fn, "line_cell", "@" + name)
+        self._agent_magics = current
+        self._agent_version = registry.version
 
     @magic_arguments()
     @argument("--model", "-m", default=None, help="provider/model for this run only")
@@ -288,7 +318,7 @@ class HarnessMagics(Magics):
         h = self.controller.harness()
         if args.reload:
             h.registry.reload()
-        sync_agent_magics(self.shell, self.controller)
+        self.sync_agent_magics()
         display(AgentTable(h))
         return done(None)
 
@@ -392,24 +422,6 @@ def make_direct_magic(controller: NotebookHarness, name: str) -> Any:
         "or in the background with --bg (or when the agent's file says background: true; --fg overrides)."
     )
     return direct
-
-
-def sync_agent_magics(shell: Any, controller: NotebookHarness) -> None:
-    """Register ``%@name`` for every agent in the registry, dropping stale ones."""
-    registry = controller.harness().registry
-    current = set(registry.names())
-    registered: set[str] = getattr(controller, "_agent_magics", set())
-    if current == registered and getattr(controller, "_agent_version", None) == registry.version:
-        return
-    magics = shell.magics_manager.magics
-    for name in registered - current:
-        magics["line"].pop("@" + name, None)
-        magics["cell"].pop("@" + name, None)
-    for name in current:
-        fn = make_direct_magic(controller, name)
-        shell.register_magic_function(fn, "line_cell", "@" + name)
-    controller._agent_magics = current  # type: ignore[attr-defined]
-    controller._agent_version = registry.version  # type: ignore[attr-defined]
 
 
 class Table:
