@@ -17,6 +17,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .sed import sed_script_is_safe
+
 # The reason an argument was refused: None when the argument is fine.
 PathCheck = Callable[[list[str]], str | None]
 
@@ -327,118 +329,7 @@ def read_only_problem(words: list[str], paths: PathCheck) -> str | None:
     return paths(files)
 
 
-# ---------------------------------------------------------------------- sed and awk
-_SED_SIMPLE = set("pPdDnNgGhHxlz=FqQ")
-_SED_FLAGS = set("gpiImM0123456789")
-
-
-def sed_script_is_safe(script: str) -> bool:
-    """Whether a sed script only prints and edits the stream: no ``w``/``W`` (write a file),
-    ``e`` (run a command), ``r``/``R`` (read a file) commands or flags. Anything it cannot
-    read as sed is unsafe."""
-    s, i, n = script, 0, len(script)
-
-    def regex(i: int, delim: str) -> int:
-        """Index just past the closing ``delim`` (brackets may hold it, as in GNU sed)."""
-        while i < n:
-            c = s[i]
-            if c == "\\":
-                i += 2
-            elif c == "[":
-                j = i + 1
-                if j < n and s[j] == "^":
-                    j += 1
-                if j < n and s[j] == "]":
-                    j += 1
-                while j < n and s[j] != "]":
-                    if s.startswith(("[:", "[.", "[="), j):
-                        close = s.find(s[j + 1] + "]", j + 2)
-                        if close == -1:
-                            return -1
-                        j = close + 2
-                    else:
-                        j += 1
-                if j >= n:
-                    return -1
-                i = j + 1
-            elif c == delim:
-                return i + 1
-            elif c == "\n":
-                return -1
-            else:
-                i += 1
-        return -1
-
-    def address(i: int) -> int:
-        if i < n and s[i].isdigit():
-            while i < n and (s[i].isdigit() or s[i] == "~"):
-                i += 1
-        elif i < n and s[i] == "$":
-            i += 1
-        elif i < n and (s[i] == "/" or s[i] == "\\"):
-            delim = "/" if s[i] == "/" else s[i + 1 : i + 2]
-            if not delim or delim in "\n\\":
-                return -1
-            i = regex(i + (1 if s[i] == "/" else 2), delim)
-            while 0 <= i < n and s[i] in "IM":
-                i += 1
-        return i
-
-    while i < n:
-        if s[i] in " \t\n;":
-            i += 1
-            continue
-        if s[i] == "#":
-            end = s.find("\n", i)
-            i = n if end == -1 else end
-            continue
-        i = address(i)
-        if i != -1 and i < n and s[i] == ",":
-            i = address(i + 1)
-        if i == -1:
-            return False
-        while i < n and s[i] in " \t!":
-            i += 1
-        if i >= n:
-            return False
-        c = s[i]
-        i += 1
-        if c in "{}":
-            continue
-        if c in _SED_SIMPLE:
-            while i < n and s[i].isdigit():
-                i += 1
-        elif c in ":bBtT":
-            while i < n and s[i] not in ";\n":
-                i += 1
-        elif c in "aic":
-            while i < n and s[i] != "\n":
-                i += 2 if s[i] == "\\" else 1
-        elif c in "sy":
-            delim = s[i : i + 1]
-            if not delim or delim in "\n\\":
-                return False
-            i = regex(i + 1, delim)
-            if i == -1:
-                return False
-            while i < n and s[i] != delim:  # the replacement
-                if s[i] == "\n" and (i == 0 or s[i - 1] != "\\"):
-                    return False
-                i += 2 if s[i] == "\\" else 1
-            if i >= n:
-                return False
-            i += 1
-            while i < n and c == "s" and s[i] in _SED_FLAGS:
-                i += 1
-        else:
-            return False  # w W r R e v and anything unknown
-        while i < n and s[i] in " \t":
-            i += 1
-        if i < n and s[i] not in ";\n}#":
-            return False
-    return True
-
-
+# ---------------------------------------------------------------------- awk
 _AWK_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 _AWK_PRINT = re.compile(r"\bprintf?\b([^;{}\n]*)")
 
