@@ -32,7 +32,7 @@ import itertools
 import os
 import re
 import shutil
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -276,6 +276,21 @@ _MAX_NESTING = 6
 
 def _base(name: str) -> str:
     return name.rsplit("/", 1)[-1] if name.startswith(_STANDARD_BIN) else name
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """One command as a harm in ``_HARMS`` reads it: the program's ``name`` (its base name
+    for a standard bin folder), its argument words and their texts, the whole command (for
+    its redirections), the folder it runs in, and ``unseen``: more operands come from stdin
+    (``xargs``, ``find -exec``)."""
+
+    name: str
+    args: list[Word]
+    texts: list[str]
+    cmd: Command
+    cwd: Path
+    unseen: bool
 
 
 class _Judge:
@@ -575,70 +590,65 @@ class _Judge:
     # ------------------------------------------------------------------ named harms
     def danger(self, words: list[Word], cmd: Command, cwd: Path, *, unseen: bool = False) -> None:
         """Reasons for one command (``unseen``: more operands come from stdin, as with
-        ``xargs`` or ``find -exec``)."""
+        ``xargs`` or ``find -exec``): its program's entry in ``_HARMS``."""
         if not words[0].literal:
             return
         name = _base(words[0].text)
-        args = words[1:]
-        texts = [w.text for w in args]
         if "/" in name or (name not in BUILTINS and name not in self.functions and name != "cd"):
             self.program(name, cwd)
-        if name in SHELLS:
-            self.shell(args, cmd, cwd)
-        elif name == "eval":
-            if all(w.literal for w in args):
-                self.nested(" ".join(texts), cwd)
-            else:
-                self.refuse(RUNS_CODE)
-                if self.downloads(s for w in args for s in w.subs):
-                    self.add(DOWNLOADS_AND_RUNS)
-        elif name in ("source", "."):
-            self.runs_file(args[:1], cwd)
-        elif re.fullmatch(r"python[0-9.]*|pypy[0-9.]*", name) or name in INTERPRETERS:
-            self.interpreter(name, args, cwd)
-        elif name in ("rm", "unlink"):
-            self.remove(args, cwd, unseen=unseen)
-        elif name == "find":
-            self.find(args, cmd, cwd)
-        elif name in ("shred", "wipe", "srm"):
-            self.add(SHREDS)
-        elif name == "truncate":
-            self.add(TRUNCATES)
-        elif name == "dd":
-            for t in texts:
-                if t.startswith("of="):
-                    self.target(Word(t[3:], t[3:]), cwd, truncates="conv=notrunc" not in texts)
-        elif name.startswith("mkfs") or name in _DEVICE_TOOLS:
-            self.add(DEVICE)
-        elif name == "tee":
-            options, files = _split(args)
-            for w in files:
-                self.target(w, cwd, truncates="-a" not in options and "--append" not in options)
-        elif name in ("cp", "mv", "install", "ln"):
-            self.copy(name, args, cwd, unseen=unseen)
-        elif name in _PERMISSION_TOOLS:
-            self.permissions(args, cwd, unseen=unseen)
-        elif name in _KILLERS:
-            self.add(KILLS)
-        elif name in _SYSTEM_TOOLS:
-            self.add(SYSTEM)
-        elif name == "git":
-            self.git(texts)
-        elif name == "rsync":
-            if any(":" in t and not t.startswith("-") for t in texts):
-                self.add(NETWORK)
-            if any(t.startswith("--delete") or t.startswith("--remove-source") for t in texts):
-                self.add(RECURSIVE_DELETE)
-        elif name in NETWORK_TOOLS:
+        harm = _HARMS.get(_family(name))
+        if harm is not None:
+            harm(self, _Call(name, words[1:], [w.text for w in words[1:]], cmd, cwd, unseen))
+
+    def evaluates(self, call: _Call) -> None:
+        """``eval``: its words are a script; one not known until it runs runs code."""
+        if all(w.literal for w in call.args):
+            self.nested(" ".join(call.texts), call.cwd)
+        else:
+            self.refuse(RUNS_CODE)
+            if self.downloads(s for w in call.args for s in w.subs):
+                self.add(DOWNLOADS_AND_RUNS)
+
+    def sources(self, call: _Call) -> None:
+        """``source`` / ``.``: runs a file in this shell."""
+        self.runs_file(call.args[:1], call.cwd)
+
+    def dd(self, call: _Call) -> None:
+        for t in call.texts:
+            if t.startswith("of="):
+                self.target(Word(t[3:], t[3:]), call.cwd, truncates="conv=notrunc" not in call.texts)
+
+    def tee(self, call: _Call) -> None:
+        options, files = _split(call.args)
+        for w in files:
+            self.target(w, call.cwd, truncates="-a" not in options and "--append" not in options)
+
+    def rsync(self, call: _Call) -> None:
+        if any(":" in t and not t.startswith("-") for t in call.texts):
             self.add(NETWORK)
-            for i, t in enumerate(texts[:-1]):
-                if t in ("-o", "--output", "-O") and not (name == "curl" and t == "-O"):
-                    self.target(args[i + 1], cwd, truncates=True)
-        elif name in _PACKAGE_MANAGERS and (_PACKAGE_VERBS & set(texts[:2]) or texts[:2] == ["pip", "install"]):
+        if any(t.startswith("--delete") or t.startswith("--remove-source") for t in call.texts):
+            self.add(RECURSIVE_DELETE)
+
+    def network(self, call: _Call) -> None:
+        """A network tool; an output file it names is a write (curl's ``-O`` names none)."""
+        self.add(NETWORK)
+        for i, t in enumerate(call.texts[:-1]):
+            if t in ("-o", "--output", "-O") and not (call.name == "curl" and t == "-O"):
+                self.target(call.args[i + 1], call.cwd, truncates=True)
+
+    def package_manager(self, call: _Call) -> None:
+        """``pip install``, ``npm i``, ``apt-get remove``, ``uv pip install`` …"""
+        if _PACKAGE_VERBS & set(call.texts[:2]) or call.texts[:2] == ["pip", "install"]:
             self.add(PACKAGES)
-        elif name in ("dpkg", "rpm", "pacman") and any(t[:2] in _PACKAGE_VERBS for t in texts):
+
+    def package_tool(self, call: _Call) -> None:
+        """``dpkg -i``, ``rpm -e``, ``pacman -S`` …"""
+        if any(t[:2] in _PACKAGE_VERBS for t in call.texts):
             self.add(PACKAGES)
-        elif name in ("env", "printenv") or (name in ("export", "declare", "set") and not texts[1:]):
+
+    def lists_variables(self, call: _Call) -> None:
+        """``export``, ``declare`` and ``set`` with (almost) no operand print the variables."""
+        if not call.texts[1:]:
             self.add(ENVIRONMENT)
 
     def program(self, name: str, cwd: Path) -> None:
@@ -672,7 +682,8 @@ class _Judge:
         if not operands:
             self.add(RUNS_CODE)
 
-    def shell(self, args: list[Word], cmd: Command, cwd: Path) -> None:
+    def shell(self, call: _Call) -> None:
+        args, cmd, cwd = call.args, call.cmd, call.cwd
         self.read_only = False
         i = 0
         command_string = False
@@ -697,7 +708,8 @@ class _Judge:
         if not bodies:
             self.add(RUNS_CODE)  # a script on stdin: the pipeline check names a download
 
-    def interpreter(self, name: str, args: list[Word], cwd: Path) -> None:
+    def interpreter(self, call: _Call) -> None:
+        name, args, cwd = call.name, call.args, call.cwd
         if [w.text for w in args] in (["--version"], ["--help"], ["-V"], ["-VV"]):
             return
         self.read_only = False
@@ -730,7 +742,8 @@ class _Judge:
         elif _CODE_DELETES.search(code.text):
             self.add(DELETES)
 
-    def remove(self, args: list[Word], cwd: Path, *, unseen: bool) -> None:
+    def remove(self, call: _Call) -> None:
+        args, cwd, unseen = call.args, call.cwd, call.unseen
         options, operands = _split(args)
         if any(o in ("--recursive", "--force") or (not o.startswith("--") and set(o[1:]) & set("rRf")) for o in options):
             self.add(RECURSIVE_DELETE)
@@ -744,8 +757,8 @@ class _Judge:
         if unseen:
             self.add(DELETES)
 
-    def find(self, args: list[Word], cmd: Command, cwd: Path) -> None:
-        texts = [w.text for w in args]
+    def find(self, call: _Call) -> None:
+        args, texts, cmd, cwd = call.args, call.texts, call.cmd, call.cwd
         if "-delete" in texts:
             self.add(FIND_DELETE)
         for i, t in enumerate(texts):
@@ -757,7 +770,8 @@ class _Judge:
             elif (t.startswith("-fprint") or t == "-fls") and i + 1 < len(args):
                 self.target(args[i + 1], cwd, truncates=True)
 
-    def copy(self, name: str, args: list[Word], cwd: Path, *, unseen: bool) -> None:
+    def copy(self, call: _Call) -> None:
+        name, args, cwd, unseen = call.name, call.args, call.cwd, call.unseen
         options, operands = _split_pairs(args, "tSm" if name == "install" else "tS")
         target_dir = next((v for o, v in options if o in ("-t", "--target-directory") and v is not None), None)
         sources = operands if target_dir is not None else operands[:-1]
@@ -787,7 +801,8 @@ class _Judge:
         else:
             self.target(dest, cwd, truncates=not keeps)
 
-    def permissions(self, args: list[Word], cwd: Path, *, unseen: bool) -> None:
+    def permissions(self, call: _Call) -> None:
+        args, cwd, unseen = call.args, call.cwd, call.unseen
         self.add(PERMISSIONS)
         options, operands = _split(args)
         recursive = any(o in ("-R", "--recursive") or (not o.startswith("--") and "R" in o) for o in options)
@@ -801,7 +816,8 @@ class _Judge:
             if w.literal:
                 self.add_protected(self.path(w.text, cwd))
 
-    def git(self, args: list[str]) -> None:
+    def git(self, call: _Call) -> None:
+        args = call.texts
         i = 0
         while i < len(args) and args[i].startswith("-"):
             if args[i] in ("-c", "--config-env") and i + 1 < len(args):
@@ -853,6 +869,65 @@ class _Judge:
             if operands and not reading and (len(operands) >= 2 or options & {"--add", "--replace-all"}):
                 if _GIT_RUNNING_KEYS.match(operands[0]):
                     self.add(GIT_RUNS)
+
+
+_Harm = Callable[[_Judge, _Call], None]
+
+
+def _adds(reason: Reason) -> _Harm:
+    """The harm of a program whose every run is ``reason`` (``shred``, ``kill``, …)."""
+
+    def harm(judge: _Judge, call: _Call) -> None:
+        judge.add(reason)
+
+    return harm
+
+
+def _claims(*families: tuple[Iterable[str], _Harm]) -> dict[str, _Harm]:
+    """Program name -> harm; a name in several families keeps the first (``rsync``: its own,
+    not the network tools')."""
+    table: dict[str, _Harm] = {}
+    for names, harm in families:
+        for name in names:
+            table.setdefault(name, harm)
+    return table
+
+
+_HARMS = _claims(
+    (SHELLS, _Judge.shell),
+    ({"eval"}, _Judge.evaluates),
+    ({"source", "."}, _Judge.sources),
+    ({"python", *INTERPRETERS}, _Judge.interpreter),  # "python": every python3.x and pypy (_family)
+    ({"rm", "unlink"}, _Judge.remove),
+    ({"find"}, _Judge.find),
+    ({"shred", "wipe", "srm"}, _adds(SHREDS)),
+    ({"truncate"}, _adds(TRUNCATES)),
+    ({"dd"}, _Judge.dd),
+    ({"mkfs", *_DEVICE_TOOLS}, _adds(DEVICE)),  # "mkfs": mkfs.ext4 and its kin (_family)
+    ({"tee"}, _Judge.tee),
+    ({"cp", "mv", "install", "ln"}, _Judge.copy),
+    (_PERMISSION_TOOLS, _Judge.permissions),
+    (_KILLERS, _adds(KILLS)),
+    (_SYSTEM_TOOLS, _adds(SYSTEM)),
+    ({"git"}, _Judge.git),
+    ({"rsync"}, _Judge.rsync),
+    (NETWORK_TOOLS, _Judge.network),
+    (_PACKAGE_MANAGERS, _Judge.package_manager),
+    ({"dpkg", "rpm", "pacman"}, _Judge.package_tool),
+    ({"env", "printenv"}, _adds(ENVIRONMENT)),
+    ({"export", "declare", "set"}, _Judge.lists_variables),
+)
+"""What running each program may do, as the judge names it: the domain as a table, as
+``read_only.py`` states the programs that change nothing. A program not here has no
+named harm (whether it is read-only is ``read_only.py``'s question)."""
+
+
+def _family(name: str) -> str:
+    """``name`` as ``_HARMS`` knows it: every ``python3.12`` or ``pypy3`` is ``python``,
+    every ``mkfs.*`` is ``mkfs``."""
+    if re.fullmatch(r"python[0-9.]*|pypy[0-9.]*", name):
+        return "python"
+    return "mkfs" if name.startswith("mkfs") else name
 
 
 def _runs_code(name: str) -> bool:
