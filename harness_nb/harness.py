@@ -94,7 +94,7 @@ class Harness:
     before ``run_python`` and before writes to agent, skill and settings files;
     ``"always"`` asks before every tool that changes anything, ``"never"`` asks nothing.
     ``allow`` / ``deny`` are permission rules (``Bash(git status:*)``, ``Write(data/**)``,
-    ``mcp__server__tool``; see ``engine.rule``), added to those of
+    ``mcp__server__tool``; see ``permissions.rule``), added to those of
     ``.claude/settings.json``, ``.claude/settings.local.json``, ``.harness_nb/settings.json``
     and ``~/.claude/settings.json`` (read with the user's agents, ``include_user_agents``).
     Deny rules win, then allow rules, then the policy. Asking goes to the run's approval
@@ -147,7 +147,7 @@ class Harness:
     Skills: the Agent Skills (``<name>/SKILL.md``) of ``.claude/skills`` and
     ``.harness_nb/skills`` (and of ``~/.claude/skills`` and ``~/.harness_nb/skills`` with
     ``include_user_agents``) are listed in the main agent's prompt by name and description
-    (``skill_catalog``) and loaded on demand by the read-only ``skill`` tool; ``skills``
+    (``skills.catalog``) and loaded on demand by the read-only ``skill`` tool; ``skills``
     names skills preloaded whole into the main agent's prompt.
 
     ``sandbox``: how ``bash`` runs (``sandbox/bubblewrap.py``): ``"auto"`` under bubblewrap where

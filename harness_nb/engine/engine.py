@@ -5,7 +5,7 @@ conversation, call the model (streaming text out as events), run the tool calls 
 answer concurrently, append the results, repeat until the model answers without tool
 calls or a limit stops the run. Events go to a sink callback; ``run_stream`` turns that
 into an async iterator. Before each call the conversation's ``ContextKeeper`` keeps the
-request within the model's context window (``compaction.py``).
+request within the model's context window (``compaction/keeper.py``).
 
 The engine holds what a conversation keeps between runs (its session, tools, hooks,
 prompt, context keeper and prompt tally); what belongs to one run — provider, limits,

@@ -26,7 +26,7 @@ For every call, in this order:
      ``write_file`` / ``edit_file`` run (the tools keep them inside the workdir);
      ``run_python`` always asks; ``bash`` runs when its command is known to be read-only —
      or, when bash runs in the sandbox (``sandboxed()``), unless it destroys data in the
-     workdir — and otherwise asks with the reasons ``command_policy`` names; any other
+     workdir — and otherwise asks with the reasons ``shell/policy.py`` names; any other
      tool that is not read-only asks. Whether bash is sandboxed is the tool's own word
      (``Tool.sandboxed``: ``bash`` bound to an active bubblewrap ``Sandbox``).
    - ``"always"``: every tool that is not read-only asks.
@@ -45,7 +45,7 @@ rules forbid, nor their ask rules:
 - ``"dontAsk"``: whatever would ask is denied instead.
 - ``"bypassPermissions"``: the policy asks nothing (``"never"``); agent, skill and settings
   files and ask rules still ask. Whether an agent may have it is the caller's decision
-  (``subagents.permission.effective_mode``: only when the person enabled it).
+  (``subagents.narrowing.effective_mode``: only when the person enabled it).
 - ``"auto"`` (Claude Code's classifier) is not supported here and acts as ``"default"``.
 
 ``writable`` folders (an agent's memory) are written without the agent-file ask, and may

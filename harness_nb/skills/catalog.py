@@ -20,7 +20,7 @@ change of the file:
   over 500; ``metadata`` that is not strings; keys the spec does not have). The skill is
   still offered: these are slips, and the folder name is what finds it.
 - **refused**: the skill cannot be used and is never offered: no frontmatter, YAML that is
-  invalid or over a limit (``engine.frontmatter``), no description (the model picks a skill
+  invalid or over a limit (``core.frontmatter``), no description (the model picks a skill
   by it), a folder name that is not a plain name, or a file that is not a regular UTF-8
   file of at most ``SKILL_MAX_BYTES`` inside its skill folder (a symlink out is refused).
 

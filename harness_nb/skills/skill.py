@@ -2,7 +2,7 @@
 
 Skills come in two forms. The Agent Skills form (agentskills.io) is a folder
 ``<name>/SKILL.md`` with YAML frontmatter (``name``, ``description``, ...) and resource
-files beside it; ``skill_catalog.SkillCatalog`` discovers those and the ``skill`` tool
+files beside it; ``catalog.SkillCatalog`` discovers those and the ``skill`` tool
 loads them on demand. harness_nb's own older form is a single ``<name>.md`` of plain
 Markdown, found only when preloaded. A skill is preloaded when an agent file names it
 (``skills: [csv-cleaning]``) or it is passed to the harness (``Harness(skills=[...])``):

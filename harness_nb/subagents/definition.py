@@ -251,7 +251,7 @@ class SubAgentDefinition(BaseModel):
     kept in ``extra``. camelCase and snake_case keys are both accepted.
 
     Claude Code's other fields: ``permission_mode`` (``None``: the parent's policy; see
-    ``subagents.permission.effective_mode``), ``background`` (its run mode when the caller
+    ``subagents.narrowing.effective_mode``), ``background`` (its run mode when the caller
     does not say), ``memory`` (a ``MEMORY.md`` per scope, see ``subagents.memory``),
     ``effort`` (the provider's reasoning effort, where the model has one), ``color`` (its
     progress line's colour). ``hooks``, ``isolation`` and ``initial_prompt`` are kept, not acted on: ``unsupported``

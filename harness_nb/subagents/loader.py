@@ -16,7 +16,7 @@ loads with a warning saying so.
 
 Agent files are untrusted data (they arrive with cloned repositories, and the model can
 write one), so reading is bounded: files over 1 MiB are skipped, frontmatter over 64 KiB,
-YAML aliases and deep nesting are refused before anything expands (``frontmatter.py``),
+YAML aliases and deep nesting are refused before anything expands (``core/frontmatter.py``),
 a skill name that is a path (``skills: [../../etc/passwd]``) is dropped with a warning and
 never read, and at most ``MAX_FILES`` files are read from one folder.
 

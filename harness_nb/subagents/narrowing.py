@@ -9,7 +9,7 @@ and the team tools) — never a list of names that could fall out of step with t
 
 ``effective_mode`` is the one rule for a definition's ``permissionMode`` (the runner and
 ``%agents`` both use it); the mode itself is enforced by the subagent's copy of the
-``PermissionHook`` (``engine/permission.py``), after the person's deny rules.
+``PermissionHook`` (``permissions/hook.py``), after the person's deny rules.
 """
 
 from __future__ import annotations

@@ -3,5 +3,5 @@ request and turns old tool results into stubs, ``summary.py`` has the model summ
 oldest turns when stubs are not enough.
 
 Part of the engine layer: may import ``core``, ``providers`` and the engine's own
-modules (the meter, the session, the offload files of ``hook.py``); nothing above.
+modules (the meter, the session, the offload files of ``engine/hook.py``); nothing above.
 """

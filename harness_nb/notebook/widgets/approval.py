@@ -10,13 +10,13 @@ The buttons resolve an asyncio future and do nothing else (their callbacks run i
 context of the click's comm message, not the cell). The awaiting task then records the
 decision on the card. A card that nobody answers denies the call after ``timeout``.
 "Approve for this session" answers ``Approved(remember=rule)`` with the rule shown beside
-it (``engine.session_rule``: this exact command or path, or the tool's name); the harness
-keeps it, so the same call runs without a card for the rest of its life.
+it (``permissions.rule.session_rule``: this exact command or path, or the tool's name);
+the harness keeps it, so the same call runs without a card for the rest of its life.
 
 Deny answers ``Denied.by_the_person(reason)`` with what was typed into the reason box
 beside it (optional; the model reads it verbatim in the tool result, cleaned and bounded
-by ``engine.person_reason``). Enter in the box denies too: a reason is only ever asked for
-a denial, and denying is the safe direction for a stray key.
+by ``engine.hook.person_reason``). Enter in the box denies too: a reason is only ever
+asked for a denial, and denying is the safe direction for a stray key.
 
 ``PendingApprovals`` keeps the cards still waiting, so a card lost from the page (a reload
 before the notebook was saved) can be shown again (``%approvals``, and the next cell run):

@@ -64,7 +64,7 @@ LIVE_STATES = ("running", "waiting")
 
 
 def limit_state(stop_reason: str) -> str | None:
-    """``stopped: <reason>`` when a run ended early (``engine.stop_label``), else None."""
+    """``stopped: <reason>`` when a run ended early (``engine.limits.stop_label``), else None."""
     label = stop_label(stop_reason)
     return None if label == "done" else label
 

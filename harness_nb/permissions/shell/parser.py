@@ -13,7 +13,7 @@ has ``literal=False``; a word bash may turn into several file names has ``glob=T
 one that starts with an unquoted ``~`` has ``tilde=True``. ``Script.compound`` names the
 syntax beyond a plain list of commands that was seen (``subshell``, ``control``, …).
 
-The read-only allow-list (``command_policy``) accepts only scripts of literal words with
+The read-only allow-list (``policy.py``) accepts only scripts of literal words with
 no compound syntax and no substitutions: a subset whose meaning is the same to bash and to
 this parser, so a difference between the two cannot turn into a command run unasked. The
 reasons shown on an approval card look at every simple command found, however nested.
