@@ -1,7 +1,9 @@
-"""Core models shared by every layer: messages, tool specs, events, usage and prices, errors,
-ids, and the few helpers every layer needs to handle hostile input (text, files, threads).
+"""Core models shared by every layer: messages, tool specs, events, usage and prices, the
+error tree (``error.py``), ids, frontmatter parsing, and the few helpers every layer needs
+to handle hostile input (text, files, threads, secrets).
 
-Depends on the standard library and pydantic only.
+The lowest layer: imports no other part of harness_nb, and of the outside world only the
+standard library, pydantic and PyYAML (for ``frontmatter.py``).
 """
 
 from .blocking import BLOCKING_WORKERS, run_blocking

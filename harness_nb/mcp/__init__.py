@@ -7,7 +7,8 @@ streamable HTTP).
 - ``trust``: which project servers the person trusts (``%mcp trust``, settings, names);
 - ``manager``: ``McpManager``, the servers of one harness, started lazily.
 
-Importing this package does not import the SDK; starting the first server does.
+Importing this package does not import the SDK; starting the first server does. May
+import ``core`` and ``tools``; never ``engine`` (its sibling layer) nor anything above.
 """
 
 from .config import (

@@ -1,5 +1,8 @@
 """Subagents: definitions and agent files, the registry, tool narrowing, the runner, the
-``task`` delegation tool, the task tracker and the coordination tools."""
+``task`` delegation tool, the task tracker and the coordination tools.
+
+May import every layer below: ``core`` to ``permissions`` (and ``mcp``, for an agent's
+own servers); never ``team``, the harness or the notebook."""
 
 from .coordination import MessageRouter, Route, TrackerRoute, coordination_tools
 from .definition import SubAgentDefinition
