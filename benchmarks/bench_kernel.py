@@ -70,7 +70,7 @@ async def sample_latency(k: KernelDriver, samples: int, gap: float) -> list[floa
 
 async def task_states(k: KernelDriver) -> list[str]:
     cell = await k.run(
-        "print(*[e.status for e in get_ipython()._harness_nb.harness().tracker.list()], sep=',')"
+        "print(*[e.status for e in __import__('harness_nb.notebook').notebook.current_harness().tracker.list()], sep=',')"
     )
     return KernelDriver.text(cell).strip().split(",")
 

@@ -87,7 +87,7 @@ async def throughput(url: str, rows: int, concurrency: int, latency: float) -> d
 
 
 async def map_running(k: KernelDriver) -> bool:
-    cell = await k.run("print(get_ipython()._harness_nb.harness().tracker.get('bg-1').done)")
+    cell = await k.run("print(__import__('harness_nb.notebook').notebook.current_harness().tracker.get('bg-1').done)")
     return KernelDriver.text(cell).strip() == "False"
 
 

@@ -17,8 +17,8 @@ the fake LLM server, which reports prompt caching the way each API does (its pro
   history from the cache at 0.1x and writes only what was added, at 1.25x;
 * ``openai/gpt-4.1``, whose caching is automatic (prefixes of 1,024+ tokens, read at 0.25x);
 * both Anthropic ways again with a 12k-token context window, so that the conversation is
-  compacted (``compaction.py``: old tool results become stubs, then old turns a summary
-  the model writes, billed like any call) whenever it passes 80% of it.
+  compacted (``engine/compaction/keeper.py``: old tool results become stubs, then old
+  turns a summary the model writes, billed like any call) whenever it passes 80% of it.
 
 The harness is a full ``Harness`` (built-in tools, hooks, transcript) on the provider's
 real HTTP client, streamed. Each measurement is a fresh process with a fresh fake server

@@ -28,7 +28,6 @@ from .core import Compacted, ConfigError, Event, PriceTable, Usage, new_id, run_
 from .core.imports import shielded_imports
 from .core.secret import SECRETS, protect_loggers
 from .engine import (
-    MAIN_SYSTEM_PROMPT,
     AgentEngine,
     ApprovalChannel,
     CheckpointHook,
@@ -40,24 +39,25 @@ from .engine import (
     MemorySession,
     OffloadHook,
     ParentContext,
-    PermissionHook,
-    PermissionRules,
     PromptBuilder,
     RedactSecretsHook,
     RunContext,
     RunResult,
-    SkillCatalog,
-    SkillTool,
     UsageAccount,
-    remembering,
-    require_positive,
 )
+from .engine.limits import require_positive
+from .engine.prompt import MAIN_SYSTEM_PROMPT
 from .engine.resume import SessionSummary, list_sessions, read_session
 from .mcp import DEFAULT_START_TIMEOUT, TRUST_FILE, McpManager, McpTool, ServerEntry, TrustStore
+from .permissions.hook import PermissionHook
+from .permissions.remember import remembering
+from .permissions.rule import PermissionRules
 from .providers.base import Provider
-from .sandbox import DEFAULT_MAX_FILE_MB, Checkpoint, Checkpoints, Rewind
 from .providers.options import ProviderOptions, ReplayPace
+from .sandbox import DEFAULT_MAX_FILE_MB, Checkpoint, Checkpoints, Rewind, SandboxLimits
 from .settings import ApprovalPolicy, RunSettings
+from .skills.catalog import SkillCatalog
+from .skills.tool import SkillTool
 from .subagents import (
     AgentRegistry,
     BackgroundApprovals,
@@ -73,7 +73,6 @@ from .subagents import (
 from .subagents.agent_map import AgentMap, MapHandle, MapOptions, MapResult, start_map
 from .subagents.runner import inline_servers
 from .team import TeamManager
-from .sandbox import SandboxLimits
 from .tools import Sandbox, SandboxMode, Tool, ToolRegistry
 
 log = logging.getLogger("harness_nb")
@@ -95,7 +94,7 @@ class Harness:
     before ``run_python`` and before writes to agent, skill and settings files;
     ``"always"`` asks before every tool that changes anything, ``"never"`` asks nothing.
     ``allow`` / ``deny`` are permission rules (``Bash(git status:*)``, ``Write(data/**)``,
-    ``mcp__server__tool``; see ``engine.rule``), added to those of
+    ``mcp__server__tool``; see ``permissions.rule``), added to those of
     ``.claude/settings.json``, ``.claude/settings.local.json``, ``.harness_nb/settings.json``
     and ``~/.claude/settings.json`` (read with the user's agents, ``include_user_agents``).
     Deny rules win, then allow rules, then the policy. Asking goes to the run's approval
@@ -148,7 +147,7 @@ class Harness:
     Skills: the Agent Skills (``<name>/SKILL.md``) of ``.claude/skills`` and
     ``.harness_nb/skills`` (and of ``~/.claude/skills`` and ``~/.harness_nb/skills`` with
     ``include_user_agents``) are listed in the main agent's prompt by name and description
-    (``skill_catalog``) and loaded on demand by the read-only ``skill`` tool; ``skills``
+    (``skills.catalog``) and loaded on demand by the read-only ``skill`` tool; ``skills``
     names skills preloaded whole into the main agent's prompt.
 
     ``sandbox``: how ``bash`` runs (``sandbox/bubblewrap.py``): ``"auto"`` under bubblewrap where

@@ -34,8 +34,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .core import ConfigError, PriceTable
-from .engine import POLICIES, CompactionPolicy, Limits, require_positive
-from .engine.rule import parse_rules
+from .engine import CompactionPolicy, Limits
+from .engine.limits import require_positive
+from .permissions.mode import POLICIES
+from .permissions.rule import parse_rules
 from .providers.options import ProviderOptions, ReplayPace
 from .subagents import BackgroundApprovals
 

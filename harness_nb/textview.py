@@ -31,7 +31,8 @@ from .core import (
     ToolCallStarted,
 )
 from .core.secret import SECRETS
-from .engine import ApprovalChannel, Approved, Denied, stop_label
+from .engine import ApprovalChannel, Approved, Denied
+from .engine.limits import stop_label
 
 
 def terminal_approval(*, auto_yes: bool = False) -> ApprovalChannel:

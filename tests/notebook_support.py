@@ -21,7 +21,9 @@ import yaml
 
 from harness_nb.testing.kernel_driver import Cell, KernelDriver, visible_text
 
-HARNESS = "get_ipython()._harness_nb.harness()"
+# the extension's state, reached through its registered Magics (notebook.harness_magics)
+CONTROLLER = "__import__('harness_nb.notebook').notebook.harness_magics(get_ipython()).controller"
+HARNESS = f"{CONTROLLER}.harness()"
 _JSON_MARK = "@@json@@"
 
 # Settings a developer may have exported; a test starts from the documented defaults.

@@ -28,7 +28,8 @@ REASON_BOX = "input[placeholder='Reason (optional) — tells the agent why']"
 # result is what the model read of it.
 READ_BACK = (
     "# the browser test's own check: the tool results of the model's latest request\n"
-    "request = get_ipython()._harness_nb.harness().provider.requests[-1]\n"
+    "from harness_nb.notebook import current_harness\n"
+    "request = current_harness().provider.requests[-1]\n"
     "print('model read:', [m.content for m in request.messages if m.role == 'tool'][-1])"
 )
 

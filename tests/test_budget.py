@@ -9,8 +9,10 @@ import re
 from pathlib import Path
 
 import pytest
+from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
 
 from harness_nb.core import (
+    BudgetSpentError,
     BudgetWarning,
     ConfigError,
     Price,
@@ -20,14 +22,14 @@ from harness_nb.core import (
     Usage,
     UserMessage,
 )
-from harness_nb.engine import BudgetScope, CallEstimate, HookRegistry, Limits, ParentContext, PromptTally, UsageAccount
+from harness_nb.engine import HookRegistry, Limits, ParentContext, UsageAccount
+from harness_nb.engine.budget import BudgetScope, CallEstimate, PromptTally
 from harness_nb.harness import Harness
 from harness_nb.providers import ModelRequest
 from harness_nb.providers.scripted import ScriptedProvider
-from harness_nb.subagents import BudgetSpentError, SubAgentDefinition, SubagentRunner, TaskStatus, parse_agent_text
+from harness_nb.subagents import SubAgentDefinition, SubagentRunner, TaskStatus, parse_agent_text
 from harness_nb.testing import FakeLLMServer
 from harness_nb.tools import ToolContext, ToolRegistry, tool
-from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
 
 PRICE = Price(input=1.0, output=10.0)  # USD per million tokens; cache 0.1 and 1.25
 PRICES = {"test-model": {"input": 1.0, "output": 10.0}}
@@ -316,7 +318,7 @@ def test_budget_and_price_settings_are_checked(tmp_path):
 
 
 async def test_agents_show_their_budget_and_tasks_their_cost(tmp_path):
-    from harness_nb.notebook.magics import AgentTable, TaskTable, task_details
+    from harness_nb.notebook.magics.agent import AgentTable, TaskTable, task_details
 
     child_steps = [step("done", input_tokens=10_000, output_tokens=1_000)]
     provider = ScriptedProvider(delegating(child_steps, child="worker"), model="test-model")

@@ -27,7 +27,8 @@ from harness_nb.core import (
     ToolResultMessage,
     UserMessage,
 )
-from harness_nb.engine import is_summary, load_transcript
+from harness_nb.engine.compaction.summary import is_summary
+from harness_nb.engine.session import load_transcript
 from harness_nb.providers import create_provider, window
 from harness_nb.providers.http import RetryPolicy
 from harness_nb.testing import FakeLLMServer

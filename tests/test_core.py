@@ -55,3 +55,52 @@ def test_scrub_removes_keys_and_partly_masked_echoes(monkeypatch):
     monkeypatch.setenv("MY_SERVICE_TOKEN", "tok-1234567890")
     monkeypatch.setenv("SHORT_API_KEY", "abc")
     assert "tok-1234567890" in environment_secrets() and "abc" not in environment_secrets()
+
+
+# Errors that stay outside HarnessError's tree, each with its reason.
+OUTSIDE_THE_TREE = {
+    "harness_nb.core.fs.NotRegularFileError": "an OSError: handled with every other error of opening a file",
+    "harness_nb.core.fs.SymlinkError": "an OSError: handled with every other error of opening a file",
+    "harness_nb.sandbox.gitstore.StoreError": "an OSError of the checkpoint store, caught inside sandbox/",
+    "harness_nb.sandbox.helper.HelperError": "the root helper's failure, caught inside sandbox/",
+    "harness_nb.tools.ripgrep.RgPatternError": "a pattern rg refuses, caught by the grep tool",
+}
+
+
+def _error_classes() -> dict[str, type[Exception]]:
+    """Every Exception class harness_nb defines, by its dotted name (private ones left out;
+    the watchdog's KeyboardInterrupts are interrupts, not errors)."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import harness_nb
+
+    found = {}
+    for info in pkgutil.walk_packages(harness_nb.__path__, "harness_nb."):
+        if info.name in ("harness_nb.__main__",) or info.name.startswith("harness_nb.demo"):
+            continue
+        module = importlib.import_module(info.name)
+        for name, value in vars(module).items():
+            ours = inspect.isclass(value) and issubclass(value, Exception) and value.__module__ == info.name
+            if ours and not name.startswith("_"):
+                found[f"{info.name}.{name}"] = value
+    return found
+
+
+def test_every_public_error_is_in_the_one_tree_drawn_in_core_error():
+    """core/error.py holds every error harness_nb raises on purpose, each one ending in
+    ``Error`` and drawn in the module's docstring; anything else is named above with why."""
+    from harness_nb.core import error
+
+    errors = _error_classes()
+    assert set(OUTSIDE_THE_TREE) <= set(errors), "an exception listed outside the tree is gone: drop it"
+    stray = sorted(n for n in errors if not n.startswith("harness_nb.core.error.") and n not in OUTSIDE_THE_TREE)
+    assert stray == [], f"define these in core/error.py, under HarnessError: {stray}"
+    assert error.__doc__ is not None
+    for dotted, cls in errors.items():
+        assert cls.__name__.endswith("Error"), dotted
+        if dotted.startswith("harness_nb.core.error."):
+            assert issubclass(cls, error.HarnessError), dotted
+            drawn = cls is error.HarnessError or f"── {cls.__name__} " in error.__doc__
+            assert drawn, f"{cls.__name__} is not drawn in core/error.py's tree"

@@ -11,26 +11,17 @@ The card itself is tested in ``test_views.py``, in a real kernel in
 from __future__ import annotations
 
 import pytest
+from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
 
 from harness_nb.core import ApprovalDecided, ToolCall, ToolResultMessage
 from harness_nb.core.secret import SECRETS
-from harness_nb.engine import (
-    AgentEngine,
-    Approved,
-    Ask,
-    Denied,
-    Hook,
-    HookRegistry,
-    denial_line,
-    denial_result,
-    person_reason,
-)
+from harness_nb.engine import AgentEngine, Approved, Ask, Denied, Hook, HookRegistry
+from harness_nb.engine.hook import denial_line, denial_result, person_reason
 from harness_nb.harness import Harness
 from harness_nb.providers.scripted import ScriptedProvider
 from harness_nb.subagents import SubAgentDefinition
 from harness_nb.textview import terminal_answer
 from harness_nb.tools import ToolContext, ToolRegistry, tool
-from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
 
 REASON = "keep the raw data: it is the only copy"
 

@@ -23,18 +23,8 @@ from harness_nb.core import (
     ToolResultMessage,
     TurnFinished,
 )
-from harness_nb.engine import (
-    AgentEngine,
-    Approved,
-    Ask,
-    Denied,
-    Hook,
-    HookRegistry,
-    Limits,
-    MemorySession,
-    OffloadHook,
-    load_transcript,
-)
+from harness_nb.engine import AgentEngine, Approved, Ask, Denied, Hook, HookRegistry, Limits, MemorySession, OffloadHook
+from harness_nb.engine.session import load_transcript
 from harness_nb.providers.scripted import ScriptedProvider
 from harness_nb.tools import ToolContext, ToolRegistry, tool
 

@@ -10,7 +10,7 @@ import logging
 import pytest
 
 from harness_nb.core import RunFinished, ToolResultMessage
-from harness_nb.engine import load_transcript
+from harness_nb.engine.session import load_transcript
 from harness_nb.harness import Harness
 from harness_nb.providers import create_provider
 from harness_nb.providers.http import RetryPolicy

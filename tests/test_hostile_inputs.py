@@ -34,14 +34,16 @@ from harness_nb.core import (
     run_blocking,
 )
 from harness_nb.core import blocking as blocking_module
-from harness_nb.engine import MemorySession, PromptBuilder, load_skill, load_transcript, skill_dirs
+from harness_nb.core.frontmatter import FRONTMATTER_MAX_BYTES, YAML_MAX_DEPTH
+from harness_nb.engine import MemorySession, PromptBuilder
+from harness_nb.engine.session import load_transcript
 from harness_nb.harness import Harness
 from harness_nb.providers import anthropic as anthropic_wire
 from harness_nb.providers import openai as openai_wire
 from harness_nb.providers.scripted import ScriptedProvider
 from harness_nb.providers.wire import encode_body
+from harness_nb.skills.skill import load_skill, skill_dirs
 from harness_nb.subagents import load_agent_dir
-from harness_nb.engine.frontmatter import FRONTMATTER_MAX_BYTES, YAML_MAX_DEPTH
 from harness_nb.testing import FakeLLMServer
 from harness_nb.tools import Tool, ToolContext, ToolOutcome, edit_file, glob, grep, invoke, ls, read_file, write_file
 from harness_nb.tools import search as search_module

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from harness_nb.core import ToolCall, ToolResultMessage
+from harness_nb.core import McpServerError, ToolCall, ToolResultMessage
 from harness_nb.harness import Harness
-from harness_nb.mcp import McpManager, McpServerError, McpTool
+from harness_nb.mcp import McpManager, McpTool
 from harness_nb.mcp.flood import FLOOD_FIRST, FloodFilter
 from harness_nb.providers.scripted import ScriptedProvider
 from harness_nb.subagents import SubAgentDefinition

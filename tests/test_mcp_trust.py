@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from harness_nb.core import ConfigError, ToolResultMessage
+from harness_nb.core import ConfigError, McpUntrustedError, ToolResultMessage
 from harness_nb.harness import Harness
-from harness_nb.mcp import McpManager, McpUntrustedError, TrustStore, fingerprint
+from harness_nb.mcp import McpManager, TrustStore, fingerprint
 from harness_nb.mcp import trust as trust_module
 from harness_nb.mcp.config import parse_server
 from harness_nb.mcp.named_files import MAX_NAMED_FILES, files_fingerprint, named_files

@@ -12,6 +12,7 @@ import textwrap
 import pytest
 
 from notebook_support import (
+    CONTROLLER,
     HARNESS,
     error_name,
     help_pages,
@@ -141,7 +142,7 @@ async def test_model_from_environment_then_config_and_per_run(tmp_path):
     write_script(tmp_path, {"agents": {"main": [{"text": "from the configured model"}]}}, "configured.yaml")
     write_script(tmp_path, {"agents": {"main": [{"text": "from the one-run model"}]}}, "once.yaml")
     async with notebook(tmp_path, env={"HARNESS_NB_MODEL": "scripted/env.yaml"}) as k:
-        assert await kernel_json(k, "get_ipython()._harness_nb.config.model") == "scripted/env.yaml"
+        assert await kernel_json(k, f"{CONTROLLER}.config.model") == "scripted/env.yaml"
         assert result_text(await k.run("%%agent\nhello")) == "from the environment's model"
 
         await k.run("%config HarnessNB.model = 'scripted/configured.yaml'")

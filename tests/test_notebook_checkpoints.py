@@ -10,6 +10,7 @@ import pytest
 
 from harness_nb.testing.kernel_driver import visible_text
 from notebook_support import (
+    HARNESS,
     kernel_json,
     model_requests,
     notebook,
@@ -155,5 +156,5 @@ async def test_a_run_python_write_is_rewound_byte_for_byte(tmp_path):
         assert k.text(done).startswith("rewound the workdir to checkpoint #1 (before run_python by main)")
         assert (tmp_path / "data" / "blob.bin").read_bytes() == bytes(range(256)) * 8
         assert (tmp_path / "data" / "raw" / "a.txt").read_text() == "raw\n"
-        kept = await kernel_json(k, "[c.tool for c in get_ipython()._harness_nb.harness().checkpoints()]")
+        kept = await kernel_json(k, f"[c.tool for c in {HARNESS}.checkpoints()]")
         assert kept == ["run_python", "rewind"]

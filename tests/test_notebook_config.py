@@ -251,3 +251,21 @@ async def test_a_number_the_environment_cannot_give_is_refused_not_replaced():
     _, stderr = await process.communicate()
     assert process.returncode != 0
     assert "expected a float, not the str 'soon' (from $HARNESS_NB_APPROVAL_TIMEOUT)" in stderr.decode()
+
+
+async def test_the_extension_keeps_its_state_on_its_magics_not_on_the_shell(kernel):
+    """No monkey-patching: ``%load_ext`` adds no attribute to the shell; the state lives on
+    the registered ``HarnessMagics`` (reached with ``harness_magics``), which ``%unload_ext``
+    removes, so a second ``%load_ext`` starts afresh."""
+    k = kernel
+    find = "__import__('harness_nb.notebook').notebook.harness_magics(get_ipython())"
+    await k.run("%unload_ext harness_nb")
+    assert await kernel_json(k, f"{find} is None") is True
+    await k.run("shell_attributes = set(vars(get_ipython()))")
+    await k.run("%load_ext harness_nb")
+    await k.run("1 + 1")  # a cell after loading: our pre/post_run_cell callbacks run
+    added = await kernel_json(k, "sorted(set(vars(get_ipython())) - shell_attributes)")
+    assert added == [], added
+    registered = f"{find} is get_ipython().magics_manager.registry['HarnessMagics']"
+    assert await kernel_json(k, registered) is True
+    assert await kernel_json(k, f"{find}.controller.harness() is {HARNESS}") is True

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from harness_nb.notebook.history import FIX_PROMPT, HISTORY_CHARS, TRACEBACK_CHARS, refers_to_error
+from harness_nb.notebook.kernel.history import FIX_PROMPT, HISTORY_CHARS, TRACEBACK_CHARS, refers_to_error
 from harness_nb.testing.kernel_driver import Cell, KernelDriver
 from notebook_support import (
+    CONTROLLER,
     HARNESS,
     error_name,
     kernel_json,
@@ -145,7 +146,7 @@ async def test_huge_outputs_and_tracebacks_stay_bounded_and_secrets_are_scrubbed
         assert "RecursionError: maximum recursion depth exceeded" in history
         assert "RuntimeError: login refused for " in history and TOKEN not in history
 
-        stored = await kernel_json(k, "[e.traceback for e in get_ipython()._harness_nb.history.errors]")
+        stored = await kernel_json(k, f"[e.traceback for e in {CONTROLLER}.history.errors]")
         assert len(stored) == 3 and all(len(t) <= TRACEBACK_CHARS + 100 for t in stored)
         assert TOKEN not in stored[-1] and "RuntimeError: login refused for " in stored[-1]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness_nb.notebook.approval import REASON_PLACEHOLDER
+from harness_nb.notebook.widgets.approval import REASON_PLACEHOLDER
 from notebook_support import (
     comm_ids_showing,
     error_name,

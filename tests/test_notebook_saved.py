@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness_nb.notebook.view_static import MARK_OPEN
+from harness_nb.notebook.widgets.view_static import MARK_OPEN
 from harness_nb.testing.kernel_driver import visible_text
 from notebook_support import kernel_json, notebook, read_text, result_text, wait_for_widget_text
 
@@ -186,7 +186,7 @@ async def test_a_forged_request_while_a_card_waits_is_passed_on_and_shown_nothin
 async def test_unloading_hands_the_shell_stream_back(tmp_path):
     async with notebook(tmp_path) as k:
         setup = (
-            "from harness_nb.notebook.queued_cells import _main_shell_stream\n"
+            "from harness_nb.notebook.kernel.queued_cells import _main_shell_stream\n"
             "_stream = _main_shell_stream(get_ipython().kernel)"
         )
         await k.run(setup)

@@ -16,19 +16,11 @@ import pytest
 
 from harness_nb import Harness
 from harness_nb.core import ConfigError, ToolCall
-from harness_nb.engine import (
-    Allow,
-    Approved,
-    Ask,
-    Deny,
-    PermissionHook,
-    PermissionRules,
-    parse_rule,
-    remembering,
-    session_rule,
-)
-from harness_nb.engine.command import MAX_COMMAND_CHARS, parse_command
-from harness_nb.engine.rule import MAX_SETTINGS_BYTES
+from harness_nb.engine import Allow, Approved, Ask, Deny
+from harness_nb.permissions.hook import PermissionHook
+from harness_nb.permissions.remember import remembering
+from harness_nb.permissions.rule import MAX_SETTINGS_BYTES, PermissionRules, parse_rule, session_rule
+from harness_nb.permissions.shell.parser import MAX_COMMAND_CHARS, parse_command
 from harness_nb.tools import Sandbox, ToolContext, ToolOutcome, builtin_tools, tool
 from harness_nb.tools.shell import BashTool
 
@@ -294,7 +286,7 @@ async def test_a_program_first_on_path_from_the_workdir_is_not_trusted(workdir):
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     hook = hook_for(workdir)
     place = hook.place(workdir)
-    from harness_nb.engine.command_policy import Place, assess
+    from harness_nb.permissions.shell.policy import Place, assess
 
     shadowed = Place(place.workdir, place.protected, place.written, search_path=f"{folder}:/usr/bin:/bin")
     assessment = assess("ls -la", shadowed)

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from harness_nb import Harness
 from harness_nb.subagents.definition import SubAgentDefinition
-from harness_nb.subagents.permission import resolve_tools as resolve
+from harness_nb.subagents.narrowing import resolve_tools as resolve
 from harness_nb.tools import FunctionTool, Tool, ToolContext
 
 POOL = ["read_file", "write_file", "bash", "edit_file", "task"]

@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from checkpoint_support import git, plant_data, state
+from harness_support import OPEN, close_harnesses  # noqa: F401 - an autouse fixture
+from sandbox_support import bwrap_sandbox
 
 from harness_nb.core import EffectsRecorded, Event, ToolCall
 from harness_nb.engine import Approved, Denied
 from harness_nb.harness import Harness
 from harness_nb.providers.scripted import ScriptedProvider
-from checkpoint_support import git, plant_data, state
-from harness_support import OPEN, close_harnesses  # noqa: F401 - an autouse fixture
-from sandbox_support import bwrap_sandbox
 
 SPELLINGS = {
     "sed": "sed -i d data/keep.csv",
@@ -283,7 +283,9 @@ def test_the_permission_hook_vouches_only_for_protected_writes_the_person_allowe
     """What keeps a protected change: a rule the person gave covering that write, their
     policy "never", a subagent's own memory folder — never a write the hook did not see
     as protected, nor a rule read from a settings file in the workdir."""
-    from harness_nb.engine import Allow, Ask, PermissionHook, PermissionRules
+    from harness_nb.engine import Allow, Ask
+    from harness_nb.permissions.hook import PermissionHook
+    from harness_nb.permissions.rule import PermissionRules
     from harness_nb.tools import ToolContext
     from harness_nb.tools.files import write_file
 

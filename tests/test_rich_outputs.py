@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from harness_nb.core import DisplayData, ImagePart, ToolCall, ToolCallFinished, ToolCallStarted
-from harness_nb.notebook.view import RunView, tool_outputs
+from harness_nb.notebook.widgets.view import RunView, tool_outputs
 from image_support import png
 from widget_support import ManualClock, WidgetWire
 
@@ -53,7 +53,7 @@ def test_run_code_draws_new_figures_and_closes_them() -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from harness_nb.notebook.kernel_tools import run_code
+    from harness_nb.notebook.kernel.tools import run_code
 
     namespace: dict[str, Any] = {}
     output = run_code(namespace, "import matplotlib.pyplot as plt\nplt.plot([1, 2])\nprint('drawn')\n41 + 1")

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from harness_nb.core import ConfigError, ToolCall
-from harness_nb.engine.prompt import skill_dirs
+from harness_nb.skills.skill import skill_dirs
 from harness_nb.harness import Harness
 from harness_nb.subagents import AgentRegistry
 from harness_nb.tools import BashTool, Sandbox, ToolContext, ToolOutcome, invoke, kill_running_commands

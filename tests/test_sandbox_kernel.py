@@ -93,7 +93,7 @@ async def test_the_kernels_connection_file_is_hidden(tmp_path):
             k,
             "{'hidden': [str(p) for p in h.sandbox.hidden], "
             "'results': [m.content for m in h.provider.requests[-1].messages if m.role == 'tool']}",
-            setup="h = get_ipython()._harness_nb.harness()",
+            setup="from harness_nb.notebook import current_harness; h = current_harness()",
         )
         assert shown["hidden"] == [connection]
         assert len(shown["results"]) == 1 and key not in shown["results"][0]
@@ -151,7 +151,7 @@ async def test_the_limits_are_a_setting(tmp_path):
         results = await kernel_json(
             k,
             "[m.content for m in h.provider.requests[-1].messages if m.role == 'tool']",
-            setup="h = get_ipython()._harness_nb.harness()",
+            setup="from harness_nb.notebook import current_harness; h = current_harness()",
         )
     assert (tmp_path / "big").stat().st_size == 1024 * 1024
     assert len(results) == 1 and "the sandbox's limit file_size = 1 MiB was reached" in results[0]

@@ -190,7 +190,7 @@ def test_a_team_roster_on_disk_holds_no_pasted_key(tmp_path: Path) -> None:
 
 def test_a_run_view_never_shows_a_credential_whatever_it_is_handed(monkeypatch: pytest.MonkeyPatch) -> None:
     from harness_nb.core import MessagesInjected, TextDelta, ToolCall, ToolCallFinished, ToolCallStarted
-    from harness_nb.notebook.view import RunView
+    from harness_nb.notebook.widgets.view import RunView
     from widget_support import ManualClock, WidgetWire
 
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", AWS_SECRET)

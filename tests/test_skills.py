@@ -16,16 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from harness_support import OPEN, close_harnesses  # noqa: F401
 
 from harness_nb.core import ToolCall
-from harness_nb.engine import PromptBuilder, SkillCatalog, SkillTool
-from harness_nb.engine.skill import SKILL_MAX_BYTES
-from harness_nb.engine.skill_catalog import CATALOG_MAX_CHARS, SKILLS_MAX_PER_FOLDER, parse_skill
+from harness_nb.engine import PromptBuilder
 from harness_nb.harness import Harness
+from harness_nb.skills.catalog import CATALOG_MAX_CHARS, SKILLS_MAX_PER_FOLDER, SkillCatalog, parse_skill
+from harness_nb.skills.skill import SKILL_MAX_BYTES
+from harness_nb.skills.tool import SkillTool
 from harness_nb.testing import FakeLLMServer
 from harness_nb.tools import ToolContext, ToolRegistry, invoke
-
-from harness_support import OPEN, close_harnesses  # noqa: F401
 
 CSV_SKILL = """---
 name: csv-cleaning
@@ -401,7 +401,7 @@ def test_a_preloaded_skill_through_a_symlink_out_is_never_read(hostile: Path, ca
 
 
 def test_a_folder_with_too_many_skills_is_read_in_part_with_a_note(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import harness_nb.engine.skill_catalog as skill_catalog
+    import harness_nb.skills.catalog as skill_catalog
 
     monkeypatch.setattr(skill_catalog, "SKILLS_MAX_PER_FOLDER", 3)
     skills = tmp_path / ".claude" / "skills"

@@ -12,7 +12,7 @@ import ipywidgets as widgets
 import pytest
 
 from harness_nb.core import EffectsRecorded, SubagentUpdate, ToolCall, ToolCallFinished, ToolCallStarted
-from harness_nb.notebook.view import RunView
+from harness_nb.notebook.widgets.view import RunView
 from harness_nb.testing.kernel_driver import visible_text as text
 from harness_nb.textview import TextView
 from widget_support import ManualClock, wire  # noqa: F401 - an autouse fixture

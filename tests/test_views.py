@@ -40,12 +40,12 @@ from harness_nb.core import (
     Usage,
 )
 from harness_nb.engine import Approved, Denied
-from harness_nb.notebook.approval import ApprovalCard, PendingApprovals, WaitingCards
-from harness_nb.notebook.live import LiveBox, Scheduler
-from harness_nb.notebook.team_view import TeamView
-from harness_nb.notebook.theme import AGENT_COLORS, PALETTE, STYLE, agent_color, agent_name, legible_color
-from harness_nb.notebook.view import RunView
-from harness_nb.notebook.view_static import MARK_CLOSE, MARK_OPEN
+from harness_nb.notebook.widgets.approval import ApprovalCard, PendingApprovals, WaitingCards
+from harness_nb.notebook.widgets.live import LiveBox, Scheduler
+from harness_nb.notebook.widgets.team_view import TeamView
+from harness_nb.notebook.widgets.theme import AGENT_COLORS, PALETTE, STYLE, agent_color, agent_name, legible_color
+from harness_nb.notebook.widgets.view import RunView
+from harness_nb.notebook.widgets.view_static import MARK_CLOSE, MARK_OPEN
 from team_support import (  # noqa: F401  (close_harnesses is an autouse fixture)
     call,
     close_harnesses,
@@ -875,7 +875,7 @@ def test_every_agent_colour_is_legible_as_a_name_on_a_white_notebook():
 
 
 def test_tables_are_left_aligned_and_task_show_has_the_whole_prompt(tmp_path):
-    from harness_nb.notebook.magics import TaskTable, task_details
+    from harness_nb.notebook.magics.agent import TaskTable, task_details
     from harness_nb.subagents import TaskTracker
 
     tracker = TaskTracker()

@@ -16,7 +16,8 @@ import threading
 from pathlib import Path
 
 from harness_nb.core import ToolResultMessage
-from harness_nb.engine import AgentEngine, Denied, HookRegistry, PermissionHook
+from harness_nb.engine import AgentEngine, Denied, HookRegistry
+from harness_nb.permissions.hook import PermissionHook
 from harness_nb.providers.scripted import ScriptedProvider
 from harness_nb.tools import ToolRegistry, write_file
 

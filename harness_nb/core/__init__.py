@@ -1,17 +1,24 @@
-"""Core models shared by every layer: messages, tool specs, events, usage and prices, errors,
-ids, and the few helpers every layer needs to handle hostile input (text, files, threads).
+"""Core models shared by every layer: messages, tool specs, events, usage and prices, the
+error tree (``error.py``), ids, frontmatter parsing, and the few helpers every layer needs
+to handle hostile input (text, files, threads, secrets).
 
-Depends on the standard library and pydantic only.
+The lowest layer: imports no other part of harness_nb, and of the outside world only the
+standard library, pydantic and PyYAML (for ``frontmatter.py``).
 """
 
 from .blocking import BLOCKING_WORKERS, run_blocking
 from .error import (
+    BudgetSpentError,
     ConfigError,
+    FrontmatterError,
     HarnessError,
-    LimitExceeded,
+    LimitExceededError,
+    McpServerError,
+    McpUntrustedError,
     PathEscapeError,
     ProviderError,
     StreamCutError,
+    SubagentFailedError,
     ToolError,
     UnknownNameError,
 )
@@ -57,6 +64,7 @@ __all__ = [
     "ApprovalDecided",
     "ApprovalRequested",
     "AssistantMessage",
+    "BudgetSpentError",
     "BudgetWarning",
     "Compacted",
     "CompactionStarted",
@@ -64,10 +72,13 @@ __all__ = [
     "ContextMeasured",
     "DisplayData",
     "EffectsRecorded",
+    "FrontmatterError",
     "Event",
     "HarnessError",
     "ImagePart",
-    "LimitExceeded",
+    "LimitExceededError",
+    "McpServerError",
+    "McpUntrustedError",
     "Message",
     "MessagesInjected",
     "NotRegularFileError",
@@ -79,6 +90,7 @@ __all__ = [
     "RunFinished",
     "RunStarted",
     "StreamCutError",
+    "SubagentFailedError",
     "SubagentUpdate",
     "SymlinkError",
     "SystemMessage",

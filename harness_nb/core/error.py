@@ -1,15 +1,24 @@
-"""The one error family of harness_nb.
+"""The one error tree of harness_nb: every error it raises on purpose is defined here.
 
 ::
 
     HarnessError
-     ├── ConfigError        bad configuration, unknown model string, missing key
-     ├── ProviderError      an LLM API failed (status, provider, retryable, kind)
-     │    └── StreamCutError   a stream ended mid-answer (e.g. inside a tool call)
-     ├── ToolError          a tool refused or failed; becomes a tool result the model reads
-     │    └── PathEscapeError  a path outside the working directory
-     ├── LimitExceeded      max turns, token budget or wall time reached
-     └── UnknownNameError   an unknown agent, task id or recipient (lists the valid ones)
+     ├── ConfigError            bad configuration, unknown model string, missing key
+     │    └── FrontmatterError     an agent or skill file's frontmatter is over a limit
+     ├── ProviderError          an LLM API failed (status, provider, retryable, kind)
+     │    └── StreamCutError       a stream ended mid-answer (e.g. inside a tool call)
+     ├── ToolError              a tool refused or failed; becomes a tool result the model reads
+     │    └── PathEscapeError      a path outside the working directory
+     ├── LimitExceededError     max turns, token budget, cost budget or wall time reached
+     ├── BudgetSpentError       a subagent not started: its parent run has no budget left
+     ├── SubagentFailedError    a subagent's run raised (``__cause__`` is what it raised)
+     ├── McpServerError         an MCP server could not start, or stopped answering
+     │    └── McpUntrustedError    a project's server asked to start before it was trusted
+     └── UnknownNameError       an unknown agent, task id or recipient (also a KeyError)
+
+Two file errors of ``core.fs`` stay ``OSError``s, outside the tree, so that callers handle
+them with every other error of opening a file: ``NotRegularFileError`` (a FIFO, device or
+folder where a file was expected) and ``SymlinkError`` (a symlink where none may be).
 
 Every message names the problem and how to fix it. No message ever contains an API key.
 """
@@ -62,6 +71,11 @@ class ProviderError(HarnessError):
         return f"{where}: {self.message}"
 
 
+class FrontmatterError(ConfigError):
+    """Frontmatter over a limit (``core.frontmatter``): the message says which, and how to
+    fix it."""
+
+
 class StreamCutError(ProviderError):
     """The response stream ended before the answer was complete."""
 
@@ -74,12 +88,34 @@ class PathEscapeError(ToolError):
     """A path points outside the working directory."""
 
 
-class LimitExceeded(HarnessError):
-    """A run limit was reached. ``limit`` is ``max_turns``, ``token_budget`` or ``wall_time``."""
+class LimitExceededError(HarnessError):
+    """A run limit was reached. ``limit`` is ``max_turns``, ``token_budget``, ``budget_usd``
+    or ``wall_time``."""
 
     def __init__(self, limit: str, message: str) -> None:
         super().__init__(message)
         self.limit = limit
+
+
+class BudgetSpentError(HarnessError):
+    """A subagent was not started: the run that would launch it has no budget left."""
+
+
+class SubagentFailedError(HarnessError):
+    """A subagent run raised; ``task_id`` names its task entry, ``__cause__`` the error."""
+
+    def __init__(self, task_id: str, agent: str, cause: BaseException) -> None:
+        super().__init__(f"subagent {agent} ({task_id}) failed: {type(cause).__name__}: {cause}")
+        self.task_id = task_id
+        self.agent = agent
+
+
+class McpServerError(HarnessError):
+    """An MCP server could not be started, or stopped answering; the message names it."""
+
+
+class McpUntrustedError(McpServerError):
+    """A project's MCP server was asked to start before the person trusted it."""
 
 
 class UnknownNameError(HarnessError, KeyError):

@@ -227,7 +227,7 @@ def _kb(nbytes: int) -> str:
     return f"{max(1, round(nbytes / 1024))} KB"
 
 
-# A run view's static copy in a saved notebook (``notebook.view_static``) is wrapped in these
+# A run view's static copy in a saved notebook (``notebook.widgets.view_static``) is wrapped in these
 # comments, so that tools reading notebooks (``testing.run_notebook``, nbval's sanitizer in
 # ``notebooks/nbval_sanitize.cfg``) can find it as one piece.
 STATIC_VIEW_OPEN = "<!-- harness_nb run view -->"

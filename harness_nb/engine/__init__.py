@@ -1,8 +1,19 @@
-"""The agent loop and what it needs: hooks, sessions, prompts, limits. No IPython here."""
+"""What one turn of an agent needs: the loop (``engine.py``), the run context
+(``context.py``), hooks and the approval channel (``hook.py``), limits and budgets
+(``limits.py``, ``budget.py``), the session and resuming it (``session.py``,
+``resume.py``), the system prompt (``prompt.py``), the context meter (``meter.py``),
+compaction (``compaction/``) and the checkpoint hook (``checkpoint_hook.py``).
 
-from .budget import BudgetScope, CallEstimate, PromptTally
+May import ``core``, ``providers``, ``sandbox``, ``tools`` and ``skills``; never
+``permissions`` (which plugs into the hooks here), ``mcp``, or anything above them. No
+IPython here: a script runs the engine without it.
+
+Re-exported below is what a caller building an engine needs; every other name is
+imported from the module that owns it.
+"""
+
 from .checkpoint_hook import CheckpointHook
-from .compaction import CompactionPolicy, ContextKeeper
+from .compaction.keeper import CompactionPolicy
 from .context import ParentContext, RunContext, UsageAccount
 from .engine import AgentEngine, EventSink, Injector
 from .hook import (
@@ -20,38 +31,20 @@ from .hook import (
     OffloadHook,
     RedactSecretsHook,
     RunTool,
-    denial_line,
-    denial_result,
-    person_reason,
 )
-from .meter import ContextMeter
-from .permission import PERMISSION_MODES, POLICIES, PermissionHook, PermissionMode, Policy, remembering
-from .rule import PermissionRules, Rule, parse_rule, session_rule
-from .limits import BUDGET_STOPS, EARLY_STOPS, Limits, Place, RunResult, ToolSlots, require_positive, stop_label
-from .prompt import MAIN_SYSTEM_PROMPT, PromptBuilder
-from .session import MemorySession, load_transcript
-from .skill import SKILL_MAX_BYTES, load_skill, skill_dirs, skill_name_problem
-from .skill_catalog import Skill, SkillCatalog
-from .skill_tool import SkillTool
-from .summary import is_summary, summary_message
+from .limits import Limits, RunResult
+from .prompt import PromptBuilder
+from .session import MemorySession
 
 __all__ = [
     "ALLOW",
-    "BUDGET_STOPS",
-    "EARLY_STOPS",
-    "MAIN_SYSTEM_PROMPT",
-    "SKILL_MAX_BYTES",
     "AgentEngine",
     "Allow",
     "ApprovalChannel",
     "Approved",
     "Ask",
-    "BudgetScope",
-    "CallEstimate",
     "CheckpointHook",
     "CompactionPolicy",
-    "ContextKeeper",
-    "ContextMeter",
     "Decision",
     "Denied",
     "Deny",
@@ -63,38 +56,11 @@ __all__ = [
     "Limits",
     "MemorySession",
     "OffloadHook",
-    "POLICIES",
     "ParentContext",
-    "Place",
-    "PermissionHook",
-    "PermissionRules",
-    "PERMISSION_MODES",
-    "PermissionMode",
-    "Policy",
     "PromptBuilder",
-    "PromptTally",
     "RedactSecretsHook",
     "RunContext",
-    "Rule",
     "RunResult",
     "RunTool",
-    "Skill",
-    "SkillCatalog",
-    "SkillTool",
-    "ToolSlots",
     "UsageAccount",
-    "denial_line",
-    "denial_result",
-    "is_summary",
-    "load_skill",
-    "load_transcript",
-    "parse_rule",
-    "person_reason",
-    "remembering",
-    "require_positive",
-    "session_rule",
-    "skill_dirs",
-    "skill_name_problem",
-    "stop_label",
-    "summary_message",
 ]

@@ -8,7 +8,7 @@ account, which its subagents bill too — and to those of every run enclosing it
 subagent's scope has its launching run's as ``parent``). Before each call the engine
 estimates the call (``CallEstimate``) and reserves it in every scope of the chain; a
 scope whose spending, plus what other calls have reserved, plus this estimate would pass
-its budget stops the run with ``LimitExceeded`` instead (``budget_usd`` or
+its budget stops the run with ``LimitExceededError`` instead (``budget_usd`` or
 ``token_budget``). The reservation ends when the answer is billed, so subagents running
 in parallel cannot together spend past their parent's budget.
 
@@ -40,7 +40,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ..core import BudgetWarning, LimitExceeded, Message, Price, Usage
+from ..core import BudgetWarning, LimitExceededError, Message, Price, Usage
 from ..core.usage import usd
 from .context import UsageAccount
 from .limits import Limits
@@ -160,7 +160,7 @@ class BudgetScope:
     @contextlib.contextmanager
     def reserve(self, estimate: CallEstimate, price: Price | None, model: str) -> Iterator[None]:
         """Hold ``estimate`` against every budget of the chain while the call runs; raise
-        ``LimitExceeded`` — and make no reservation — when one would be passed."""
+        ``LimitExceededError`` — and make no reservation — when one would be passed."""
         cost = estimate.cost(price) if price is not None else None
         for scope in self.chain():
             scope._check(estimate.tokens, cost, model, whose=self._whose(scope))
@@ -183,7 +183,7 @@ class BudgetScope:
         if token_budget is not None:
             left = token_budget - self.spent_tokens - self.reserved_tokens
             if tokens > left:
-                raise LimitExceeded(
+                raise LimitExceededError(
                     "token_budget",
                     f"the next call may use {tokens:,} tokens and {whose} has {max(left, 0):,} "
                     f"of its {token_budget:,}-token budget left",
@@ -191,14 +191,14 @@ class BudgetScope:
         if budget is None:
             return
         if cost is None:
-            raise LimitExceeded(
+            raise LimitExceededError(
                 "budget_usd",
                 f"no price is known for {model}, so the {usd(budget)} budget cannot be kept: add "
                 "its price (Harness(prices=...) or %config HarnessNB.prices) or remove the budget",
             )
         left_usd = budget - self.spent_usd - self.reserved_usd
         if cost > left_usd:
-            raise LimitExceeded(
+            raise LimitExceededError(
                 "budget_usd",
                 f"the next call may cost {usd(cost)} and {whose} has {usd(max(left_usd, 0.0))} "
                 f"of its {usd(budget)} budget left",

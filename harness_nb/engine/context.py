@@ -30,7 +30,7 @@ from ..core import PriceTable, Usage
 from ..core.price import DEFAULT_PRICES
 from ..providers.base import Provider
 from ..tools import ToolRegistry
-from .compaction import CompactionPolicy
+from .compaction.keeper import CompactionPolicy
 from .hook import ApprovalChannel, HookRegistry
 from .limits import Limits, ToolSlots
 

@@ -5,7 +5,7 @@ conversation, call the model (streaming text out as events), run the tool calls 
 answer concurrently, append the results, repeat until the model answers without tool
 calls or a limit stops the run. Events go to a sink callback; ``run_stream`` turns that
 into an async iterator. Before each call the conversation's ``ContextKeeper`` keeps the
-request within the model's context window (``compaction.py``).
+request within the model's context window (``compaction/keeper.py``).
 
 The engine holds what a conversation keeps between runs (its session, tools, hooks,
 prompt, context keeper and prompt tally); what belongs to one run — provider, limits,
@@ -32,7 +32,7 @@ from ..core import (
     Compacted,
     Event,
     HarnessError,
-    LimitExceeded,
+    LimitExceededError,
     MessagesInjected,
     ProviderError,
     RunFailed,
@@ -52,7 +52,7 @@ from ..core.media import bound_images
 from ..providers.base import ModelRequest, ModelResponse, Provider, TextChunk
 from ..tools import CallOrder, ToolContext, ToolOutcome, ToolRegistry, invoke, own_timeout
 from .budget import BudgetScope, PromptTally
-from .compaction import ContextKeeper, FitContext
+from .compaction.keeper import ContextKeeper, FitContext
 from .context import ParentContext, RunContext, UsageAccount
 from .hook import (
     NO_CHANNEL_FEEDBACK,
@@ -213,7 +213,7 @@ class AgentEngine:
                 await self.prompt_builder.refresh(self.tools)  # skills added or edited since the last run
                 while True:
                     if turns >= limits.max_turns:
-                        raise LimitExceeded("max_turns", f"reached max_turns ({limits.max_turns})")
+                        raise LimitExceededError("max_turns", f"reached max_turns ({limits.max_turns})")
                     self._inject(emit)
                     response = await self._answer(context, budget, emit)
                     turns += 1
@@ -227,8 +227,8 @@ class AgentEngine:
                         break
                     tool_calls += len(message.tool_calls)
                     await self._run_tools(message.tool_calls, response.stop_reason, emit, parent, context)
-        except (LimitExceeded, _Stop) as exc:
-            stop = exc.limit if isinstance(exc, LimitExceeded) else exc.stop_reason
+        except (LimitExceededError, _Stop) as exc:
+            stop = exc.limit if isinstance(exc, LimitExceededError) else exc.stop_reason
             final = f"{final}\n\n[stopped: {exc}]".strip()
         except TimeoutError:
             stop = "wall_time"
@@ -344,7 +344,7 @@ class AgentEngine:
     @contextlib.contextmanager
     def _budgeted(self, request: ModelRequest, context: RunContext, budget: BudgetScope) -> Iterator[None]:
         """Hold the estimate of the call sending ``request`` against the run's budgets while
-        it runs; ``LimitExceeded`` (and no call) when it would pass one."""
+        it runs; ``LimitExceededError`` (and no call) when it would pass one."""
         if not budget.active:
             yield
             return

@@ -4,7 +4,7 @@
 may replace the outcome. ``Ask`` goes to the run's approval channel, an async callable
 ``(call, reason, risk) -> Approved | Denied``; with no channel the call is denied (fail
 closed). Approval is therefore a hook, never an ``if`` inside the loop. The permission hook
-that decides (rules, then the allow-list policy) is in ``permission.py``.
+that decides (rules, then the allow-list policy) is ``permissions/hook.py``.
 
 A denial reads to the model in one of two ways (``denial_result``): the person said no
 (``Denied.by_the_person(reason)``: a card's Deny, ``n …`` at the terminal) — with their
@@ -32,7 +32,7 @@ from ..tools import ToolContext, ToolOutcome
 log = logging.getLogger("harness_nb.engine")
 
 if TYPE_CHECKING:
-    from .rule import Rule
+    from ..permissions.rule import Rule  # type only: see tests/test_layers.py TYPE_ONLY_UPWARD
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from ..core import ConfigError, run_blocking
 from ..core.environment import current_environment_line
+from ..skills.skill import load_skill, skill_dirs
+from ..skills.tool import catalog_of
 from ..tools import ToolRegistry
-from .skill import load_skill, skill_dirs
-from .skill_tool import catalog_of
 
 __all__ = ["MAIN_SYSTEM_PROMPT", "PromptBuilder"]
 

@@ -11,7 +11,7 @@ mid-conversation), which ``rescrub`` catches up with once. A tool result's image
 written as they are, base64 in the line (bounded where results are made: ``core.media``),
 so a resumed conversation still has them; images cannot be scrubbed.
 
-Compaction (``compaction.py``) replaces ``messages`` — what the next request sends — with a
+Compaction (``compaction/keeper.py``) replaces ``messages`` — what the next request sends — with a
 shorter history through ``rewrite``; ``history`` and the transcript keep every message as
 it joined, and the transcript gets a ``compaction`` line saying what was replaced, from
 which ``load_transcript(..., compacted=True)`` rebuilds the compacted history.

@@ -7,7 +7,8 @@ streamable HTTP).
 - ``trust``: which project servers the person trusts (``%mcp trust``, settings, names);
 - ``manager``: ``McpManager``, the servers of one harness, started lazily.
 
-Importing this package does not import the SDK; starting the first server does.
+Importing this package does not import the SDK; starting the first server does. May
+import ``core`` and ``tools``; never ``engine`` (its sibling layer) nor anything above.
 """
 
 from .config import (
@@ -20,8 +21,8 @@ from .config import (
     configured_servers,
     parse_servers,
 )
-from .connection import McpServerError, RemoteTool, ServerConnection
-from .manager import DEFAULT_START_TIMEOUT, McpManager, McpUntrustedError, ServerStatus
+from .connection import RemoteTool, ServerConnection
+from .manager import DEFAULT_START_TIMEOUT, McpManager, ServerStatus
 from .tool import McpTool, render_result, tool_name
 from .trust import TRUST_FILE, Trust, TrustStore, Verdict, fingerprint
 
@@ -30,9 +31,7 @@ __all__ = [
     "TRUST_FILE",
     "HttpServer",
     "McpManager",
-    "McpServerError",
     "McpTool",
-    "McpUntrustedError",
     "RemoteTool",
     "ServerConfig",
     "ServerConnection",

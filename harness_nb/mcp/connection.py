@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ..core import HarnessError, ToolError
+from ..core import McpServerError, ToolError
 from ..core.imports import shielded_imports
 from ..core.secret import SECRETS, protect_loggers
 from .config import HttpServer, ServerEntry, StdioServer
@@ -43,10 +43,6 @@ STOP_GRACE = 6.0  # the SDK's own shutdown of a stdio server takes at most ~4.5 
 MAX_TOOLS = 256
 MAX_PAGES = 16
 CONNECTION_CLOSED = -32000  # the JSON-RPC code the SDK gives a request whose connection ended
-
-
-class McpServerError(HarnessError):
-    """An MCP server could not be started, or stopped answering; the message names it."""
 
 
 @dataclass(frozen=True)

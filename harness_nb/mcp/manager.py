@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core import ConfigError, UnknownNameError
+from ..core import ConfigError, McpServerError, McpUntrustedError, UnknownNameError
 from ..core.secret import SECRETS
 from .config import ServerEntry, Servers, check_servers, configured_servers, parse_servers
-from .connection import McpServerError, ServerConnection
+from .connection import ServerConnection
 from .tool import McpTool
 from .trust import Trust, TrustStore, Verdict, describe_fully, how_to_trust
 
@@ -42,10 +42,6 @@ log = logging.getLogger("harness_nb.mcp")
 DEFAULT_START_TIMEOUT = 30.0
 NEEDS_APPROVAL = "needs your approval"
 _WAITING = {"trusted": "not started", "needs approval": NEEDS_APPROVAL, "disabled": "disabled"}
-
-
-class McpUntrustedError(McpServerError):
-    """A project's MCP server was asked to start before the person trusted it."""
 
 
 @dataclass(frozen=True)

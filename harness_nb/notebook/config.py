@@ -30,14 +30,14 @@ from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, Unicode, U
 from traitlets.config import Config, Configurable
 
 from ..core import ConfigError, PriceTable
-from ..engine import POLICIES, parse_rule
 from ..mcp import check_servers
+from ..permissions.mode import POLICIES
+from ..permissions.rule import parse_rule
 from ..providers.factory import parse_model
 from ..providers.options import ProviderOptions, ReplayPace, check_pace
+from ..sandbox import DEFAULT_MAX_FILE_MB, SANDBOX_MODES, Sandbox, SandboxLimits
 from ..settings import ApprovalPolicy, RunSettings
 from ..subagents import BackgroundApprovals
-from ..sandbox import DEFAULT_MAX_FILE_MB, SANDBOX_MODES, Sandbox, SandboxLimits
-
 
 # The settings whose default comes from the environment, and from which variable.
 ENVIRONMENT = {

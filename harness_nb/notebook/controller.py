@@ -23,15 +23,15 @@ from ..subagents.agent_map import MapHandle, MapOptions, MapResult
 from ..textview import TextView, terminal_approval
 from ..tools import Sandbox
 from .config import HarnessNB
-from .history import CellHistory
-from .kernel_tools import kernel_tools
-from .proposal import CellProposals
-from .queued_cells import QueuedCells
-from .approval import ApprovalCard, PendingApprovals, WaitingCards
-from .map_view import MapView
-from .reply import AgentReply, MarkdownText
-from .rewind_card import RewindCard
-from .view import RunView
+from .kernel.history import CellHistory
+from .kernel.tools import kernel_tools
+from .kernel.proposal import CellProposals
+from .kernel.queued_cells import QueuedCells
+from .widgets.approval import ApprovalCard, PendingApprovals, WaitingCards
+from .widgets.map_view import MapView
+from .widgets.reply import AgentReply, MarkdownText
+from .widgets.rewind_card import RewindCard
+from .widgets.view import RunView
 
 TICK = 0.1  # seconds; keeps the loop waking so an interrupt is seen during an approval wait
 

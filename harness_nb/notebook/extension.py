@@ -1,5 +1,8 @@
 """``%load_ext harness_nb``: register the magics, the input transformers and the settings.
-Nothing runs and no folder is created until a magic is used."""
+Nothing runs and no folder is created until a magic is used.
+
+The extension's state lives on its ``HarnessMagics`` (found with ``harness_magics``), as
+IPython's own extensions keep theirs; nothing is added to the shell or its objects."""
 
 from __future__ import annotations
 
@@ -10,15 +13,16 @@ from traitlets import TraitError
 
 from ..core.imports import shielded_imports
 from ..tools import kill_running_commands
+from . import harness_magics
 from .config import SettingsMagics
 from .controller import NotebookHarness
-from .magics import HarnessMagics, sync_agent_magics
-from .mcp_magics import McpMagics
-from .skill_magics import SkillMagics
-from .team_magics import TeamMagics
-from .transform import PromptMagicTransformer, await_our_magics
+from .kernel.transform import PromptMagicTransformer, await_our_magics
+from .magics.agent import HarnessMagics
+from .magics.mcp import McpMagics
+from .magics.skill import SkillMagics
+from .magics.team import TeamMagics
 
-_STATE = "_harness_nb"
+OUR_MAGICS = (SettingsMagics, HarnessMagics, TeamMagics, SkillMagics, McpMagics)
 
 
 def _post_transform(lines: list[str]) -> list[str]:
@@ -30,16 +34,16 @@ def _post_transform(lines: list[str]) -> list[str]:
 
 def load(shell: Any) -> None:
     """Register harness_nb with ``shell`` (a second load is a no-op)."""
-    if getattr(shell, _STATE, None) is not None:
+    if harness_magics(shell) is not None:
         return
     try:
         controller = NotebookHarness(shell)
     except TraitError as exc:  # a bad value in an IPython config file or $HARNESS_NB_*
         raise UsageError(f"harness_nb is not loaded: {str(exc).rstrip('.')}. Fix it, then %load_ext harness_nb again") from None
-    setattr(shell, _STATE, controller)
     shell.configurables.append(controller.config)
     shell.register_magics(SettingsMagics(shell, controller.config, shell.find_line_magic("config")))
-    shell.register_magics(HarnessMagics(shell, controller))
+    magics = HarnessMagics(shell, controller)
+    shell.register_magics(magics)
     shell.register_magics(TeamMagics(shell, controller))
     shell.register_magics(SkillMagics(shell, controller))
     shell.register_magics(McpMagics(shell, controller))
@@ -48,29 +52,21 @@ def load(shell: Any) -> None:
         token_transformers.insert(0, PromptMagicTransformer)
     if _post_transform not in shell.input_transformers_post:
         shell.input_transformers_post.append(_post_transform)
-
-    def refresh_agents(*_args: Any) -> None:
-        # agent files added or edited since the last cell become %@name magics now
-        harness = controller.harness()
-        if harness.registry.changed_on_disk():
-            harness.registry.reload()
-        sync_agent_magics(shell, controller)
-
-    controller.refresh_agents = refresh_agents  # type: ignore[attr-defined]
-    shell.events.register("pre_run_cell", refresh_agents)
+    shell.events.register("pre_run_cell", magics.refresh_agents)
     shell.events.register("pre_run_cell", controller.before_cell)
     shell.events.register("post_run_cell", controller.history.after_cell)
     shell.events.register("post_run_cell", controller.proposals.after_cell)
     controller.queued_cells.install()
-    sync_agent_magics(shell, controller)
+    magics.sync_agent_magics()
 
 
 def unload(shell: Any) -> None:
     """Remove what ``load`` registered and stop background work and running commands."""
-    controller: NotebookHarness | None = getattr(shell, _STATE, None)
-    if controller is None:
+    magics = harness_magics(shell)
+    if magics is None:
         return
-    shell.events.unregister("pre_run_cell", controller.refresh_agents)  # type: ignore[attr-defined]
+    controller = magics.controller
+    shell.events.unregister("pre_run_cell", magics.refresh_agents)
     shell.events.unregister("pre_run_cell", controller.before_cell)
     shell.events.unregister("post_run_cell", controller.history.after_cell)
     shell.events.unregister("post_run_cell", controller.proposals.after_cell)
@@ -80,15 +76,16 @@ def unload(shell: Any) -> None:
     token_transformers = shell.input_transformer_manager.token_transformers
     if PromptMagicTransformer in token_transformers:
         token_transformers.remove(PromptMagicTransformer)
-    magics = shell.magics_manager.magics
-    settings_magics = shell.magics_manager.registry.pop(SettingsMagics.__name__, None)
-    if settings_magics is not None and magics["line"].get("config") == settings_magics.config_line:
-        magics["line"]["config"] = settings_magics.ipython_config
+    table = shell.magics_manager.magics
+    settings_magics = shell.magics_manager.registry.get(SettingsMagics.__name__)
+    if settings_magics is not None and table["line"].get("config") == settings_magics.config_line:
+        table["line"]["config"] = settings_magics.ipython_config
     for kind in ("line", "cell"):
-        for name in [n for n in magics[kind] if n.startswith("@") or n in ("agent", "agents", "task", "team", "skills", "mcp", "fix", "approvals")]:
-            magics[kind].pop(name, None)
+        for name in [n for n in table[kind] if n.startswith("@") or n in ("agent", "agents", "task", "team", "skills", "mcp", "fix", "approvals")]:
+            table[kind].pop(name, None)
     if controller.config in shell.configurables:
         shell.configurables.remove(controller.config)
     controller.close()
     kill_running_commands()  # a command of a cell still running must not outlive the extension
-    setattr(shell, _STATE, None)
+    for cls in OUR_MAGICS:  # harness_magics(shell) is None from here: a %load_ext starts afresh
+        shell.magics_manager.registry.pop(cls.__name__, None)

@@ -1,7 +1,7 @@
 """LLM providers: the interface, ``create_provider`` and the concrete clients.
 
 The clients (and so httpx) are imported on first use: ``import harness_nb.providers``
-stays cheap.
+stays cheap. May import ``core`` only (never ``sandbox`` beside it, nor anything above).
 """
 
 from __future__ import annotations

@@ -1,16 +1,19 @@
 """Subagents: definitions and agent files, the registry, tool narrowing, the runner, the
-``task`` delegation tool, the task tracker and the coordination tools."""
+``task`` delegation tool, the task tracker and the coordination tools.
+
+May import every layer below: ``core`` to ``permissions`` (and ``mcp``, for an agent's
+own servers); never ``team``, the harness or the notebook."""
 
 from .coordination import MessageRouter, Route, TrackerRoute, coordination_tools
 from .definition import SubAgentDefinition
 from .handle import SubagentHandle
-from .model import ModelResolver, describe_model, resolve_model
 from .loader import LoadResult, load_agent_dir, load_agent_file, parse_agent_text
-from .permission import resolve_tools
+from .model import ModelResolver, describe_model, resolve_model
+from .narrowing import resolve_tools
 from .registry import BUILTIN_AGENTS, AgentOverride, AgentRegistry
 from .render import background_completed, finished_task, running_task, task_result
-from .runner import BACKGROUND_DENIED, BackgroundApprovals, BudgetSpentError, Child, SubagentRunner, progress_line
-from .task_tool import SubagentFailed, TaskParams, TaskTool
+from .runner import BACKGROUND_DENIED, BackgroundApprovals, Child, SubagentRunner, progress_line
+from .task_tool import TaskParams, TaskTool
 from .tracker import TaskEntry, TaskStatus, TaskTracker
 
 __all__ = [
@@ -19,14 +22,12 @@ __all__ = [
     "AgentOverride",
     "AgentRegistry",
     "BackgroundApprovals",
-    "BudgetSpentError",
     "Child",
     "LoadResult",
     "MessageRouter",
     "ModelResolver",
     "Route",
     "SubAgentDefinition",
-    "SubagentFailed",
     "SubagentHandle",
     "SubagentRunner",
     "TaskEntry",

@@ -35,13 +35,14 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Se
 from dataclasses import dataclass, field, replace
 from typing import Any, TypedDict, overload
 
-from ..core import ConfigError, ProviderError, Usage, new_id
+from ..core import BudgetSpentError, ConfigError, ProviderError, Usage, new_id
 from ..core.imports import shielded_imports
 from ..core.usage import usd
-from ..engine import BUDGET_STOPS, EARLY_STOPS, ApprovalChannel, ParentContext
+from ..engine import ApprovalChannel, ParentContext
+from ..engine.limits import BUDGET_STOPS, EARLY_STOPS
 from ..providers.http import RetryPolicy
 from .definition import SubAgentDefinition
-from .runner import BudgetSpentError, SubagentRunner
+from .runner import SubagentRunner
 from .tracker import TaskEntry, TaskTracker
 
 __all__ = ["AgentMap", "MapHandle", "MapOptions", "MapProgress", "MapResult", "MapRow", "map_rows", "start_map"]

@@ -51,8 +51,8 @@ from pydantic import (
     model_validator,
 )
 
-from ..engine.permission import PERMISSION_MODES, PermissionMode
-from ..engine.skill import skill_name_problem
+from ..permissions.mode import PERMISSION_MODES, PermissionMode
+from ..skills.skill import skill_name_problem
 from ..tools.names import CLAUDE_TOOL_NAMES
 
 logger = logging.getLogger("harness_nb.subagents")
@@ -251,7 +251,7 @@ class SubAgentDefinition(BaseModel):
     kept in ``extra``. camelCase and snake_case keys are both accepted.
 
     Claude Code's other fields: ``permission_mode`` (``None``: the parent's policy; see
-    ``subagents.permission.effective_mode``), ``background`` (its run mode when the caller
+    ``subagents.narrowing.effective_mode``), ``background`` (its run mode when the caller
     does not say), ``memory`` (a ``MEMORY.md`` per scope, see ``subagents.memory``),
     ``effort`` (the provider's reasoning effort, where the model has one), ``color`` (its
     progress line's colour). ``hooks``, ``isolation`` and ``initial_prompt`` are kept, not acted on: ``unsupported``

@@ -16,7 +16,7 @@ loads with a warning saying so.
 
 Agent files are untrusted data (they arrive with cloned repositories, and the model can
 write one), so reading is bounded: files over 1 MiB are skipped, frontmatter over 64 KiB,
-YAML aliases and deep nesting are refused before anything expands (``frontmatter.py``),
+YAML aliases and deep nesting are refused before anything expands (``core/frontmatter.py``),
 a skill name that is a path (``skills: [../../etc/passwd]``) is dropped with a warning and
 never read, and at most ``MAX_FILES`` files are read from one folder.
 
@@ -49,7 +49,8 @@ import yaml
 from pydantic import ValidationError
 
 from ..core import NotRegularFileError, read_regular
-from ..engine.skill import skill_name_problem
+from ..core.frontmatter import FrontmatterError, load_frontmatter
+from ..skills.skill import skill_name_problem
 from .definition import (
     CAMEL_NAMES,
     EFFORTS,
@@ -63,7 +64,6 @@ from .definition import (
     normalize_tool_names,
     split_names,
 )
-from ..engine.frontmatter import FrontmatterRefused, load_frontmatter
 
 MAX_FILE_BYTES = 1024 * 1024
 MAX_FILES = 1000
@@ -284,7 +284,7 @@ def _split_frontmatter(text: str) -> tuple[str, str, int]:
 def _read_mapping(front: str, first_line: int, notes: list[str]) -> dict[Any, Any]:
     try:
         loaded = load_frontmatter(front, first_line=first_line)
-    except FrontmatterRefused as exc:
+    except FrontmatterError as exc:
         raise _Skip(str(exc)) from None
     except yaml.YAMLError as exc:
         where = _yaml_error_line(exc, first_line)

@@ -53,6 +53,7 @@ from typing import Any, Literal
 from ..core import (
     ApprovalDecided,
     ApprovalRequested,
+    BudgetSpentError,
     Event,
     HarnessError,
     RunFinished,
@@ -75,21 +76,21 @@ from ..engine import (
     Limits,
     MemorySession,
     ParentContext,
-    PermissionHook,
-    PermissionMode,
     PromptBuilder,
     RunContext,
     RunResult,
     UsageAccount,
-    denial_line,
 )
+from ..engine.hook import denial_line
 from ..mcp import McpManager, Servers, parse_servers
+from ..permissions.hook import PermissionHook
+from ..permissions.mode import PermissionMode
 from ..providers.effort import effort_note
 from ..tools import Tool
 from .definition import SubAgentDefinition
 from .memory import Memory, load_memory
 from .model import ModelResolver
-from .permission import effective_mode, memory_only_writes, resolve_tools
+from .narrowing import effective_mode, memory_only_writes, resolve_tools
 
 log = logging.getLogger("harness_nb.subagents")
 
@@ -99,10 +100,6 @@ DEFAULT_SUBAGENT_PROMPT = (
     "You are a subagent: finish the task you are given with the tools you have, then reply "
     "with a concise report of what you found or changed (with file paths)."
 )
-
-
-class BudgetSpentError(HarnessError):
-    """A subagent was not started: the run that would launch it has no budget left."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,8 +23,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ..core import ApprovalDecided, Event, HarnessError, SubagentUpdate, ToolError, ToolSpec
-from ..engine import BUDGET_STOPS, ParentContext, RunResult, denial_line
+from ..core import ApprovalDecided, Event, SubagentFailedError, SubagentUpdate, ToolError, ToolSpec
+from ..engine import ParentContext, RunResult
+from ..engine.hook import denial_line
+from ..engine.limits import BUDGET_STOPS
 from ..tools import Tool, ToolContext
 from .definition import SubAgentDefinition
 from .registry import AgentRegistry
@@ -58,15 +60,6 @@ class TaskParams(BaseModel):
 
 
 TeamSpawner = Callable[..., Any]
-
-
-class SubagentFailed(HarnessError):
-    """A subagent run raised; ``task_id`` names its task entry, ``__cause__`` the error."""
-
-    def __init__(self, task_id: str, agent: str, cause: BaseException) -> None:
-        super().__init__(f"subagent {agent} ({task_id}) failed: {type(cause).__name__}: {cause}")
-        self.task_id = task_id
-        self.agent = agent
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +173,7 @@ class TaskTool(Tool):
 
     async def _tracked(self, entry: TaskEntry, definition: SubAgentDefinition, run: Awaitable[RunResult]) -> RunResult:
         """Await a subagent run and record how it ended on its task entry (cancelled, failed
-        — re-raised as ``SubagentFailed`` —, out of budget — failed, its partial text kept —
+        — re-raised as ``SubagentFailedError`` —, out of budget — failed, its partial text kept —
         or completed). Its usage is already billed: the child's account rolls up into the
         launching run's as it goes."""
         try:
@@ -190,7 +183,7 @@ class TaskTool(Tool):
             raise
         except Exception as exc:
             self.tracker.finish(entry.id, f"{type(exc).__name__}: {exc}", failed=True)
-            raise SubagentFailed(entry.id, definition.name, exc) from exc
+            raise SubagentFailedError(entry.id, definition.name, exc) from exc
         result = result.model_copy(update={"task_id": entry.id})
         entry.run_result = result
         if result.stop_reason in BUDGET_STOPS:
@@ -213,7 +206,7 @@ class TaskTool(Tool):
                 emit=ctx.emit,
                 numbered=lambda: ctx.order.pass_turn(ctx.call.id),
             )
-        except SubagentFailed as exc:
+        except SubagentFailedError as exc:
             return _Outcome(exc.task_id, finished_task(self.tracker.get(exc.task_id)), None)
         failed = result.stop_reason in BUDGET_STOPS
         return _Outcome(task_id, finished_task(self.tracker.get(task_id)), None if failed else result)
@@ -256,7 +249,7 @@ class TaskTool(Tool):
                 emit=sink,
                 injectors=[lambda: self.tracker.drain_pending(entry.id)],
             )
-            with contextlib.suppress(SubagentFailed):  # recorded on the entry; nobody awaits this task
+            with contextlib.suppress(SubagentFailedError):  # recorded on the entry; nobody awaits this task
                 await self._tracked(entry, definition, run)
 
         entry.task = asyncio.get_running_loop().create_task(body(), name=f"subagent:{definition.name}:{entry.id}")

@@ -3,6 +3,8 @@
 ``Mailbox`` and ``pick_priority`` are the mechanism; ``protocol`` is the wire format; the
 ``TeamManager`` wires spawning, revival, the lead's inbox and ``send_message`` routing into
 a harness (``Harness(teams=True)`` makes one as ``harness.teams``).
+
+May import every layer up to ``subagents``; never the harness or the notebook.
 """
 
 from .inbox import LeaderInbox, LeaderListener

@@ -21,8 +21,9 @@ from typing import Any
 
 from ..core import Event, HarnessError, ToolError, UnknownNameError, run_blocking
 from ..core import Message as ChatMessage
-from ..engine import MemorySession, ParentContext, load_transcript
+from ..engine import MemorySession, ParentContext
 from ..engine.resume import repair_history
+from ..engine.session import load_transcript
 from ..subagents import AgentRegistry, SubAgentDefinition, SubagentRunner, TaskParams, TaskTracker
 from ..tools import Tool, ToolContext
 from .inbox import LeaderInbox, LeaderListener

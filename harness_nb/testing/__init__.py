@@ -1,5 +1,8 @@
 """Public test helpers: an offline scripted model, a fake LLM server speaking the OpenAI and
-Anthropic APIs over real HTTP, and a kernel driver that acts as a Jupyter frontend."""
+Anthropic APIs over real HTTP, and a kernel driver that acts as a Jupyter frontend.
+
+Beside the harness in the layers: may import everything but the notebook, and jupyter_client
+and IPython (never ipywidgets) for the kernel driver."""
 
 from __future__ import annotations
 

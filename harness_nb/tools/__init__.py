@@ -1,4 +1,7 @@
-"""Tool base, registry and the built-in tools."""
+"""Tool base, registry and the built-in tools (files, search, ``bash``).
+
+May import ``core`` and ``sandbox`` (``bash`` runs in it); nothing above them.
+"""
 
 from .base import CallOrder, FunctionTool, Tool, ToolContext, ToolOutcome, ToolOutput, ToolRegistry, invoke, own_timeout, tool
 from .builtin import READ_ONLY_TOOLS, builtin_tools

@@ -1,6 +1,6 @@
 """Claude Code's tool names and ours: the one table.
 
-Agent files (``subagents.definition``) and permission rules (``engine.rule``) are written
+Agent files (``subagents.definition``) and permission rules (``permissions.rule``) are written
 with Claude Code's names (``Read``, ``Bash``, ``MultiEdit``, …); both map them through
 ``CLAUDE_TOOL_NAMES``, keyed by lowercase so ``read``, ``READ`` and ``Read`` map the same way.
 """

@@ -1,0 +1,355 @@
+"""Tools over the kernel's own namespace — the notebook's advantage over a terminal agent.
+
+``list_variables`` and ``inspect_variable`` are read-only, never dump megabytes and never show
+a credential (``credential_variable``: a variable or mapping key named like one is masked);
+``run_python`` executes code in the user namespace (the danger hook always asks first) and
+captures what it shows: printed text, displays (a DataFrame as HTML for the cell, as text
+for the model) and matplotlib figures as PNG images (``core.media``).
+``notebook_history`` (what ran, what failed) and ``propose_cell`` (code handed back as a new
+cell, never run) live in ``history`` and ``proposal``.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import sys
+import traceback
+import types
+from collections.abc import Mapping
+from typing import Annotated, Any
+
+from IPython.utils.capture import capture_output
+from pydantic import Field
+
+from ...core import DisplayData, ImagePart, ToolError
+from ...core.credential import is_credential_key
+from ...core.imports import shielded_imports
+from ...core.media import MAX_IMAGES
+from ...engine import Limits, ParentContext
+from ...tools import Tool, ToolContext, ToolOutput, tool
+from .credential_variable import MASKED, MAX_NODES, learn_credentials, mask_text, masked, masked_frame
+from .history import CellHistory, notebook_history_tool
+from .proposal import CellProposals, propose_cell_tool
+from .watchdog import Stopped, TimedOut, Watchdog
+
+MAX_CHARS = 4_000
+MAX_FIGURE_PIXELS = 4096 * 4096  # a figure larger than this is not drawn (time and memory)
+
+
+def _clip(text: str, limit: int = MAX_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[… {len(text) - limit:,} more characters not shown]"
+
+
+def _shape(value: Any) -> str:
+    shape = getattr(value, "shape", None)
+    if isinstance(shape, tuple):
+        return "×".join(str(n) for n in shape)
+    try:
+        return f"len {len(value)}"
+    except Exception:
+        return ""
+
+
+def _is_user_variable(name: str, value: Any, hidden: Any) -> bool:
+    if name.startswith("_") or name in hidden:
+        return False
+    return not isinstance(value, types.ModuleType | types.FunctionType | type) and not callable(
+        getattr(value, "__wrapped__", None)
+    )
+
+
+def _user_variables(shell: Any) -> list[str]:
+    """The names of the notebook's own variables, sorted."""
+    hidden = getattr(shell, "user_ns_hidden", {})
+    return sorted(n for n, v in list(shell.user_ns.items()) if _is_user_variable(n, v, hidden))
+
+
+def describe(value: Any, rows: int = 5, name: str | None = None) -> str:
+    """Type, shape and a bounded preview of ``value`` (the variable ``name``), credentials
+    masked (``credential_variable``): all of it when ``name`` looks like one, else what sits
+    under a credential name at any depth."""
+    kind = f"{type(value).__module__}.{type(value).__qualname__}".removeprefix("builtins.")
+    lines = [f"type: {kind}"]
+    if name is not None and is_credential_key(name):
+        if isinstance(value, Mapping):
+            lines.append(f"keys: {[k for k, _ in zip(value, range(rows * 4), strict=False)]!r}"[:2000])
+        lines.append(f"value: {MASKED!r} (the name {name!r} looks like a credential: use it in code, do not print it)")
+        return "\n".join(lines)
+    shape = getattr(value, "shape", None)
+    if shape is not None:
+        lines.append(f"shape: {shape}")
+    dtypes = getattr(value, "dtypes", None)
+    dtype = getattr(value, "dtype", None)
+    if dtypes is not None and hasattr(dtypes, "items"):
+        lines.append("dtypes:\n" + "\n".join(f"  {k}: {v}" for k, v in list(dtypes.items())[:50]))
+    elif dtype is not None:
+        lines.append(f"dtype: {dtype}")
+    head = getattr(value, "head", None)
+    if callable(head) and shape is not None:
+        try:
+            frame = masked_frame(head(rows))
+            to_string = getattr(frame, "to_string", None)
+            wide = getattr(frame, "ndim", 2) == 2  # a Series prints one column
+            shown = (to_string(max_cols=20) if wide else to_string()) if callable(to_string) else repr(frame)
+            lines.append(f"head({rows}):\n" + shown)
+            nulls = getattr(value, "isna", None)
+            if callable(nulls) and wide:
+                counts = nulls().sum()
+                missing = {k: int(v) for k, v in counts.items() if int(v)}
+                lines.append(f"missing values: {missing or 'none'}")
+        except Exception as exc:  # a broken __repr__ must not break the tool
+            lines.append(f"(head failed: {exc})")
+    elif shape is not None:
+        try:
+            with shielded_imports():
+                import numpy as np
+
+            lines.append("values:\n" + np.array2string(np.asarray(value), threshold=50, edgeitems=3))
+        except Exception:
+            lines.append("values: " + repr(value)[:1000])
+    elif isinstance(value, dict):
+        lines.append(f"length: {len(value)}")
+        items, budget = list(value.items())[: rows * 4], [MAX_NODES]
+        lines.append("items:\n" + "\n".join(f"  {k!r}: {repr(masked(v, str(k), 0, budget))[:200]}" for k, v in items))
+    elif isinstance(value, list | tuple | set | frozenset):
+        lines.append(f"length: {len(value)}")
+        lines.append("first items: " + repr(masked(list(value)[: rows * 4]))[:2000])
+    elif isinstance(value, str):
+        lines.append(f"length: {len(value):,} characters")
+        lines.append("text: " + repr(value[:1500]))
+    else:
+        lines.append("repr: " + repr(masked(value))[:2000])
+    return _clip(mask_text("\n".join(lines), value, name))
+
+
+def kernel_tools(shell: Any, *, history: CellHistory, proposals: CellProposals) -> list[Tool]:
+    """The kernel tools bound to an IPython ``shell``: the three namespace tools, then
+    ``notebook_history`` over ``history`` and ``propose_cell`` into ``proposals`` (both
+    hooked to the shell's ``post_run_cell`` by the extension)."""
+
+    @tool(name="list_variables", read_only=True)
+    async def list_variables(ctx: ToolContext) -> str:
+        """List the variables in the notebook's namespace: name, type and size (shape or length).
+        Use inspect_variable to look at one in detail."""
+        rows = []
+        names = _user_variables(shell)
+        for name in names:
+            value = shell.user_ns[name]
+            size = "(value masked)" if is_credential_key(name) else _shape(value)
+            rows.append(f"{name}: {type(value).__name__} {size}".rstrip())
+        learn_credentials(shell.user_ns, names)
+        return _clip("\n".join(rows)) if rows else "(no variables yet)"
+
+    @tool(name="inspect_variable", read_only=True)
+    async def inspect_variable(
+        ctx: ToolContext,
+        name: Annotated[str, Field(description="The variable's name, e.g. df.")],
+        rows: Annotated[int, Field(description="Rows or items to preview.", ge=1, le=50)] = 5,
+    ) -> str:
+        """Look at one variable: its type, shape and dtypes, the head of a DataFrame or the
+        start of an array, length and a preview for others. Output is bounded."""
+        if name not in shell.user_ns:
+            known = _user_variables(shell)
+            raise ToolError(f"no variable {name!r} in the notebook; variables: {', '.join(known) or '(none)'}")
+        learn_credentials(shell.user_ns, [name])
+        return describe(shell.user_ns[name], rows, name)
+
+    @tool(name="run_python")
+    async def run_python(
+        ctx: ToolContext,
+        code: Annotated[str, Field(description="Python code to run in the notebook's namespace.")],
+    ) -> ToolOutput:
+        """Run Python code in the notebook's namespace (variables persist, like a cell). Returns
+        what it printed, what it displayed and the value of its last expression; matplotlib
+        figures it draws are shown in the notebook and, when you can take images, to you. Keep
+        it short: it blocks the kernel while it runs, and is interrupted at the tool timeout."""
+        limits = ctx.parent.limits if isinstance(ctx.parent, ParentContext) else Limits()
+        try:
+            return run_code(shell.user_ns, code, shell=shell, timeout=limits.tool_timeout)
+        finally:  # what it printed is scrubbed after this: the credentials it set are known by then
+            learn_credentials(shell.user_ns, _user_variables(shell))
+
+    return [list_variables, inspect_variable, run_python, notebook_history_tool(history), propose_cell_tool(proposals)]
+
+
+def run_code(namespace: dict[str, Any], code: str, *, shell: Any = None, timeout: float | None = None) -> ToolOutput:
+    """Execute ``code`` in ``namespace``. The text is what it printed, the text form of
+    what it displayed and its last expression's; the displays (shown in the cell) are what
+    it displayed through IPython (captured from ``shell``'s display machinery), the rich
+    form of its last value (a DataFrame's HTML) and each matplotlib figure it opened, drawn
+    to PNG and closed; the images are the displays' images. A failure is a ``ToolError``
+    with the traceback (its figures are closed, not shown). Past ``timeout`` seconds the
+    code is interrupted as the stop button does (``watchdog.py``): a ``ToolError`` saying
+    so, with what it printed until then."""
+    try:
+        tree = ast.parse(code, mode="exec")
+    except SyntaxError as exc:
+        raise ToolError(f"syntax error on line {exc.lineno}: {exc.msg}") from None
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        tail = tree.body.pop()
+        assert isinstance(tail, ast.Expr)
+        last = ast.Expression(tail.value)
+    figures_before = _open_figures()
+    buffer = io.StringIO()
+    # capture_output takes what IPython's display() publishes (and plt.show() under the
+    # inline backend); print() goes to our buffer, stdout and stderr in the order written.
+    capture = contextlib.nullcontext() if shell is None else capture_output(stdout=False, stderr=False, display=True)
+    cell_stderr = sys.stderr  # the cell's, taken before the code's output is redirected below
+    watchdog = Watchdog(timeout, tell=lambda text: print(text, file=cell_stderr, flush=True))
+    try:
+        with watchdog, capture as captured, contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+            with watchdog.armed():
+                exec(compile(tree, "<run_python>", "exec"), namespace)
+                value = eval(compile(last, "<run_python>", "eval"), namespace) if last is not None else None
+    except (TimedOut, Stopped) as exc:
+        _close(_new_figures(figures_before))
+        raise ToolError(_clip(_interrupted(exc, timeout, buffer.getvalue(), watchdog.stuck_for))) from None
+    except Exception as exc:
+        _close(_new_figures(figures_before))
+        frames = traceback.format_exception(type(exc), exc, exc.__traceback__)
+        relevant = [f for f in frames if "<run_python>" in f or f is frames[-1]]
+        note = _timed_out(timeout, exc, watchdog.stuck_for) + "\n" if watchdog.fired else ""
+        raise ToolError(_clip(note + buffer.getvalue() + "".join(relevant).rstrip())) from None
+    texts = [buffer.getvalue().rstrip("\n")]
+    displays: list[DisplayData] = []
+    for output in getattr(captured, "outputs", ()):
+        texts.append(str(output.data.get("text/plain", "")))
+        shown = DisplayData.bounded(output.data, output.metadata)
+        if shown is not None:
+            displays.append(shown)
+    figures = _new_figures(figures_before)
+    if value is not None and _is_figure(value):
+        if all(f is not value for f in figures):
+            figures.append(value)
+    elif value is not None:
+        text, shown = _value_display(value, shell)
+        texts.append(text)
+        if shown is not None:
+            displays.append(shown)
+    figure_displays, notes = _draw(figures)
+    displays += figure_displays
+    texts += [str(d.data.get("text/plain", "")) for d in figure_displays] + notes
+    if watchdog.fired:  # it caught the interrupt and finished anyway
+        texts.append(f"[the code was interrupted at the tool timeout ({timeout:g} s), caught it and went on]")
+        texts.append(_stuck(watchdog.stuck_for))
+    out = "\n".join(t for t in texts if t)
+    images = tuple(image for d in displays if (image := d.image()) is not None)
+    return ToolOutput(_clip(out) if out else "(no output)", images, tuple(displays))
+
+
+def _interrupted(exc: KeyboardInterrupt, timeout: float | None, printed: str, stuck_for: float | None) -> str:
+    if isinstance(exc, TimedOut):
+        head = _timed_out(timeout, exc, stuck_for)
+    else:
+        head = f"run_python was interrupted{_where(exc)}: the person pressed stop."
+    return f"{head}\nWhat it printed before:\n{printed.rstrip()}" if printed.strip() else head
+
+
+def _timed_out(timeout: float | None, exc: BaseException, stuck_for: float | None = None) -> str:
+    head = (
+        f"run_python stopped: the code ran past the tool timeout ({timeout:g} s) and was interrupted"
+        f"{_where(exc)}, as the stop button does; the variables it set before that are kept. Make it "
+        "faster or run it in smaller steps, or ask the person to raise the limit "
+        "(%config HarnessNB.tool_timeout = <seconds>)."
+    )
+    return f"{head} {_stuck(stuck_for)}".rstrip()
+
+
+def _stuck(stuck_for: float | None) -> str:
+    """What the model is told of code that did not answer the watchdog's interrupts."""
+    if stuck_for is None:
+        return ""
+    return (
+        f"The interrupts went unanswered for {stuck_for:.0f} s: the code was stuck in C code (a regular "
+        "expression that backtracks, a long call into a C library), which no interrupt stops and which "
+        "holds the kernel until it ends. Do not run it again as it is."
+    )
+
+
+def _where(exc: BaseException) -> str:
+    lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__) if f.filename == "<run_python>"]
+    return f" at line {lines[-1]}" if lines else ""
+
+
+def _value_display(value: Any, shell: Any) -> tuple[str, DisplayData | None]:
+    """The text of a last expression's value for the model, and its rich form (HTML, an
+    image) for the cell when it has one beyond text."""
+    if shell is None:
+        return repr(value), None
+    try:
+        data, metadata = shell.display_formatter.format(value)
+    except Exception:  # a broken _repr_html_ must not lose the value's text
+        return repr(value), None
+    text = str(data.get("text/plain") or repr(value))
+    if not set(data) - {"text/plain"}:
+        return text, None
+    return text, DisplayData.bounded(data, metadata)
+
+
+def _pyplot() -> Any:
+    """matplotlib.pyplot if the notebook uses it (never imported here: it is slow and may
+    not be installed)."""
+    return sys.modules.get("matplotlib.pyplot")
+
+
+def _open_figures() -> set[int]:
+    pyplot = _pyplot()
+    return set(pyplot.get_fignums()) if pyplot is not None else set()
+
+
+def _new_figures(before: set[int]) -> list[Any]:
+    """The matplotlib figures opened since ``before`` (figure numbers) and still open."""
+    pyplot = _pyplot()
+    if pyplot is None:
+        return []
+    with shielded_imports():
+        from matplotlib._pylab_helpers import Gcf
+
+    managers = [Gcf.get_fig_manager(n) for n in pyplot.get_fignums() if n not in before]
+    return [m.canvas.figure for m in managers if m is not None]
+
+
+def _is_figure(value: Any) -> bool:
+    figure = sys.modules.get("matplotlib.figure")
+    return figure is not None and isinstance(value, figure.Figure)
+
+
+def _close(figures: list[Any]) -> None:
+    pyplot = _pyplot()
+    for fig in figures if pyplot is not None else ():
+        pyplot.close(fig)
+
+
+def _draw(figures: list[Any]) -> tuple[list[DisplayData], list[str]]:
+    """Each figure drawn to PNG, as a display, and closed (so the inline backend does not
+    show it again when the cell ends); notes on those not drawn. Bounded: at most
+    ``MAX_IMAGES`` figures, each at most ``MAX_FIGURE_PIXELS``."""
+    shown: list[DisplayData] = []
+    notes: list[str] = []
+    try:
+        for n, fig in enumerate(figures):
+            width, height = (int(x) for x in fig.get_size_inches() * fig.dpi)
+            if n >= MAX_IMAGES:
+                notes.append(f"[{len(figures) - n} more figures closed, not drawn: at most {MAX_IMAGES} per call]")
+                break
+            if width * height > MAX_FIGURE_PIXELS:
+                notes.append(f"[a {width}×{height} figure was closed, not drawn: over {MAX_FIGURE_PIXELS:,} pixels]")
+                continue
+            buffer = io.BytesIO()
+            try:
+                fig.savefig(buffer, format="png", bbox_inches="tight")
+            except Exception as exc:  # a figure that cannot draw must not lose the text
+                notes.append(f"[a figure could not be drawn: {type(exc).__name__}: {exc}]")
+                continue
+            image = ImagePart.from_bytes(buffer.getvalue())
+            display = DisplayData.bounded({"image/png": image.data, "text/plain": repr(fig)})
+            if display is not None:
+                shown.append(display)
+    finally:
+        _close(figures)
+    return shown, notes
