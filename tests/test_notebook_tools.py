@@ -252,7 +252,7 @@ async def test_code_stuck_in_c_is_reported_once_and_the_kernel_goes_on(tmp_path)
     async with notebook(tmp_path, script) as k:
         await k.run(
             "%config HarnessNB.approval_policy = 'never'\n%config HarnessNB.tool_timeout = 0.5\n"
-            "import hashlib, time\nimport harness_nb.notebook.watchdog as watchdog\nwatchdog.REPEAT = 0.25\n"
+            "import hashlib, time\nimport harness_nb.notebook.kernel.watchdog as watchdog\nwatchdog.REPEAT = 0.25\n"
             "started = time.perf_counter()\nhashlib.pbkdf2_hmac('sha256', b'pw', b'salt', 200_000)\n"
             "rate = 200_000 / (time.perf_counter() - started)"
         )
