@@ -24,6 +24,7 @@ RANK = {
     "subagents": 3,
     "team": 4,
     "harness": 5,
+    "assembly": 5,
     "settings": 5,
     "cli": 5,
     "textview": 5,

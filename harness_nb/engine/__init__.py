@@ -3,7 +3,7 @@
 from .budget import BudgetScope, CallEstimate, PromptTally
 from .checkpoint_hook import CheckpointHook
 from .compaction import CompactionPolicy, ContextKeeper
-from .context import ParentContext, RunContext, UsageAccount
+from .context import BackgroundApprovals, Delegation, ParentContext, RunContext, UsageAccount
 from .engine import AgentEngine, EventSink, Injector
 from .hook import (
     ALLOW,
@@ -46,6 +46,7 @@ __all__ = [
     "ApprovalChannel",
     "Approved",
     "Ask",
+    "BackgroundApprovals",
     "BudgetScope",
     "CallEstimate",
     "CheckpointHook",
@@ -53,6 +54,7 @@ __all__ = [
     "ContextKeeper",
     "ContextMeter",
     "Decision",
+    "Delegation",
     "Denied",
     "Deny",
     "DenyCoordinationHook",

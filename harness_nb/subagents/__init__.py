@@ -9,7 +9,8 @@ from .loader import LoadResult, load_agent_dir, load_agent_file, parse_agent_tex
 from .permission import resolve_tools
 from .registry import BUILTIN_AGENTS, AgentOverride, AgentRegistry
 from .render import background_completed, finished_task, running_task, task_result
-from .runner import BACKGROUND_DENIED, BackgroundApprovals, BudgetSpentError, Child, SubagentRunner, progress_line
+from ..engine import BackgroundApprovals
+from .runner import BACKGROUND_DENIED, BudgetSpentError, Child, SubagentRunner, progress_line
 from .task_tool import SubagentFailed, TaskParams, TaskTool
 from .tracker import TaskEntry, TaskStatus, TaskTracker
 
