@@ -28,17 +28,17 @@ only once the person trusts them (``mcp/trust.py``); until then the subagent run
 them, and one warning says how to trust them.
 
 Permission mode and memory: a definition's ``permissionMode`` (``effective_mode``:
-``bypassPermissions`` only with the delegation's ``allow_bypass_permissions``) and its memory folder
-(``memory.py``) go into the child's own copy of the parent's ``PermissionHook``
+``bypassPermissions`` only with the delegation's ``allow_bypass_permissions``) and its
+memory folder (``memory.py``) go into the child's own copy of the parent's ``PermissionHook``
 (``for_subagent``); the rest of the parent's hooks are shared as they are. Its memory's
 first lines join its system prompt, and its file tools may reach that folder.
 
 Approvals: a foreground subagent relays to the parent run's approval channel, so the person
 sees the request where the parent runs. A background subagent is denied (fail closed)
-unless its delegation says ``background_approvals="ask"``, where the request goes to the launching run's
-channel and times out to Denied. The person's answer, their reason for a denial included,
-comes back unchanged: the child's tool result quotes it, and the task's result tells the
-parent (``TaskEntry.denials``, rendered by ``render.py``).
+unless its delegation says ``background_approvals="ask"``, where the request goes to the
+launching run's channel and times out to Denied. The person's answer, their reason for a
+denial included, comes back unchanged: the child's tool result quotes it, and the task's
+result tells the parent (``TaskEntry.denials``, rendered by ``render.py``).
 """
 
 from __future__ import annotations
