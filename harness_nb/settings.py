@@ -34,18 +34,18 @@ from __future__ import annotations
 
 import difflib
 import os
-import types
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+from typing import Any
 
 from .core import ConfigError, PriceTable
-from .engine import BackgroundApprovals, CompactionPolicy, Delegation, Limits, Policy, require_positive
+from .engine import BackgroundApprovals, CompactionPolicy, Delegation, Limits, Policy
 from .engine.rule import parse_rules
 from .mcp import DEFAULT_START_TIMEOUT, check_servers
-from .providers.options import ProviderOptions, ReplayPace, check_pace
+from .providers.options import ProviderOptions, ReplayPace
 from .sandbox import DEFAULT_MAX_FILE_MB, SandboxLimits, SandboxMode
+from .setting import Setting, about, describe
 
 __all__ = [
     "MODEL_VARIABLE",
@@ -72,20 +72,10 @@ NO_MODEL_MESSAGE = (
     "'scripted/<script.yaml>' or 'replay/<cassette.jsonl>'."
 )
 
-# Values that were once accepted, and what they are called now (0.x: gone, with a pointer).
-_RENAMED = {("approval_policy", "dangerous"): "allowlist"}
-
-
 def default_model() -> str | None:
     """The model of a harness told none: ``$HARNESS_NB_MODEL`` (``None`` when unset or
     empty). The one place that variable is read."""
     return os.environ.get(MODEL_VARIABLE) or None
-
-
-def _about(help: str, *, name: str | None = None, built: bool = False) -> dict[str, Any]:
-    """The metadata of a setting's field: its ``help`` (what ``%config`` shows), its flat
-    ``name`` when it differs from the field's, and whether it is ``built``."""
-    return {"help": " ".join(help.split()), "name": name, "built": built}
 
 
 @dataclass(frozen=True)
@@ -95,7 +85,7 @@ class SubagentSettings:
 
     budget_usd: float | None = field(
         default=None,
-        metadata=_about(
+        metadata=about(
             "Most US dollars each subagent run may spend (0 or None: no cap of its own), clamped to what its "
             "parent has left; an agent file's maxBudgetUsd caps it too.",
             name="subagent_budget_usd",
@@ -103,26 +93,26 @@ class SubagentSettings:
     )
     background_approvals: BackgroundApprovals = field(
         default="deny",
-        metadata=_about(
+        metadata=about(
             "Background subagents: 'deny' the calls that would ask (fail closed) or 'ask' where the launching run "
             "asks (in a notebook, the launching cell).",
         ),
     )
     allow_bypass_permissions: bool = field(
         default=False,
-        metadata=_about(
+        metadata=about(
             "Let an agent file's permissionMode: bypassPermissions take effect (its subagent then asks for nothing; "
             "deny rules, ask rules and agent and settings files still hold). Off: such an agent runs under the usual "
             "policy, with a warning.",
         ),
     )
-    max_depth: int = field(default=3, metadata=_about("Most levels of subagents below the main agent.", built=True))
+    max_depth: int = field(default=3, metadata=about("Most levels of subagents below the main agent.", built=True))
     max_concurrency: int = field(
-        default=4, metadata=_about("Most subagents of one parallel task call running at once.", built=True)
+        default=4, metadata=about("Most subagents of one parallel task call running at once.", built=True)
     )
     max_background: int = field(
         default=8,
-        metadata=_about("Most background subagents running at once; the others wait, queued.", built=True),
+        metadata=about("Most background subagents running at once; the others wait, queued.", built=True),
     )
 
     def __post_init__(self) -> None:
@@ -135,7 +125,7 @@ class SandboxSettings:
 
     mode: SandboxMode = field(
         default="auto",
-        metadata=_about(
+        metadata=about(
             "How bash runs: 'auto' (in a bubblewrap sandbox where it works, else unsandboxed with a notice), "
             "'bwrap' (always; refused where bubblewrap cannot work), 'off'.",
             name="sandbox",
@@ -144,11 +134,11 @@ class SandboxSettings:
     )
     network: bool = field(
         default=False,
-        metadata=_about("Let sandboxed bash commands use the network.", name="sandbox_network", built=True),
+        metadata=about("Let sandboxed bash commands use the network.", name="sandbox_network", built=True),
     )
     limits: Mapping[str, Any] | SandboxLimits | None = field(
         default=None,
-        metadata=_about(
+        metadata=about(
             "What one bash command may use, over the defaults: {'processes': 1024, 'address_space': '<the machine's "
             "memory, at least 8G>', 'file_size': '16G', 'cpu_seconds': 'timeout'} ('timeout': the command's timeout "
             "times the cores; None lifts a limit). E.g. {'processes': 4096, 'file_size': '64G'}.",
@@ -169,7 +159,7 @@ class McpSettings:
 
     servers: Mapping[str, Any] | None = field(
         default=None,
-        metadata=_about(
+        metadata=about(
             "MCP servers, in Claude Code's .mcp.json format, on top of <workdir>/.mcp.json and ~/.harness_nb/mcp.json: "
             "{'github': {'type': 'http', 'url': 'https://…/mcp', 'headers': {'Authorization': 'Bearer "
             "${GITHUB_TOKEN}'}}, "
@@ -180,7 +170,7 @@ class McpSettings:
     )
     trust: tuple[str, ...] = field(
         default=(),
-        metadata=_about(
+        metadata=about(
             "Names of project MCP servers (<workdir>/.mcp.json, inline ones in agent files under the workdir) "
             "trusted to start whatever they run; the others wait for %mcp trust NAME.",
             name="mcp_trust",
@@ -188,7 +178,7 @@ class McpSettings:
     )
     start_timeout: float = field(
         default=DEFAULT_START_TIMEOUT,
-        metadata=_about(
+        metadata=about(
             "Seconds an MCP server may take to start (spawn or connect, handshake, tool list).",
             name="mcp_start_timeout",
         ),
@@ -206,7 +196,7 @@ class CheckpointSettings:
 
     enabled: bool = field(
         default=True,
-        metadata=_about(
+        metadata=about(
             "Checkpoint the workdir before every tool call that can change files (a shadow git repository under "
             "~/.harness_nb/checkpoints): each call's effects are shown with an undo, rewind goes back, and a change "
             "to a path only you may change that you did not approve is reverted at once. Kernel state is not covered.",
@@ -216,7 +206,7 @@ class CheckpointSettings:
     )
     max_mb: float = field(
         default=DEFAULT_MAX_FILE_MB,
-        metadata=_about(
+        metadata=about(
             "Files larger than this (MB) are recorded by size and time only: a rewind cannot bring them back.",
             name="checkpoint_max_mb",
             built=True,
@@ -234,7 +224,7 @@ class RunSettings:
 
     model: str | None = field(
         default=None,
-        metadata=_about(
+        metadata=about(
             "provider/model: 'openai/gpt-4o-mini', 'anthropic/claude-sonnet-4-5', 'ollama/qwen2.5:7b', "
             "'openai-compatible/<name>', 'scripted/<script.yaml>', 'replay/<cassette.jsonl>'. None or '': not "
             f"configured (${MODEL_VARIABLE} when a harness is given none).",
@@ -242,7 +232,7 @@ class RunSettings:
     )
     approval_policy: ApprovalPolicy = field(
         default="allowlist",
-        metadata=_about(
+        metadata=about(
             "When a tool call asks first: 'allowlist' (anything not known to be safe: shell commands that are not "
             "read-only — in the sandbox, those that destroy data in the workdir — run_python, writes to agent, skill "
             "and settings files), 'always' (every tool that changes something), 'never'.",
@@ -250,7 +240,7 @@ class RunSettings:
     )
     allow: tuple[str, ...] = field(
         default=(),
-        metadata=_about(
+        metadata=about(
             "Permission rules that let calls run without asking, Claude Code style: ['Bash(git status:*)', "
             "'Bash(npm run test)', 'Write(data/**)', 'WebFetch', 'mcp__server__*']. Deny rules win. Added to those "
             "of .claude/settings.json and .harness_nb/settings.json.",
@@ -258,43 +248,43 @@ class RunSettings:
     )
     deny: tuple[str, ...] = field(
         default=(),
-        metadata=_about(
+        metadata=about(
             "Permission rules that refuse calls, whatever else allows them: ['Bash(rm:*)', 'Read(.env)'].",
         ),
     )
-    max_turns: int = field(default=50, metadata=_about("Most LLM calls one run may make."))
+    max_turns: int = field(default=50, metadata=about("Most LLM calls one run may make."))
     token_budget: int | None = field(
         default=None,
-        metadata=_about(
+        metadata=about(
             "Most tokens one run may use, its subagents included, cached prompt tokens counted (0 or None: no "
             "budget). Checked before each model call: the call that would pass it is not made.",
         ),
     )
     budget_usd: float | None = field(
         default=None,
-        metadata=_about(
+        metadata=about(
             "Most US dollars one run may spend, its subagents included (0 or None: no budget). Checked before each "
             "model call against that call's estimated cost: the call that would pass it is not made.",
         ),
     )
-    wall_time: float | None = field(default=None, metadata=_about("Seconds one run may take (0 or None: no limit)."))
+    wall_time: float | None = field(default=None, metadata=about("Seconds one run may take (0 or None: no limit)."))
     tool_timeout: float = field(
         default=60.0,
-        metadata=_about(
+        metadata=about(
             "Seconds one tool call may take (bash's own timeout argument aside): run_python is then interrupted as "
             "the stop button does, other tools are stopped.",
         ),
     )
     max_parallel_tool_calls: int = field(
         default=8,
-        metadata=_about(
+        metadata=about(
             "Most tool calls of one run, its subagents' included, executing at once; the others wait their turn in "
             "the order the model made them.",
         ),
     )
     prices: Mapping[str, Any] | None = field(
         default=None,
-        metadata=_about(
+        metadata=about(
             "Your own prices, USD per million tokens, on top of the built-in list: {'my-model': {'input': 0.5, "
             "'output': 1.5, 'cache_read': 0.05, 'cache_write': 0.625}} (cache prices default to 0.1x and 1.25x the "
             "input price).",
@@ -302,7 +292,7 @@ class RunSettings:
     )
     provider_options: Mapping[str, Any] | ProviderOptions | None = field(
         default=None,
-        metadata=_about(
+        metadata=about(
             "Options for every model the harness makes, e.g. {'temperature': 0.2, 'max_tokens': 2048}: the fields of "
             "harness_nb.providers.options.ProviderOptions (streaming, max_tokens, temperature, tool_choice, timeout, "
             "max_retries, extra, ...).",
@@ -310,21 +300,21 @@ class RunSettings:
     )
     context_window: int | None = field(
         default=None,
-        metadata=_about(
+        metadata=about(
             "The model's context window in tokens, for compaction (0 or None: the model's own, from the table of "
             "known models or what an OpenAI-compatible server reports). Set it for Ollama, which does not say.",
         ),
     )
     compact_threshold: float = field(
         default=0.8,
-        metadata=_about(
+        metadata=about(
             "Compact the conversation when the next request would fill more than this fraction of the context "
             "window: old tool results become stubs, then the oldest turns a summary.",
         ),
     )
     replay_pace: ReplayPace | None = field(
         default=None,
-        metadata=_about(
+        metadata=about(
             "How fast a 'replay/' model answers: 'instant' (every answer at once; None: that, or provider_options' "
             "pace), 'recorded' (the wait for the first token, the streaming and the tools' pauses as recorded) or a "
             "speed factor (2: twice as fast, 0.5: half as fast).",
@@ -332,18 +322,18 @@ class RunSettings:
     )
     tools: tuple[str, ...] | None = field(
         default=None,
-        metadata=_about(
+        metadata=about(
             "Offer the main agent only these tools (names, e.g. ['read_file', 'grep', 'bash']): every tool's schema "
             "is sent with every call, which a small local model's context may not hold. Empty: every tool.",
         ),
     )
     system_prompt: str | None = field(
         default=None,
-        metadata=_about("The main agent's system prompt (None: the built-in one).", built=True),
+        metadata=about("The main agent's system prompt (None: the built-in one).", built=True),
     )
     skills: tuple[str, ...] = field(
         default=(),
-        metadata=_about(
+        metadata=about(
             "Skills preloaded whole into the main agent's prompt (the others are listed by name and loaded on "
             "demand by the skill tool).",
             built=True,
@@ -351,11 +341,11 @@ class RunSettings:
     )
     agent_dirs: tuple[str, ...] = field(
         default=(),
-        metadata=_about("Extra folders of agent files (*.md), kept read-only to commands.", built=True),
+        metadata=about("Extra folders of agent files (*.md), kept read-only to commands.", built=True),
     )
     include_user_agents: bool = field(
         default=True,
-        metadata=_about(
+        metadata=about(
             "Also use the person's own agents, skills, permission rules and MCP servers: ~/.harness_nb/agents, "
             "~/.claude/agents, ~/.claude/skills, ~/.claude/settings.json, ~/.harness_nb/mcp.json.",
             built=True,
@@ -363,7 +353,7 @@ class RunSettings:
     )
     offload_chars: int = field(
         default=20_000,
-        metadata=_about(
+        metadata=about(
             "Tool results (and background results and messages) longer than this go to .harness_nb/offload/; the "
             "model sees head, tail and path.",
             built=True,
@@ -371,7 +361,7 @@ class RunSettings:
     )
     record_to: str | None = field(
         default=None,
-        metadata=_about(
+        metadata=about(
             "Append every real model request and response to this cassette (JSONL; relative to the workdir) for "
             "later replay, with how each answer streamed (for replay_pace).",
             built=True,
@@ -379,11 +369,11 @@ class RunSettings:
     )
     transcripts: bool = field(
         default=True,
-        metadata=_about("Keep each conversation in .harness_nb/sessions/<id>.jsonl (to resume).", built=True),
+        metadata=about("Keep each conversation in .harness_nb/sessions/<id>.jsonl (to resume).", built=True),
     )
     teams: bool = field(
         default=True,
-        metadata=_about("Let the main agent start teams of long-lived teammates (task with team_name).", built=True),
+        metadata=about("Let the main agent start teams of long-lived teammates (task with team_name).", built=True),
     )
     subagents: SubagentSettings = field(default_factory=SubagentSettings)
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
@@ -451,70 +441,6 @@ class RunSettings:
         return tuple(s.value(self) for s in SETTINGS.values() if s.built)
 
 
-@dataclass(frozen=True)
-class Setting:
-    """One setting as every surface shows it: its flat ``name``; where it lives (``group``,
-    the ``RunSettings`` field holding its group, ``None`` for a field of its own, and
-    ``field``); its ``default`` and ``help``; whether it is ``built`` into a harness; its
-    ``kind`` (``bool``, ``int``, ``float``, ``text``, ``names``, ``mapping``, ``choice``
-    — one of ``choices`` — or ``pace``, a choice or a number) and whether it may be none
-    (``optional``)."""
-
-    name: str
-    group: str | None
-    field: str
-    default: Any
-    help: str
-    built: bool
-    kind: str
-    optional: bool
-    choices: tuple[str, ...] = ()
-
-    def value(self, settings: RunSettings) -> Any:
-        """This setting's value in ``settings``."""
-        return getattr(settings if self.group is None else getattr(settings, self.group), self.field)
-
-    def checked(self, value: Any) -> Any:
-        """``value`` as this setting holds it (none written one way, lists as tuples, paths
-        as text), or the ``ConfigError`` saying why it cannot be."""
-        if value is None and self.optional:
-            return None
-        kind, name = self.kind, self.name
-        if kind in ("int", "float"):
-            if self.optional and value == 0 and not isinstance(value, bool):
-                return None
-            require_positive(name, value, whole=kind == "int", optional=self.optional)
-        elif kind == "names":
-            names = _names(name, value)
-            return (names or None) if self.optional else names
-        elif kind == "text":
-            text = os.fspath(value) if isinstance(value, os.PathLike) else value
-            if not isinstance(text, str):
-                raise ConfigError(f"{name} must be text, not {value!r}")
-            return text or None
-        elif kind == "mapping":
-            if not isinstance(value, Mapping | ProviderOptions | SandboxLimits):
-                raise ConfigError(f"{name} must be a mapping, e.g. {{...}}, not {value!r}")
-            return value or None
-        elif kind == "bool" and not isinstance(value, bool):
-            raise ConfigError(f"{name} must be True or False, not {value!r}")
-        elif kind == "choice" and value not in self.choices:
-            raise ConfigError(self.not_a_choice(value))
-        elif kind == "pace":
-            try:
-                return check_pace(value)
-            except ValueError as exc:
-                raise ConfigError(f"{name} {value!r} cannot be used: {exc}") from None
-        return value
-
-    def not_a_choice(self, value: Any) -> str:
-        """Why ``value`` is none of the choices (a value that was renamed says its new name)."""
-        renamed = _RENAMED.get((self.name, value)) if isinstance(value, str) else None
-        if renamed is not None:
-            return f"{self.name} {value!r} was renamed {renamed!r}"
-        return f"{self.name} must be one of {', '.join(map(repr, self.choices))}, not {value!r}"
-
-
 def no_setting(name: str) -> str:
     """What to say of a setting name that is none (naming the closest)."""
     close = difflib.get_close_matches(name, list(SETTINGS), n=1)
@@ -532,14 +458,6 @@ def _check(holder: Any, group: str | None) -> None:
         _set(holder, setting.field, setting.checked(getattr(holder, setting.field)))
 
 
-def _names(what: str, names: Iterable[str | os.PathLike[str]] | None) -> tuple[str, ...]:
-    if names is None:
-        return ()
-    if isinstance(names, str):
-        raise ConfigError(f"{what} is a list of names, e.g. [{names!r}], not one string")
-    return tuple(os.fspath(n) for n in names)
-
-
 _GROUPS = {
     "subagents": SubagentSettings,
     "sandbox": SandboxSettings,
@@ -548,40 +466,8 @@ _GROUPS = {
 }
 
 
-def _kind(hint: Any) -> tuple[str, bool, tuple[str, ...]]:
-    """(kind, optional, choices) of a setting's type (see ``Setting``)."""
-    union = get_origin(hint) in (Union, types.UnionType)
-    members = [a for a in (get_args(hint) if union else (hint,)) if a is not type(None)]
-    optional = len(members) < len(get_args(hint)) if union else False
-    choices = tuple(c for a in members if get_origin(a) is Literal for c in get_args(a))
-    plain = [get_origin(a) or a for a in members if get_origin(a) is not Literal]
-    if choices:
-        return ("pace" if float in plain else "choice"), optional, choices
-    if tuple in plain:
-        return "names", optional, ()
-    if Mapping in plain:
-        return "mapping", optional, ()
-    kinds = {bool: "bool", int: "int", float: "float", str: "text"}
-    if len(plain) == 1 and plain[0] in kinds:
-        return kinds[plain[0]], optional, ()
-    raise TypeError(f"a setting of type {hint!r}: no surface knows how to show it")
-
-
-def _describe(holder: type, group: str | None) -> list[Setting]:
-    hints = get_type_hints(holder)
-    found = []
-    for f in fields(holder):
-        if "help" not in f.metadata:
-            continue
-        kind, optional, choices = _kind(hints[f.name])
-        name = f.metadata["name"] or f.name
-        about = f.metadata
-        found.append(Setting(name, group, f.name, f.default, about["help"], about["built"], kind, optional, choices))
-    return found
-
-
-_IN_GROUP: dict[str | None, list[Setting]] = {None: _describe(RunSettings, None)}
-_IN_GROUP.update({group: _describe(holder, group) for group, holder in _GROUPS.items()})
+_IN_GROUP: dict[str | None, list[Setting]] = {None: describe(RunSettings, None)}
+_IN_GROUP.update({group: describe(holder, group) for group, holder in _GROUPS.items()})
 
 SETTINGS: dict[str, Setting] = {s.name: s for listed in _IN_GROUP.values() for s in listed}
 """Every setting by its flat name, in the order of the fields (groups last)."""

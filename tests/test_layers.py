@@ -26,6 +26,7 @@ RANK = {
     "harness": 5,
     "assembly": 5,
     "settings": 5,
+    "setting": 5,
     "cli": 5,
     "textview": 5,
     "__main__": 5,
