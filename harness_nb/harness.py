@@ -81,6 +81,7 @@ class Harness:
             make_engine=lambda session: parts.engine(self._kit, self.provider, session),
         )
         self.approval = approval
+        """Asked when a call needs a person, for runs given no channel of their own (read at launch)."""
         self.workdir: Path = parts.workdir
         self.sandbox: Sandbox = parts.sandbox
         """How ``bash`` runs: ``sandbox.active`` says whether commands are confined, ``describe()`` how."""
