@@ -75,7 +75,7 @@ async def measure_harness(url: str, parallel: bool) -> float:
             max_concurrency=SUBAGENTS,
             include_user_agents=False,
         )
-        engine = harness.engine
+        engine = harness._conversation.engine()
         jobs = [{"subagent_type": "general-purpose", "prompt": f"Job {n}: {common.PROMPT}"} for n in range(SUBAGENTS)]
         calls = [ToolCall(id="fanout", name="task", arguments=json.dumps({"tasks": jobs}))] if parallel else [
             ToolCall(id=f"single-{n}", name="task", arguments=json.dumps(job)) for n, job in enumerate(jobs)
@@ -85,7 +85,7 @@ async def measure_harness(url: str, parallel: bool) -> float:
             outcomes = []
             for call in calls:
                 ctx = ToolContext(workdir=harness.workdir, call=call, engine=engine)
-                outcomes.append(await invoke(harness.task_tool, call, ctx))
+                outcomes.append(await invoke(harness._parts.task_tool, call, ctx))
             wall = time.perf_counter() - start
             _check(outcomes, harness.tracker.list())
         finally:

@@ -248,7 +248,7 @@ class RateLimitedOnce(Provider):
 
 def map_on(h: Harness, rows, clock: Clock, seen: list[MapProgress], concurrency: int) -> AgentMap:
     return AgentMap(
-        h.runner,
+        h._parts.runner,
         h.registry.get("general-purpose"),
         "{value}",
         rows,

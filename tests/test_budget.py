@@ -6,6 +6,7 @@ the price table says."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ from harness_nb.core import (
     Usage,
     UserMessage,
 )
-from harness_nb.engine import HookRegistry, Limits, ParentContext, UsageAccount
+from harness_nb.engine import Delegation, HookRegistry, Limits, ParentContext, UsageAccount
 from harness_nb.engine.budget import BudgetScope, CallEstimate, PromptTally
 from harness_nb.harness import Harness
 from harness_nb.providers import ModelRequest
@@ -279,8 +280,8 @@ def test_a_childs_token_budget_is_what_its_parent_has_left(tmp_path):
     account = UsageAccount()
     account.credit(Usage(input_tokens=300, output_tokens=100))
     limits = Limits(token_budget=1_000)
-    parent = parent_of(limits, account, tmp_path)
-    child = SubagentRunner(None, subagent_budget_usd=0.2).child_limits(  # type: ignore[arg-type]
+    parent = replace(parent_of(limits, account, tmp_path), delegation=Delegation(budget_usd=0.2))
+    child = SubagentRunner(None).child_limits(  # type: ignore[arg-type]
         SubAgentDefinition(name="w", description="W.", max_turns=3), parent
     )
     assert (child.token_budget, child.budget_usd, child.max_turns) == (600, 0.2, 3)
@@ -301,17 +302,17 @@ def test_budget_and_price_settings_are_checked(tmp_path):
     with pytest.raises(ConfigError, match="budget_usd must be a number above 0"):
         Harness(ScriptedProvider([]), workdir=tmp_path, budget_usd=-1)
     with pytest.raises(ConfigError, match="subagent_budget_usd must be a number above 0"):
-        Harness(ScriptedProvider([]), workdir=tmp_path, subagent_budget_usd=0)
+        Harness(ScriptedProvider([]), workdir=tmp_path, subagent_budget_usd=-0.5)
     with pytest.raises(ConfigError, match=r"prices\['m'\]: output: missing"):
         Harness(ScriptedProvider([]), workdir=tmp_path, prices={"m": {"input": 1}})
     h = Harness(ScriptedProvider([]), workdir=tmp_path, budget_usd=1.0, subagent_budget_usd=0.5)
     with pytest.raises(ConfigError, match="prices"):
         h.configure(prices={"m": {"input": "free"}}, budget_usd=2.0)
-    assert h.limits.budget_usd == 1.0  # nothing changed: a bad value leaves all in force
+    assert h.settings.limits.budget_usd == 1.0  # nothing changed: a bad value leaves all in force
     h.configure(budget_usd=0, subagent_budget_usd=0, prices={"m": {"input": 1, "output": 2}})
-    assert h.limits.budget_usd is None and h.runner.subagent_budget_usd is None
-    assert h.prices == PriceTable({"m": Price(input=1, output=2)})
-    assert h.run_context().prices is h.prices
+    assert h.settings.limits.budget_usd is None and h.settings.delegation.budget_usd is None
+    assert h.settings.price_table == PriceTable({"m": Price(input=1, output=2)})
+    assert h.run_context().prices is h.settings.price_table
 
 
 # -- where cost is shown -----------------------------------------------------------------

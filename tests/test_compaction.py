@@ -405,11 +405,11 @@ async def test_harness_compact_on_request(tmp_path: Path) -> None:
 
 async def test_harness_context_window_shortcut(tmp_path: Path) -> None:
     h = Harness("scripted/s.yaml", workdir=tmp_path, context_window=4096, sandbox="off")
-    assert h.provider_options.context_window == 4096
+    assert h.settings.options.context_window == 4096
     with pytest.raises(ConfigError, match="given twice"):
         Harness(workdir=tmp_path, context_window=4096, provider_options={"context_window": 2048}, sandbox="off")
     h.configure(context_window=0)
-    assert h.provider_options.context_window is None
+    assert h.settings.options.context_window is None
     h.configure(compact_threshold=0.6)
     (tmp_path / "s.yaml").write_text("- text: hi\n")
     assert h.run_context().compaction.threshold == 0.6

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
+from harness_nb.settings import SETTINGS
 from harness_nb.testing.kernel_driver import Cell, KernelDriver
 from notebook_support import HARNESS, error_name, kernel_json, notebook, result_text, run_views, write_script
 
@@ -72,21 +73,24 @@ async def test_a_model_that_cannot_work_fails_its_cell_and_the_old_one_keeps_run
 async def test_impossible_values_fail_their_cell_and_change_nothing(kernel):
     k = kernel
     cases = {
-        "max_turns = 0": ["HarnessNB.max_turns = 0", "1 or more", "stays 50"],
-        "max_turns = -1": ["HarnessNB.max_turns = -1", "1 or more"],
+        "max_turns = 0": ["HarnessNB.max_turns = 0", "max_turns must be a whole number above 0", "stays 50"],
+        "max_turns = -1": ["HarnessNB.max_turns = -1", "above 0"],
         "max_turns = 'many'": ["max_turns", "expected an int", "'many'", "stays 50"],
-        "token_budget = -5": ["HarnessNB.token_budget = -5", "0 (no budget) or more", "stays 0"],
+        "token_budget = -5": ["HarnessNB.token_budget = -5", "token_budget must be a whole number above 0", "stays 0"],
         "approval_timeout = 0": ["HarnessNB.approval_timeout = 0", "more than 0 seconds", "stays 300.0"],
-        "offload_chars = 0": ["HarnessNB.offload_chars = 0", "1 or more"],
+        "offload_chars = 0": ["HarnessNB.offload_chars = 0", "offload_chars must be a whole number above 0"],
         "updates_per_second = 0": ["HarnessNB.updates_per_second = 0", "more than 0"],
-        "context_window = -1": ["HarnessNB.context_window = -1", "0 (the model's own window) or more", "stays 0"],
+        "context_window = -1": ["HarnessNB.context_window = -1", "context_window must be a whole number above 0", "stays 0"],
         "compact_threshold = 1.5": ["HarnessNB.compact_threshold = 1.5", "at most 1", "stays 0.8"],
         "compact_threshold = 0": ["HarnessNB.compact_threshold = 0", "above 0"],
-        "tool_timeout = 0": ["HarnessNB.tool_timeout = 0", "more than 0 seconds", "stays 60.0"],
-        "max_parallel_tool_calls = 0": ["HarnessNB.max_parallel_tool_calls = 0", "1 or more", "stays 8"],
+        "tool_timeout = 0": ["HarnessNB.tool_timeout = 0", "tool_timeout must be a number above 0", "stays 60.0"],
+        "max_parallel_tool_calls = 0": ["HarnessNB.max_parallel_tool_calls = 0", "above 0", "stays 8"],
+        "max_background = 0": ["HarnessNB.max_background = 0", "max_background must be a whole number above 0"],
+        "sandbox_limits = {'processes': 'many'}": ["HarnessNB.sandbox_limits", "processes", "stays {}"],
         "tools = ['raed_file']": ["HarnessNB.tools", "no tool named 'raed_file'", "did you mean 'read_file'?", "stays []"],
         "workdir = 'no-such-folder'": ["HarnessNB.workdir = 'no-such-folder'", "not a folder", "create it"],
-        "approval_policy = 'sometimes'": ["approval_policy", "'dangerous', 'always', 'never'", "'sometimes'"],
+        "approval_policy = 'sometimes'": ["approval_policy", "one of 'allowlist', 'always', 'never'", "'sometimes'"],
+        "approval_policy = 'dangerous'": ["approval_policy 'dangerous' was renamed 'allowlist'", "stays 'allowlist'"],
         "allow = ['Bash(git status:*)', 'Bash(']": ["HarnessNB.allow", "'Bash(' is not a permission rule", "stays []"],
         "deny = ['run_python(x)']": ["HarnessNB.deny", "only Bash and the file tools", "stays []"],
         "max_turn = 5": ["no setting 'max_turn'", "did you mean HarnessNB.max_turns?"],
@@ -113,7 +117,10 @@ async def test_good_values_and_other_config_lines_still_apply(kernel):
     await k.run("%config HarnessNB.model = None")
     assert await setting(k, "model") == ""  # None has no Out[] value
 
-    assert "HarnessNB.max_turns" in k.text(await k.run("%config HarnessNB"))
+    listing = "".join(k.text(await k.run("%config HarnessNB")).split())  # as wrapped, without the spaces
+    for name, run_setting in SETTINGS.items():  # every setting, with its help
+        assert f"HarnessNB.{name}=" in listing, name
+        assert "".join(run_setting.help.split()) in listing, name
     await k.run("%config HistoryManager.db_log_output = True")
     assert result_text(await k.run("get_ipython().history_manager.db_log_output")) == "True"
 
@@ -144,11 +151,11 @@ async def test_replay_pace_is_checked_when_set_and_reaches_the_replay(kernel):
     (folder_of(k) / "lesson.jsonl").write_text("")
     rule = "'instant', 'recorded' or a speed factor above 0"
     cases = {
-        "'fast'": ["HarnessNB.replay_pace = 'fast'", rule, "stays 'instant'"],
-        "0": ["HarnessNB.replay_pace = 0", rule, "stays 'instant'"],
+        "'fast'": ["HarnessNB.replay_pace = 'fast'", rule, "stays None"],
+        "0": ["HarnessNB.replay_pace = 0", rule, "stays None"],
         "-2": ["HarnessNB.replay_pace = -2", rule],
         "'2x'": ["HarnessNB.replay_pace = '2x'", rule],
-        "[2]": ["replay_pace", "[2]", "stays 'instant'"],
+        "[2]": ["replay_pace", "[2]", "stays None"],
     }
     for value, fragments in cases.items():
         assert_refused(k, await k.run(f"%config HarnessNB.replay_pace = {value}", check=False), *fragments)
@@ -161,7 +168,7 @@ async def test_replay_pace_is_checked_when_set_and_reaches_the_replay(kernel):
         await k.run("%config HarnessNB.replay_pace = 'instant'")
         assert await kernel_json(k, f"{HARNESS}.provider.pacer is None") is True
     finally:  # the tests share one kernel
-        await k.run("%config HarnessNB.replay_pace = 'instant'\n%config HarnessNB.model = None")
+        await k.run("%config HarnessNB.replay_pace = None\n%config HarnessNB.model = None")
 
 
 async def test_allow_rules_set_with_config_let_a_call_run_without_a_card(kernel):
@@ -182,7 +189,7 @@ async def test_budgets_and_prices_are_checked_when_set_and_then_used(kernel):
     run before the call that would pass it."""
     k = kernel
     cases = {
-        "budget_usd = -1": ["HarnessNB.budget_usd = -1", "0 (no budget) or more US dollars", "stays 0.0"],
+        "budget_usd = -1": ["HarnessNB.budget_usd = -1", "budget_usd must be a number above 0", "stays 0.0"],
         "subagent_budget_usd = -0.5": ["HarnessNB.subagent_budget_usd = -0.5", "stays 0.0"],
         "prices = {'m': {'input': 1}}": ["prices['m']: output: missing", "stays {}"],
         "prices = {'m': {'input': 1, 'output': 2, 'cahce_read': 0.1}}": ["cahce_read: unknown field", "stays {}"],
@@ -211,7 +218,7 @@ async def test_agent_max_turns_must_be_one_or_more(kernel):
     await k.run("%config HarnessNB.model = 'scripted/once.yaml'")
     for value in ("0", "-1"):
         refused = await k.run(f"%%agent --max-turns {value}\nhello", check=False)
-        assert_refused(k, refused, "--max-turns", f"got {value}", "1 or more")
+        assert_refused(k, refused, "--max-turns", f"got {value}", "max_turns must be a whole number above 0")
     assert_refused(k, await k.run("%agent --max-turns lots hello", check=False), "'lots' is not a whole number")
     assert result_text(await k.run("%%agent --max-turns 1\nhello")) == "one turn was enough"
 
@@ -223,7 +230,7 @@ async def test_a_bad_value_from_the_ipython_config_stops_loading(kernel):
     await k.run("%unload_ext harness_nb")
     await k.run("get_ipython().config.HarnessNB.max_turns = 0")
     refused = await k.run("%load_ext harness_nb", check=False)
-    assert_refused(k, refused, "harness_nb is not loaded", "HarnessNB.max_turns = 0", "1 or more")
+    assert_refused(k, refused, "harness_nb is not loaded", "HarnessNB.max_turns = 0", "must be a whole number above 0")
     assert error_name(await k.run("%%agent\nhello", check=False)) == "UsageError"  # no %%agent magic
 
     await k.run("del get_ipython().config.HarnessNB['max_turns']\n%load_ext harness_nb")

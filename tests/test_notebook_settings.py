@@ -19,7 +19,7 @@ async def test_user_agent_folders_can_be_left_out(tmp_path):
     async with notebook(tmp_path) as k:
         listed = k.text(await k.run("%agents"))
         assert "home-helper  [" in listed and ".claude/agents/home-helper.md]" in listed
-        await k.run("%config HarnessNB.user_agents = False")
+        await k.run("%config HarnessNB.include_user_agents = False")
         listed = k.text(await k.run("%agents"))
         assert "home-helper" not in listed and "general-purpose" in listed
         cell = await k.run("%@home-helper hello", check=False)

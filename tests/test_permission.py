@@ -21,6 +21,7 @@ from harness_nb.permissions.hook import PermissionHook
 from harness_nb.permissions.remember import remembering
 from harness_nb.permissions.rule import MAX_SETTINGS_BYTES, PermissionRules, parse_rule, session_rule
 from harness_nb.permissions.shell.parser import MAX_COMMAND_CHARS, parse_command
+from harness_nb.providers.scripted import ScriptedProvider
 from harness_nb.tools import Sandbox, ToolContext, ToolOutcome, builtin_tools, tool
 from harness_nb.tools.shell import BashTool
 
@@ -470,7 +471,8 @@ async def test_other_tools_follow_the_policy(workdir):
     assert isinstance(await decide(always, workdir, "read_file", path="notes.md"), Allow)
     never = hook_for(workdir, policy="never")
     assert isinstance(await decide(never, workdir, "bash", command="rm -rf data"), Allow)
-    assert isinstance(await decide(hook_for(workdir, policy="dangerous"), workdir, "bash", command="ls"), Allow)
+    with pytest.raises(ValueError, match="approval policy must be one of allowlist, always, never, not 'dangerous'"):
+        hook_for(workdir, policy="dangerous")  # the old name is gone (a setting says what it is called now)
 
 
 # ---------------------------------------------------------------------- rules
@@ -643,15 +645,15 @@ def test_rules_given_in_code_are_checked_and_replaced_whole(workdir):
         Harness("scripted/x.yaml", workdir=workdir, include_user_agents=False, allow=["Bash("])
     with pytest.raises(ConfigError, match="a list of rules"):
         PermissionRules(workdir, deny="Bash(rm:*)")  # type: ignore[arg-type]
-    h = Harness("scripted/x.yaml", workdir=workdir, include_user_agents=False, allow=["Bash(make)"])
-    (before,) = [x for x in h.hooks.hooks if isinstance(x, PermissionHook)]
+    h = Harness(ScriptedProvider([]), workdir=workdir, include_user_agents=False, allow=["Bash(make)"])
+    (before,) = [x for x in h.run_context().hooks.hooks if isinstance(x, PermissionHook)]
     with pytest.raises(ConfigError):
         h.configure(allow=["Bash(ok)"], deny=["nope("])
-    assert [str(r.rule) for r in h.permissions.current().allow] == ["Bash(make)"]
+    assert [str(r.rule) for r in h._parts.permissions.current().allow] == ["Bash(make)"]
     h.configure(allow=["Bash(ok)"], approval_policy="always")
-    assert [str(r.rule) for r in h.permissions.current().allow] == ["Bash(ok)"]
-    (hook,) = [x for x in h.hooks.hooks if isinstance(x, PermissionHook)]
-    assert hook.policy == "always" and hook.rules is h.permissions
+    assert [str(r.rule) for r in h._parts.permissions.current().allow] == ["Bash(ok)"]
+    (hook,) = [x for x in h.run_context().hooks.hooks if isinstance(x, PermissionHook)]
+    assert hook.policy == "always" and hook.rules is h._parts.permissions
     assert hook.written is before.written, "the files the agent wrote stay known"
 
 

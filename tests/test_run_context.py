@@ -148,6 +148,14 @@ async def test_overlapping_runs_keep_their_own_approval_channel(tmp_path):
         await gate.wait()
         return "released"
 
+    from harness_nb.engine import Ask, Hook
+
+    class AskRisky(Hook):
+        async def before_tool(self, call, ctx):  # type: ignore[no-untyped-def]
+            from harness_nb.engine import ALLOW
+
+            return Ask("risky", "high") if call.name == "risky" else ALLOW
+
     h, _ = scripted(
         tmp_path,
         {
@@ -160,16 +168,8 @@ async def test_overlapping_runs_keep_their_own_approval_channel(tmp_path):
         },
         tools=[hold, risky],
         background_approvals="ask",
+        hooks=[AskRisky()],
     )
-    from harness_nb.engine import Ask, Hook
-
-    class AskRisky(Hook):
-        async def before_tool(self, call, ctx):  # type: ignore[no-untyped-def]
-            from harness_nb.engine import ALLOW
-
-            return Ask("risky", "high") if call.name == "risky" else ALLOW
-
-    h.hooks.add(AskRisky())
     await h.run("one", approval=channel("cell-1"))
     await h.run("two", approval=channel("cell-2"))
     gate.set()
@@ -384,7 +384,7 @@ async def test_configure_changes_only_later_runs_and_can_unset_the_model(tmp_pat
     assert before.provider is not after.provider
     with pytest.raises(ConfigError, match="unknown provider option 'temprature'"):
         h.configure(max_turns=9, provider_options={"temprature": 1})
-    assert h.limits.max_turns == 7  # a bad value changes nothing
+    assert h.settings.limits.max_turns == 7  # a bad value changes nothing
     h.configure(model="")
     assert h.model is None
     with pytest.raises(ConfigError, match="no model configured"):

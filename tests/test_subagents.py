@@ -135,7 +135,7 @@ async def test_subagent_never_gets_a_tool_its_parent_lacks(tmp_path):
     child = [r for r in provider.requests if r.agent == "writer"][0]
     assert [t.name for t in child.tools] == ["read_file"]
     # general-purpose inherits everything the parent has, minus coordination tools
-    child = h.runner.build(h.registry.get("general-purpose"), h.lead_context(), task_id="x", background=False)
+    child = h._parts.runner.build(h.registry.get("general-purpose"), h.lead_context(), task_id="x", background=False)
     assert child.engine.tools.names() == ["read_file"]
 
 
@@ -147,14 +147,14 @@ async def test_a_child_calling_task_is_denied_at_run_time_even_if_injected(tmp_p
             "reader": [{"tool_calls": [task(subagent_type="reader", prompt="recurse")]}, {"text": "could not delegate"}],
         },
     )
-    original_build = h.runner.build
+    original_build = h._parts.runner.build
 
     def build_with_task_injected(*args, **kwargs):
         child = original_build(*args, **kwargs)
-        child.engine.tools.add(h.task_tool)  # simulate a bug that let `task` slip into the list
+        child.engine.tools.add(h._parts.task_tool)  # simulate a bug that let `task` slip into the list
         return child
 
-    h.runner.build = build_with_task_injected  # type: ignore[method-assign]
+    h._parts.runner.build = build_with_task_injected  # type: ignore[method-assign]
     result = await h.run("go")
     child_engine_results = [
         r for r in provider.requests if r.agent == "reader"
@@ -168,11 +168,11 @@ async def test_a_child_calling_task_is_denied_at_run_time_even_if_injected(tmp_p
 
 async def test_depth_guard_refuses_a_spawn_beyond_max_depth(tmp_path):
     h, _ = harness(tmp_path, {"main": [{"text": "x"}]}, max_depth=1)
-    child = h.runner.build(h.registry.get("reader"), h.lead_context(), task_id="c1", background=False)
+    child = h._parts.runner.build(h.registry.get("reader"), h.lead_context(), task_id="c1", background=False)
     assert child.engine.depth == 1
     grandparent = child.engine.parent_context(child.context)
     with pytest.raises(HarnessError, match="depth 2: the limit is max_depth=1"):
-        h.runner.build(h.registry.get("reader"), grandparent, task_id="c2", background=False)
+        h._parts.runner.build(h.registry.get("reader"), grandparent, task_id="c2", background=False)
 
 
 async def test_foreground_approval_is_relayed_to_the_parents_channel(tmp_path):
@@ -282,7 +282,7 @@ async def test_background_ask_times_out_to_denied(tmp_path):
         hooks=[AskForBash()],
         background_approvals="ask",
     )
-    h.runner.approval_timeout = 0.1
+    h._parts.runner.approval_timeout = 0.1
     h.approval = never_answers
     await h.run("go")
     await h.tracker.wait("bg-1", 5)
@@ -483,14 +483,14 @@ async def test_unknown_agent_gets_an_error_listing_the_valid_names(tmp_path):
 
 async def test_task_schema_is_generated_from_the_registry(tmp_path):
     h, _ = harness(tmp_path, {"main": []})
-    spec = h.task_tool.spec()
+    spec = h._parts.task_tool.spec()
     assert spec.parameters["properties"]["subagent_type"]["enum"] == ["explore", "general-purpose", "reader"]
     assert "- reader: Reads files." in spec.description
     agents = tmp_path / "agents"
     agents.mkdir()
     (agents / "stats.md").write_text("---\nname: stats\ndescription: Computes statistics.\n---\nYou compute.\n")
     h.registry.reload()
-    spec = h.task_tool.spec()
+    spec = h._parts.task_tool.spec()
     assert "stats" in spec.parameters["properties"]["subagent_type"]["enum"]
     assert "- stats: Computes statistics." in spec.description
 

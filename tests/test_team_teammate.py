@@ -153,14 +153,14 @@ async def test_teammates_cannot_delegate_or_manage_the_team(tmp_path: Path) -> N
     specs = {s.name for s in requests_of(provider, "alice")[0].tools}
     assert specs == {"read_file", "gate", "send_message"}  # inherited tools + its own send_message
 
-    original_build = h.runner.build
+    original_build = h._parts.runner.build
 
     def build_with_task_injected(*args, **kwargs):  # type: ignore[no-untyped-def]
         child = original_build(*args, **kwargs)
-        child.engine.tools.add(h.task_tool)  # simulate a bug that let `task` slip into the list
+        child.engine.tools.add(h._parts.task_tool)  # simulate a bug that let `task` slip into the list
         return child
 
-    h.runner.build = build_with_task_injected  # type: ignore[method-assign]
+    h._parts.runner.build = build_with_task_injected  # type: ignore[method-assign]
     await t.spawn("everything", "delegate this", name="bob")
     await t.wait_idle("bob", turns=1, timeout=5)
     second = requests_of(provider, "bob")[1]
@@ -181,8 +181,8 @@ async def test_extra_tools_join_after_narrowing_and_escape_only_the_coordination
         return "sent"
 
     narrow = SubAgentDefinition(name="narrow", description="Only reads.", tools=["read_file"])
-    plain = h.runner.build(narrow, h.lead_context(), task_id="a", background=True).engine
-    extra = h.runner.build(narrow, h.lead_context(), task_id="b", background=True, extra_tools=[send_message]).engine
+    plain = h._parts.runner.build(narrow, h.lead_context(), task_id="a", background=True).engine
+    extra = h._parts.runner.build(narrow, h.lead_context(), task_id="b", background=True, extra_tools=[send_message]).engine
     assert plain.tools.names() == ["read_file"]
     assert extra.tools.names() == ["read_file", "send_message"]
 

@@ -14,7 +14,7 @@ imported from the module that owns it.
 
 from .checkpoint_hook import CheckpointHook
 from .compaction.keeper import CompactionPolicy
-from .context import ParentContext, RunContext, UsageAccount
+from .context import BackgroundApprovals, Delegation, ParentContext, RunContext, UsageAccount
 from .engine import AgentEngine, EventSink, Injector
 from .hook import (
     ALLOW,
@@ -43,9 +43,11 @@ __all__ = [
     "ApprovalChannel",
     "Approved",
     "Ask",
+    "BackgroundApprovals",
     "CheckpointHook",
     "CompactionPolicy",
     "Decision",
+    "Delegation",
     "Denied",
     "Deny",
     "DenyCoordinationHook",

@@ -2,29 +2,33 @@
 down as a value — never left on a shared engine for the next run to find.
 
 - ``RunContext`` is what ``AgentEngine.run`` is given: the provider (a per-run model
-  override is just another provider here), the limits, the approval channel and the usage
-  account the run bills.
+  override is just another provider here), the limits, the approval channel, the usage
+  account the run bills, the tools and hooks it offers and runs, and the ``Delegation``
+  its subagents start under.
 - ``UsageAccount`` is where usage is billed. An account has a parent: a run's account rolls
   up into the harness's total, a subagent's into the run that launched it. A background
   task that finishes after its launching run has ended still bills that run (and the
   total), never whichever run happens to be live.
 - ``ParentContext`` is what a subagent inherits from the run that starts it: a small frozen
   value (provider, tools, hooks, limits, workdir, approval channel, depth, usage account,
-  price table, budget scope), handed to tools as ``ToolContext.parent``, instead of the
-  whole parent engine.
+  price table, budget scope, delegation), handed to tools as ``ToolContext.parent``,
+  instead of the whole parent engine.
 
 Cost is part of ``Usage``: each call is priced from the run's ``prices`` when it is billed,
 so costs roll up with the tokens (run → harness total, subagent → launching run).
 
 Overlapping runs (a background task outliving its launcher, a teammate, a second cell)
-each hold their own context, so none can see another's provider, channel or account.
+each hold their own context, so none can see another's provider, channel or account. The
+registries a context holds are never changed once handed out (a harness makes new ones when
+its settings change), so a background task queued behind others starts with the tools,
+hooks and delegation of the run that launched it, not those in force when its turn comes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from ..core import PriceTable, Usage
 from ..core.price import DEFAULT_PRICES
@@ -36,6 +40,22 @@ from .limits import Limits, ToolSlots
 
 if TYPE_CHECKING:
     from .budget import BudgetScope
+
+BackgroundApprovals = Literal["deny", "ask"]
+
+
+@dataclass(frozen=True, slots=True)
+class Delegation:
+    """How the subagents a run starts are set up, fixed with the run: ``budget_usd`` caps
+    each subagent run (so do its definition's ``max_budget_usd`` and what its parent has
+    left); ``background_approvals`` says whether a background subagent's call that asks goes
+    to the launching run's approval channel (``"ask"``) or is denied (``"deny"``);
+    ``allow_bypass_permissions`` whether an agent file's ``permissionMode:
+    bypassPermissions`` takes effect."""
+
+    budget_usd: float | None = None
+    background_approvals: BackgroundApprovals = "deny"
+    allow_bypass_permissions: bool = False
 
 
 class UsageAccount:
@@ -80,7 +100,9 @@ class RunContext:
     ``prices`` (what its calls cost), ``parent_budget``, the budget scope of the run that
     launched it (a subagent is held to its parent's budgets too), and ``tool_slots``, the
     slots its tool calls take turns for (given: its parent's, which a subagent shares;
-    ``None``: its own, ``limits.max_parallel_tool_calls`` of them)."""
+    ``None``: its own, ``limits.max_parallel_tool_calls`` of them). ``tools`` and ``hooks``
+    are what the run offers and runs (``None``: its engine's); ``delegation`` how the
+    subagents it starts are set up."""
 
     provider: Provider
     limits: Limits = field(default_factory=Limits)
@@ -90,6 +112,9 @@ class RunContext:
     prices: PriceTable = DEFAULT_PRICES
     parent_budget: BudgetScope | None = None
     tool_slots: ToolSlots | None = None
+    tools: ToolRegistry | None = None
+    hooks: HookRegistry | None = None
+    delegation: Delegation = Delegation()
 
     def __post_init__(self) -> None:
         if self.tool_slots is None:  # set once, so a copy made with replace() shares them
@@ -107,6 +132,8 @@ class ParentContext:
     ``budget`` is the launching run's budget scope: a child's budget is clamped to what it
     has left, and every call of the child is checked against it too. ``tool_slots`` are the
     launching run's: a child's tool calls take turns for them with its parent's.
+    ``delegation``: how the launching run's subagents are set up (its children's own
+    children too).
     """
 
     provider: Provider
@@ -124,6 +151,7 @@ class ParentContext:
     prices: PriceTable = DEFAULT_PRICES
     budget: BudgetScope | None = None
     tool_slots: ToolSlots | None = None
+    delegation: Delegation = Delegation()
 
     def remaining_usd(self) -> float | None:
         """USD the launching run (and every run enclosing it) has left; ``None``: no USD

@@ -7,12 +7,14 @@ calls or a limit stops the run. Events go to a sink callback; ``run_stream`` tur
 into an async iterator. Before each call the conversation's ``ContextKeeper`` keeps the
 request within the model's context window (``compaction/keeper.py``).
 
-The engine holds what a conversation keeps between runs (its session, tools, hooks,
-prompt, context keeper and prompt tally); what belongs to one run — provider, limits,
-approval channel, usage account, compaction policy, prices — is a ``RunContext`` passed
-to ``run`` (see ``context.py``). Budgets are checked before each model call
-(``budget.py``). The constructor's ``provider``, ``limits`` and ``approval`` are only the
-defaults of a run given no context; nothing re-assigns them between runs.
+The engine holds what a conversation keeps between runs (its session, prompt, context
+keeper and prompt tally); what belongs to one run — provider, limits, approval channel,
+usage account, compaction policy, prices, the tools it offers and the hooks it runs — is a
+``RunContext`` passed to ``run`` (see ``context.py``), so changing a harness's settings
+mid-run changes nothing for the run under way. Budgets are checked before each model call
+(``budget.py``). The constructor's ``provider``, ``tools``, ``hooks``, ``limits`` and
+``approval`` are only the defaults of a run given no context (or a context without tools
+or hooks); nothing re-assigns them between runs.
 """
 
 from __future__ import annotations
@@ -94,7 +96,8 @@ class AgentEngine:
     ``injectors`` are called before every LLM call; each returns texts (background results,
     steering or mailbox messages) that join the conversation as a user message. ``depth``
     is 0 for the main agent and grows by one for each level of subagent. ``provider``,
-    ``limits`` and ``approval`` are the defaults for a run that is given no ``RunContext``.
+    ``tools``, ``hooks``, ``limits`` and ``approval`` are the defaults for a run that is
+    given no ``RunContext`` (``tools`` and ``hooks`` also for one whose context has none).
     """
 
     def __init__(
@@ -148,8 +151,8 @@ class AgentEngine:
             budget = BudgetScope(context.limits, context.account, agent=self.agent, parent=context.parent_budget)
         return ParentContext(
             provider=context.provider,
-            tools=self.tools,
-            hooks=self.hooks,
+            tools=self._tools(context),
+            hooks=self._hooks(context),
             limits=context.limits,
             workdir=self.workdir,
             approval=context.approval,
@@ -162,7 +165,16 @@ class AgentEngine:
             prices=context.prices,
             budget=budget,
             tool_slots=context.tool_slots,
+            delegation=context.delegation,
         )
+
+    def _tools(self, context: RunContext) -> ToolRegistry:
+        """The tools ``context``'s run offers: its own, else the engine's."""
+        return self.tools if context.tools is None else context.tools
+
+    def _hooks(self, context: RunContext) -> HookRegistry:
+        """The hooks ``context``'s run runs: its own, else the engine's."""
+        return self.hooks if context.hooks is None else context.hooks
 
     async def run(
         self, prompt: str, *, on_event: EventSink | None = None, context: RunContext | None = None
@@ -210,7 +222,7 @@ class AgentEngine:
         self.keeper.pin(self.session.append(UserMessage(content=prompt)))
         try:
             async with asyncio.timeout(limits.wall_time):
-                await self.prompt_builder.refresh(self.tools)  # skills added or edited since the last run
+                await self.prompt_builder.refresh(self._tools(context))  # skills added or edited since the last run
                 while True:
                     if turns >= limits.max_turns:
                         raise LimitExceededError("max_turns", f"reached max_turns ({limits.max_turns})")
@@ -321,18 +333,18 @@ class AgentEngine:
         def bill(response: ModelResponse) -> None:
             self._bill(response, context, budget, emit, turns=1)
 
-        return FitContext(
-            context.provider, context.compaction, self._system_prompt(), self.tools.specs(), emit, bill
-        )
+        tools = self._tools(context)
+        return FitContext(context.provider, context.compaction, self._system_prompt(tools), tools.specs(), emit, bill)
 
     async def _call_model(
         self, provider: Provider, emit: EventSink, context: RunContext, budget: BudgetScope
     ) -> ModelResponse:
         self.session.rescrub()
+        tools = self._tools(context)
         request = ModelRequest(
-            system=self._system_prompt(),
+            system=self._system_prompt(tools),
             messages=self.session.messages,
-            tools=self.tools.specs(),
+            tools=tools.specs(),
             agent=self.agent,
             effort=self.effort,
         )
@@ -399,10 +411,10 @@ class AgentEngine:
             raise HarnessError(f"{provider!r} ended its stream without an answer")
         return result
 
-    def _system_prompt(self) -> str:
-        """The system prompt, scrubbed (a skill or AGENTS.md may quote a key) once per change
-        of the prompt or of the secrets, not on every call."""
-        built, version = self.prompt_builder.build(self.tools), self.session.secrets.version
+    def _system_prompt(self, tools: ToolRegistry) -> str:
+        """The system prompt offering ``tools``, scrubbed (a skill or AGENTS.md may quote a
+        key) once per change of the prompt or of the secrets, not on every call."""
+        built, version = self.prompt_builder.build(tools), self.session.secrets.version
         if self._system is None or self._system[:2] != (built, version):
             self._system = (built, version, self.session.secrets.scrub(built))
         return self._system[2]
@@ -416,7 +428,8 @@ class AgentEngine:
         context: RunContext,
     ) -> None:
         results: dict[str, ToolResultMessage] = {}
-        order = CallOrder(c.id for c in calls if getattr(self.tools.get(c.name), "in_call_order", False))
+        tools = self._tools(context)
+        order = CallOrder(c.id for c in calls if getattr(tools.get(c.name), "in_call_order", False))
 
         def one(call: ToolCall) -> Any:
             return self._run_tool(call, stop_reason, emit, parent, context, order)
@@ -448,7 +461,7 @@ class AgentEngine:
         order: CallOrder,
     ) -> ToolResultMessage:
         emit(ToolCallStarted(call=call, agent=self.agent))
-        tool = self.tools.get(call.name)
+        tool = self._tools(context).get(call.name)
         ctx = ToolContext(
             workdir=self.workdir,
             call=call,
@@ -466,7 +479,7 @@ class AgentEngine:
         finally:
             order.pass_turn(call.id)  # denied, failed or done: it holds no later call back
             place.leave()
-        outcome = await self.hooks.after_tool(call, outcome, ctx)
+        outcome = await self._hooks(context).after_tool(call, outcome, ctx)
         # Bounded here, where every tool's result (a kernel plot, an MCP screenshot) passes.
         images, left_out = bound_images(outcome.images)
         content = f"{outcome.content}\n{left_out}".strip() if left_out else outcome.content
@@ -496,9 +509,9 @@ class AgentEngine:
     ) -> ToolOutcome:
         """The call's outcome: refused, denied, or run — holding one of the run's tool slots
         (``place``) only while it runs, never while it waits for an approval."""
-        tool = ctx.tool
+        tool, hooks = ctx.tool, self._hooks(context)
         if tool is None:
-            names = ", ".join(self.tools.names()) or "(none)"
+            names = ", ".join(self._tools(context).names()) or "(none)"
             return ToolOutcome(f"error: unknown tool {call.name!r}; available tools: {names}", True)
         if stop_reason == "max_tokens":
             try:
@@ -510,7 +523,7 @@ class AgentEngine:
                     "shorter arguments (for a large file, write it in several parts).",
                     True,
                 )
-        decision = await self.hooks.before_tool(call, ctx)
+        decision = await hooks.before_tool(call, ctx)
         if isinstance(decision, Deny):
             return ToolOutcome(f"error: denied: {decision.reason}", True)
         if isinstance(decision, Ask):
@@ -531,11 +544,11 @@ class AgentEngine:
         vouched = isinstance(decision, Ask) or decision.vouched
         if tool.long_running:
             place.leave()  # the delegation tool holds no slot: its subagents' calls need them
-            return await self.hooks.around_tool(call, ctx, lambda: invoke(tool, call, ctx), vouched=vouched)
+            return await hooks.around_tool(call, ctx, lambda: invoke(tool, call, ctx), vouched=vouched)
         # the slot before the hooks around the call: a call waiting for its turn must not hold a
         # checkpoint's "before" that the calls running meanwhile change
         async with place.held():
-            return await self.hooks.around_tool(call, ctx, lambda: self._invoke(call, ctx, context), vouched=vouched)
+            return await hooks.around_tool(call, ctx, lambda: self._invoke(call, ctx, context), vouched=vouched)
 
     async def _invoke(self, call: ToolCall, ctx: ToolContext, context: RunContext) -> ToolOutcome:
         """Run the call within its timeout (the tool's own, plus a margin, when it has one)."""

@@ -124,59 +124,35 @@ class NotebookHarness:
         return getattr(self.shell, "kernel", None) is not None
 
     def harness(self) -> Harness:
-        """The harness for the current settings (rebuilt when the working directory, the
-        agent folders or the sandbox settings change: ``bash`` is bound to its sandbox; other
-        settings apply to the existing one)."""
-        return self._harness_with(list(self.config.tools))
+        """The harness for the current settings: built again when the working directory,
+        the kernel tools or a setting marked ``built`` (the sandbox, the agent folders, …)
+        changes, as those are what it is built from; the others apply to the one there is."""
+        return self._harness_with(keep_tools=False)
 
     def tool_names(self) -> list[str]:
         """Every tool the main agent could be offered here: what ``HarnessNB.tools`` may
         name. (Asked while a new value of that setting is being checked, so the harness is
         got without applying it.)"""
-        return self._harness_with(None).tool_pool.names()
+        return self._harness_with(keep_tools=True).tool_pool.names()
 
-    def _harness_with(self, tools: list[str] | None) -> Harness:
-        """``harness()``, offering ``tools`` (``None``: as it is; ``[]``: every tool)."""
+    def _harness_with(self, *, keep_tools: bool) -> Harness:
+        """``harness()``; with ``keep_tools``, offering the tools it offers now."""
         c = self.config
+        offered = self._harness.settings.tools if self._harness is not None else None  # None: every tool
+        settings = c.run_settings(tools=offered) if keep_tools else c.run_settings()
         workdir = str(c.workdir or ".")
-        key = (
-            str(Path(workdir).expanduser().resolve()),
-            tuple(c.agent_dirs),
-            c.user_agents,
-            c.record_to,
-            c.kernel_tools,
-            c.sandbox,
-            c.sandbox_network,
-            tuple(sorted(c.sandbox_limits.items())),
-            c.max_background,  # the task tool's slots are made with it
-            c.checkpoints,
-            c.checkpoint_max_mb,
-        )
+        key = (str(Path(workdir).expanduser().resolve()), c.kernel_tools, settings.built_values())
         if self._harness is not None and key == self._harness_key:
-            kept = self._harness.settings.tools if tools is None else tools
-            self._harness.apply(c.run_settings(kept))
-            self._harness.mcp.configure(servers=c.mcp_servers, start_timeout=c.mcp_start_timeout, trust=c.mcp_trust)
+            self._harness.apply(settings)
             return self._harness
         if self._harness is not None:
             self._close_later(self._harness)
+        box = settings.sandbox
         self._harness = Harness(
             workdir=workdir,
-            settings=c.run_settings(tools),
+            settings=settings,
             extra_tools=kernel_tools(self.shell, history=self.history, proposals=self.proposals) if c.kernel_tools else [],
-            offload_chars=c.offload_chars,
-            record_to=c.record_to,
-            agent_dirs=c.agent_dirs,
-            include_user_agents=c.user_agents,
-            max_background=c.max_background,
-            teams=True,
-            sandbox=Sandbox.create(
-                str(c.sandbox), network=c.sandbox_network, hidden=_connection_file(), limits=c.sandbox_limits
-            ),
-            mcp_servers=c.mcp_servers,
-            mcp_start_timeout=c.mcp_start_timeout,
-            mcp_trust=c.mcp_trust,
-            checkpoints=c.checkpoints,
-            checkpoint_max_mb=c.checkpoint_max_mb,
+            sandbox=Sandbox.create(box.mode, network=box.network, hidden=_connection_file(), limits=box.limits),
         )
         if self._harness.checkpointer is not None:  # IPython's history changes on its own
             self._harness.checkpointer.leave_out(Path(self.shell.profile_dir.location).parent)

@@ -21,7 +21,7 @@ For every call, in this order:
 4. **Allow rules** let it run.
 5. **The policy**:
 
-   - ``"allowlist"`` (the default; ``"dangerous"`` is its old name, still accepted):
+   - ``"allowlist"`` (the default):
      read-only and coordination tools run (a subagent's own calls pass this hook too);
      ``write_file`` / ``edit_file`` run (the tools keep them inside the workdir);
      ``run_python`` always asks; ``bash`` runs when its command is known to be read-only —
@@ -100,7 +100,7 @@ class PermissionHook(Hook):
     ) -> None:
         if policy not in POLICIES:
             raise ValueError(f"approval policy must be one of {', '.join(POLICIES)}, not {policy!r}")
-        self.policy: Policy = "allowlist" if policy == "dangerous" else policy
+        self.policy: Policy = policy
         self.rules = rules
         self.sandboxed = sandboxed
         self.protected = tuple(protected)

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Literal, TypeAlias, get_args
 
-Policy: TypeAlias = Literal["allowlist", "dangerous", "always", "never"]
-"""An approval policy; ``"dangerous"`` is ``"allowlist"``'s old name."""
-POLICIES: tuple[str, ...] = ("allowlist", "dangerous", "always", "never")
+Policy: TypeAlias = Literal["allowlist", "always", "never"]
+"""An approval policy."""
+POLICIES: tuple[Policy, ...] = get_args(Policy)
 PermissionMode: TypeAlias = Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"]
 """Claude Code's ``permissionMode`` of one agent."""
 PERMISSION_MODES: tuple[str, ...] = get_args(PermissionMode)

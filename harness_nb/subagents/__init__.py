@@ -12,7 +12,8 @@ from .model import ModelResolver, describe_model, resolve_model
 from .narrowing import resolve_tools
 from .registry import BUILTIN_AGENTS, AgentOverride, AgentRegistry
 from .render import background_completed, finished_task, running_task, task_result
-from .runner import BACKGROUND_DENIED, BackgroundApprovals, Child, SubagentRunner, progress_line
+from ..engine import BackgroundApprovals
+from .runner import BACKGROUND_DENIED, Child, SubagentRunner, progress_line
 from .task_tool import TaskParams, TaskTool
 from .tracker import TaskEntry, TaskStatus, TaskTracker
 

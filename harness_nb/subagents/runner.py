@@ -7,12 +7,13 @@ the definition's model or the parent's provider, and a system prompt of its own.
 
 Everything a child inherits comes from a ``ParentContext``: the frozen context of the run
 that starts it (provider, tools, hooks, limits, workdir, approval channel, depth, usage
-account, prices, budget scope), never the parent engine itself — so a background child
-keeps the provider and channel of the run that launched it, however long it outlives that
-run, and bills its usage to that run's account.
+account, prices, budget scope, delegation), never the parent engine itself nor the
+harness's settings of the moment — so a background child keeps the provider, tools, hooks,
+channel and delegation of the run that launched it, however long it waits for a slot or
+outlives that run, and bills its usage to that run's account.
 
 Budgets: a child's USD budget is the smallest of its definition's ``max_budget_usd``, the
-runner's ``subagent_budget_usd`` and what its parent has left (its budget minus what its
+delegation's ``budget_usd`` and what its parent has left (its budget minus what its
 account has spent, subagents included); its token budget is what the parent has left of
 its own. Every call of the child is checked against the parent's budgets too, so
 children running in parallel cannot together overspend. A parent with nothing left
@@ -27,17 +28,17 @@ only once the person trusts them (``mcp/trust.py``); until then the subagent run
 them, and one warning says how to trust them.
 
 Permission mode and memory: a definition's ``permissionMode`` (``effective_mode``:
-``bypassPermissions`` only with ``allow_bypass_permissions``) and its memory folder
-(``memory.py``) go into the child's own copy of the parent's ``PermissionHook``
+``bypassPermissions`` only with the delegation's ``allow_bypass_permissions``) and its
+memory folder (``memory.py``) go into the child's own copy of the parent's ``PermissionHook``
 (``for_subagent``); the rest of the parent's hooks are shared as they are. Its memory's
 first lines join its system prompt, and its file tools may reach that folder.
 
 Approvals: a foreground subagent relays to the parent run's approval channel, so the person
 sees the request where the parent runs. A background subagent is denied (fail closed)
-unless ``background_approvals="ask"``, where the request goes to the launching run's
-channel and times out to Denied. The person's answer, their reason for a denial included,
-comes back unchanged: the child's tool result quotes it, and the task's result tells the
-parent (``TaskEntry.denials``, rendered by ``render.py``).
+unless its delegation says ``background_approvals="ask"``, where the request goes to the
+launching run's channel and times out to Denied. The person's answer, their reason for a
+denial included, comes back unchanged: the child's tool result quotes it, and the task's
+result tells the parent (``TaskEntry.denials``, rendered by ``render.py``).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from ..core import (
     ApprovalDecided,
@@ -94,7 +95,6 @@ from .narrowing import effective_mode, memory_only_writes, resolve_tools
 
 log = logging.getLogger("harness_nb.subagents")
 
-BackgroundApprovals = Literal["deny", "ask"]
 BACKGROUND_DENIED = "background subagent: no approval channel, denied"
 DEFAULT_SUBAGENT_PROMPT = (
     "You are a subagent: finish the task you are given with the tools you have, then reply "
@@ -115,12 +115,12 @@ class SubagentRunner:
     """Runs subagent definitions as children of a parent run (a ``ParentContext``).
 
     ``models`` resolves a definition's model and keeps the providers it makes; the harness
-    shares one resolver between its own runs and its subagents. ``subagent_budget_usd``
-    caps what each subagent run may spend (``None``: only its definition's
-    ``max_budget_usd`` and its parent's budget do). ``mcp`` holds the configured MCP
-    servers a definition's ``mcp_servers`` may name. ``allow_bypass_permissions``: whether a
-    definition's ``permissionMode: bypassPermissions`` is honoured (the person's choice,
-    off by default). ``home`` is where user-scope memory lives (default: the home folder).
+    shares one resolver between its own runs and its subagents. ``mcp`` holds the
+    configured MCP servers a definition's ``mcp_servers`` may name. ``approval_timeout``:
+    how long a background child's question waits for an answer. ``home`` is where
+    user-scope memory lives (default: the home folder). What may change between runs (the
+    subagent budget, background approvals, ``bypassPermissions``) is no attribute here: it
+    comes with each parent (``ParentContext.delegation``).
     """
 
     def __init__(
@@ -128,20 +128,14 @@ class SubagentRunner:
         models: ModelResolver,
         *,
         max_depth: int = 3,
-        background_approvals: BackgroundApprovals = "deny",
         approval_timeout: float = 300.0,
-        subagent_budget_usd: float | None = None,
         mcp: McpManager | None = None,
-        allow_bypass_permissions: bool = False,
         home: Path | None = None,
     ) -> None:
         self.models = models
         self.mcp = mcp
         self.max_depth = max_depth
-        self.background_approvals = background_approvals
         self.approval_timeout = approval_timeout
-        self.subagent_budget_usd = subagent_budget_usd
-        self.allow_bypass_permissions = allow_bypass_permissions
         self.home = home
 
     def check_depth(self, parent: ParentContext) -> None:
@@ -184,7 +178,7 @@ class SubagentRunner:
         writable = [memory.folder] if memory is not None and memory.writable else []
         hooks = HookRegistry(
             [
-                *self.permission_hooks(definition, parent.hooks.hooks, writable),
+                *self.permission_hooks(definition, parent, writable),
                 DenyCoordinationHook(exempt=[t.name for t in extra_tools]),
             ]
         )
@@ -216,7 +210,7 @@ class SubagentRunner:
             roots=writable,
             effort=definition.effort,
         )
-        approval = self._approval_for(definition.name, parent.approval, background)
+        approval = self._approval_for(definition.name, parent, background)
         context = RunContext(
             provider,
             limits,
@@ -226,17 +220,19 @@ class SubagentRunner:
             prices=parent.prices,
             parent_budget=parent.budget,
             tool_slots=parent.tool_slots,
+            delegation=parent.delegation,
         )
         return Child(engine, context)
 
     def permission_hooks(
-        self, definition: SubAgentDefinition, hooks: Sequence[Hook], writable: Sequence[Path] = ()
+        self, definition: SubAgentDefinition, parent: ParentContext, writable: Sequence[Path] = ()
     ) -> list[Hook]:
-        """The parent's ``hooks`` for a child of ``definition``: each ``PermissionHook`` in
-        the child's permission mode, writing its memory folders ``writable``. Without one
-        (an engine built bare) a ``plan`` agent still gets one that refuses every change."""
+        """The parent's hooks for a child of ``definition``: each ``PermissionHook`` in the
+        child's permission mode, writing its memory folders ``writable``. Without one (an
+        engine built bare) a ``plan`` agent still gets one that refuses every change."""
+        hooks: Sequence[Hook] = parent.hooks.hooks
         mode: PermissionMode
-        mode, note = effective_mode(definition, allow_bypass=self.allow_bypass_permissions)
+        mode, note = effective_mode(definition, allow_bypass=parent.delegation.allow_bypass_permissions)
         if note:
             log.warning("agent %s: %s", definition.name, note)
         only = writable if memory_only_writes(definition) else None
@@ -260,7 +256,7 @@ class SubagentRunner:
                 f"subagent {definition.name} was not started: {parent.agent} has {spent}. "
                 "Finish the work without delegating it."
             )
-        caps = [c for c in (definition.max_budget_usd, self.subagent_budget_usd, left_usd) if c is not None]
+        caps = [c for c in (definition.max_budget_usd, parent.delegation.budget_usd, left_usd) if c is not None]
         return replace(
             parent.limits,
             max_turns=definition.max_turns or parent.limits.max_turns,
@@ -268,12 +264,11 @@ class SubagentRunner:
             token_budget=left_tokens,
         )
 
-    def _approval_for(
-        self, agent: str, parent_channel: ApprovalChannel | None, background: bool
-    ) -> ApprovalChannel | None:
+    def _approval_for(self, agent: str, parent: ParentContext, background: bool) -> ApprovalChannel | None:
+        parent_channel = parent.approval
         if parent_channel is None:
             return None
-        if background and self.background_approvals != "ask":
+        if background and parent.delegation.background_approvals != "ask":
             async def deny(call: ToolCall, reason: str, risk: str) -> Approved | Denied:
                 return Denied(BACKGROUND_DENIED)
 

@@ -221,10 +221,11 @@ class TaskTool(Tool):
         emit: Callable[[Event], Any] | None = None,
     ) -> TaskEntry:
         """Start a subagent as an asyncio task owned by the tracker and return its entry at
-        once. It keeps ``parent`` — the launching run's provider, approval channel and usage
-        account — however long it outlives that run. At most ``max_background`` run at once:
-        the others wait in state ``queued``. Messages queued with ``tracker.add_pending``
-        reach it at its next turn."""
+        once. It keeps ``parent`` — the launching run's provider, tools, hooks, approval
+        channel, delegation and usage account — however long it outlives that run. At most
+        ``max_background`` run at once: the others wait in state ``queued``, and are built
+        from ``parent`` when their turn comes, so they start as launched. Messages queued
+        with ``tracker.add_pending`` reach it at its next turn."""
         self.runner.check_depth(parent)
         entry = self.tracker.start("subagent", definition.name, prompt, description=description, background=True)
         account = parent.account.child()

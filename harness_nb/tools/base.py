@@ -267,13 +267,6 @@ class ToolRegistry:
                 raise UnknownNameError("tool", name, self._tools)
         return [t for n, t in self._tools.items() if n in wanted]
 
-    def hold(self, tools: Iterable[Tool]) -> None:
-        """Hold exactly ``tools`` from now on. In place: an engine holding this registry
-        offers the new set from its next call."""
-        self._tools = {}
-        for t in tools:
-            self.add(t)
-
     def __contains__(self, name: object) -> bool:
         return name in self._tools
 

@@ -66,13 +66,16 @@ class CompactionPolicy:
     this fraction. ``keep_results``: the most recent tool results never stubbed by the
     threshold. ``summary_tokens``: the most a summary may take (and is asked for).
     ``offload_dir``: where cleared results are kept (default ``<workdir>/.harness_nb/offload``,
-    where the offload hook puts long results)."""
+    where the offload hook puts long results). ``window``: the context window to assume when
+    the provider knows none of its own (the ``context_window`` setting, for a provider object
+    handed to a harness, which the harness does not change)."""
 
     threshold: float = 0.8
     target: float = 0.5
     keep_results: int = 3
     summary_tokens: int = 2_048
     offload_dir: Path | None = None
+    window: int | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.threshold, bool) or not isinstance(self.threshold, int | float) or not 0 < self.threshold <= 1:
@@ -150,7 +153,7 @@ class ContextKeeper:
     async def fit(self, fit: FitContext) -> None:
         """Before a call: measure the request, say so, and compact when it would pass the
         threshold of a known window."""
-        window = await fit.provider.discover_window()
+        window = await fit.provider.discover_window() or fit.policy.window
         tokens = self.measure(fit.provider, fit.system, fit.tools)
         fit.emit(ContextMeasured(tokens=tokens, window=window, agent=self.agent))
         if window and tokens > fit.policy.threshold * window:
@@ -187,7 +190,7 @@ class ContextKeeper:
         """Compact the history for ``reason`` (``threshold``, ``context_length`` or
         ``requested``; see the module doc) and return what was done."""
         provider, policy, emit = fit.provider, fit.policy, fit.emit
-        window = provider.context_window
+        window = provider.context_window or policy.window
         fixed = self._fixed_chars(fit.system, fit.tools)
         ratio = provider.token_ratio
         before = tokens if tokens is not None else self.measure(provider, fit.system, fit.tools)

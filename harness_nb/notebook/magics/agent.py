@@ -21,10 +21,10 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
-from ...core import HarnessError, UnknownNameError, Usage
+from ...core import ConfigError, HarnessError, UnknownNameError, Usage
+from ...settings import RunSettings
 from ...subagents import TaskStatus
 from ..widgets.agent_table import AgentTable
-from ..config import number_problem
 from ..controller import NotebookHarness, Pending, completion_markdown, done, shown_as_one_line, with_ticker
 from ..kernel.history import refers_to_error
 from ..widgets.reply import AgentReply, MarkdownText
@@ -93,9 +93,10 @@ def turn_count(text: str) -> int:
         turns = int(text)
     except ValueError:
         raise ArgumentTypeError(f"{text!r} is not a whole number; give the most LLM calls this run may make") from None
-    problem = number_problem("max_turns", turns)
-    if problem is not None:
-        raise ArgumentTypeError(f"got {turns}; {problem}")
+    try:
+        RunSettings(max_turns=turns)  # the setting's own rule
+    except ConfigError as exc:
+        raise ArgumentTypeError(f"got {turns}; {exc}") from None
     return turns
 
 

@@ -56,14 +56,13 @@ def agent_row(definition: SubAgentDefinition, harness: Any) -> AgentRow:
     if memory_only_writes(d):
         shown += " (write_file, edit_file: its memory only)"
     notes: list[tuple[str, str]] = []
-    mode, why = effective_mode(d, allow_bypass=harness.runner.allow_bypass_permissions)
+    mode, why = effective_mode(d, allow_bypass=harness.settings.subagents.allow_bypass_permissions)
     if d.permission_mode:
         notes.append(("mode", d.permission_mode if why is None else f"{d.permission_mode} → {mode}: {why}"))
     if d.background:
         notes.append(("runs", "in the background unless told otherwise"))
     if d.memory:
-        home = harness.runner.home or Path.home()
-        folder = memory_folder(d.memory, d.name, workdir=workdir, home=home)
+        folder = memory_folder(d.memory, d.name, workdir=workdir, home=Path.home())
         notes.append(("memory", f"{d.memory}, {shown_source(str(folder / MEMORY_FILE), workdir)}"))
     main = harness.model
     if d.effort:
