@@ -55,7 +55,7 @@ from .engine import (
 from .engine.resume import SessionSummary, list_sessions, read_session
 from .mcp import DEFAULT_START_TIMEOUT, TRUST_FILE, McpManager, McpTool, ServerEntry, TrustStore
 from .providers.base import Provider
-from .sandbox import DEFAULT_MAX_FILE_MB, Checkpoint, Checkpoints, Rewind
+from .sandbox import DEFAULT_MAX_FILE_MB, Checkpoint, Checkpoints, Rewind, machine_folder_problem
 from .providers.options import ProviderOptions, ReplayPace
 from .settings import ApprovalPolicy, RunSettings
 from .subagents import (
@@ -257,6 +257,9 @@ class Harness:
         self.workdir = Path(workdir).expanduser().resolve()
         if not self.workdir.is_dir():
             raise ConfigError(f"workdir {self.workdir} is not a folder; create it or pass another")
+        refused = machine_folder_problem(self.workdir)
+        if refused is not None:
+            raise ConfigError(refused)
         if not isinstance(sandbox, Sandbox):
             sandbox = Sandbox.create(sandbox, network=sandbox_network, limits=sandbox_limits)
         elif sandbox_limits is not None:

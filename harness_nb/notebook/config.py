@@ -36,7 +36,7 @@ from ..providers.factory import parse_model
 from ..providers.options import ProviderOptions, ReplayPace, check_pace
 from ..settings import ApprovalPolicy, RunSettings
 from ..subagents import BackgroundApprovals
-from ..sandbox import DEFAULT_MAX_FILE_MB, SANDBOX_MODES, Sandbox, SandboxLimits
+from ..sandbox import DEFAULT_MAX_FILE_MB, SANDBOX_MODES, Sandbox, SandboxLimits, machine_folder_problem
 
 
 # The settings whose default comes from the environment, and from which variable.
@@ -336,6 +336,9 @@ class HarnessNB(Configurable):
         folder = Path.cwd() / Path(proposal.value or ".").expanduser()
         if not folder.is_dir():
             raise _rejected(proposal, f"{folder} is not a folder; create it first or name another")
+        refused = machine_folder_problem(folder)
+        if refused is not None:
+            raise _rejected(proposal, refused)
         value: str = proposal.value
         return value
 

@@ -13,7 +13,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.display import DisplayHandle, display
 
-from ..core import HarnessError, SubagentUpdate
+from ..core import ConfigError, HarnessError, SubagentUpdate
 from ..core.imports import shielded_imports
 from ..core.secret import SECRETS
 from ..engine import RunResult, UsageAccount
@@ -159,7 +159,21 @@ class NotebookHarness:
             return self._harness
         if self._harness is not None:
             self._close_later(self._harness)
-        self._harness = Harness(
+            self._harness = None
+        try:
+            harness = self._build(workdir, tools)
+        except ConfigError as exc:  # e.g. a workdir that is gone, or the machine's own folder
+            raise UsageError(str(exc)) from None
+        if harness.checkpointer is not None:  # IPython's history changes on its own
+            harness.checkpointer.leave_out(Path(self.shell.profile_dir.location).parent)
+        self._harness, self._harness_key = harness, key
+        harness.tracker.listeners.append(self._on_task_change)
+        return harness
+
+    def _build(self, workdir: str, tools: list[str] | None) -> Harness:
+        """A new harness for the current settings (``ConfigError`` when they cannot work)."""
+        c = self.config
+        return Harness(
             workdir=workdir,
             settings=c.run_settings(tools),
             extra_tools=kernel_tools(self.shell, history=self.history, proposals=self.proposals) if c.kernel_tools else [],
@@ -178,11 +192,6 @@ class NotebookHarness:
             checkpoints=c.checkpoints,
             checkpoint_max_mb=c.checkpoint_max_mb,
         )
-        if self._harness.checkpointer is not None:  # IPython's history changes on its own
-            self._harness.checkpointer.leave_out(Path(self.shell.profile_dir.location).parent)
-        self._harness_key = key
-        self._harness.tracker.listeners.append(self._on_task_change)
-        return self._harness
 
     def close(self) -> None:
         """Stop background work (on unload)."""

@@ -51,7 +51,10 @@ def load(shell: Any) -> None:
 
     def refresh_agents(*_args: Any) -> None:
         # agent files added or edited since the last cell become %@name magics now
-        harness = controller.harness()
+        try:
+            harness = controller.harness()
+        except UsageError:
+            return  # no harness can be made with these settings: the agent's own cells say why
         if harness.registry.changed_on_disk():
             harness.registry.reload()
         sync_agent_magics(shell, controller)
@@ -62,7 +65,7 @@ def load(shell: Any) -> None:
     shell.events.register("post_run_cell", controller.history.after_cell)
     shell.events.register("post_run_cell", controller.proposals.after_cell)
     controller.queued_cells.install()
-    sync_agent_magics(shell, controller)
+    refresh_agents()
 
 
 def unload(shell: Any) -> None:

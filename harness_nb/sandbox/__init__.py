@@ -9,6 +9,8 @@ and the list of paths only the person may change.
   ``helper.py`` / ``helper_program.py``; or, where that cannot be made, root without
   capabilities) and what of the machine it needs; ``as_root.py``: what a root kernel's
   command adds to its launch.
+- ``machine.py``: ``machine_folder_problem``, the machine's own folders (``/``, ``/usr``, a
+  home itself), which no harness takes as its working directory.
 - ``seccomp.py``: the seccomp filter every sandboxed command runs under.
 - ``limits.py``: ``SandboxLimits``, what one command may use (processes, memory, file size,
   CPU time).
@@ -40,6 +42,7 @@ from .helper import stop_mount_helper
 from .launch import Plan
 from .identity import ROOT_SECRETS, SANDBOX_UID, Identity
 from .limits import LIMIT_NAMES, SandboxLimits
+from .machine import machine_folder_problem
 from .protected import HARNESS_STATE, PROTECTED_FOLDERS, Protection, protection
 
 __all__ = [
@@ -65,6 +68,7 @@ __all__ = [
     "command_environment",
     "default_sandbox",
     "dotenv_files",
+    "machine_folder_problem",
     "protection",
     "stop_mount_helper",
 ]
