@@ -55,7 +55,7 @@ from .engine import (
 from .engine.resume import SessionSummary, list_sessions, read_session
 from .mcp import DEFAULT_START_TIMEOUT, TRUST_FILE, McpManager, McpTool, ServerEntry, TrustStore
 from .providers.base import Provider
-from .sandbox import DEFAULT_MAX_FILE_MB, Checkpoint, Checkpoints, Rewind, machine_folder_problem
+from .sandbox import DEFAULT_MAX_FILE_MB, Checkpoint, Checkpoints, Rewind, machine_folder_problem, note_workdir
 from .providers.options import ProviderOptions, ReplayPace
 from .settings import ApprovalPolicy, RunSettings
 from .subagents import (
@@ -260,6 +260,7 @@ class Harness:
         refused = machine_folder_problem(self.workdir)
         if refused is not None:
             raise ConfigError(refused)
+        note_workdir(self.workdir)  # commands may write it: the harness's programs never come from there
         if not isinstance(sandbox, Sandbox):
             sandbox = Sandbox.create(sandbox, network=sandbox_network, limits=sandbox_limits)
         elif sandbox_limits is not None:

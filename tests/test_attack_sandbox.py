@@ -6,20 +6,29 @@ often runs as root. Each test failed on the code before its fix:
 1. A workdir that is the machine (``/``, ``/usr``, a home folder itself) was bound read-write
    into the sandbox: the "sandbox" wrote the host. Such a workdir is refused when the
    harness is built.
+3. The harness's own programs (bubblewrap, nsenter, prlimit, bash, sh, rg, git) were found by
+   name on ``PATH``: a ``bwrap`` a command planted in a workdir folder on ``PATH`` (or one a
+   hostile repository shipped) ran next, unsandboxed, as root. They now never come from a
+   working directory.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 from notebook_support import error_name, notebook
 
-from harness_nb.core import ConfigError
+from harness_nb.core import ConfigError, ToolError
 from harness_nb.harness import Harness
+from harness_nb.sandbox import Sandbox
 from harness_nb.sandbox.machine import machine_folder_problem
+from harness_nb.tools.shell import run_command
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="needs Linux /proc")
 
@@ -87,3 +96,86 @@ async def test_a_kernel_started_at_the_root_says_what_to_do(tmp_path):
         (tmp_path / "project").mkdir()
         await k.run(f"%config HarnessNB.workdir = '{tmp_path / 'project'}'")
         assert "hello" in k.text(await k.run("%%agent\nhello"))
+
+
+# ---------------------------------------------------------------- 3. the harness's own programs
+OWN_PROGRAMS = ("bwrap", "nsenter", "prlimit", "bash", "sh", "rg", "git")
+
+# Builds harnesses on the workdir (argv[1]) and runs commands through them, sandboxed, in the
+# weaker root mode and unsandboxed; argv[2], when given, is a command the first harness's
+# sandbox runs first (planting programs); then prints the harness's program of each name.
+_SCENARIO = """
+import asyncio, sys
+from pathlib import Path
+from harness_nb.harness import Harness
+from harness_nb.sandbox import Sandbox, harness_program
+from harness_nb.tools.shell import run_command
+
+async def main():
+    workdir, plant = Path(sys.argv[1]), sys.argv[2]
+    first = Harness("scripted/x.yaml", workdir=workdir, sandbox="auto", teams=False)
+    if plant:
+        print(await run_command(workdir, plant, timeout=60, sandbox=first.sandbox))
+    for sandbox in ("auto", "off"):  # harnesses built later, as %config changes do
+        harness = Harness("scripted/x.yaml", workdir=workdir, sandbox=sandbox, teams=False)
+        print(await run_command(workdir, "echo ran", timeout=60, sandbox=harness.sandbox))
+    print(await run_command(workdir, "echo ran", timeout=60, sandbox=Sandbox.create("auto", idmap=False)))
+    for name in sys.argv[3:]:
+        print(name, harness_program(name))
+
+asyncio.run(main())
+"""
+
+
+def _fakes(folder: Path, log: Path) -> str:
+    """A shell command writing, into ``folder``, a program of each ``OWN_PROGRAMS`` name that
+    notes its run in ``log`` (outside the workdir, out of the sandbox's reach) and then runs
+    the real one."""
+    lines = [f"mkdir -p {folder}"]
+    for name in OWN_PROGRAMS:
+        real = shutil.which(name)
+        body = f'#!/bin/sh\\necho "{name} $*" >> {log}\\n' + (f'exec {real} "$@"\\n' if real else "exit 127\\n")
+        lines.append(f"printf '{body}' > {folder}/{name} && chmod +x {folder}/{name}")
+    return " && ".join(lines)
+
+
+@pytest.mark.parametrize("how", ["shipped", "planted"])
+def test_the_harness_never_runs_a_program_from_a_workdir_folder_on_path(tmp_path, how):
+    """A hostile repository ships ``bin/bwrap`` and ``node_modules/.bin/git`` (or a sandboxed
+    command plants them) and both folders are on ``PATH``: harnesses built on the workdir, and
+    the commands they run sandboxed, in the weaker mode and unsandboxed, never start one."""
+    workdir, log = tmp_path / "work", tmp_path / "ran.log"
+    workdir.mkdir()
+    plant = " && ".join(_fakes(workdir / folder, log) for folder in ("bin", "node_modules/.bin"))
+    if how == "shipped":
+        subprocess.run(["bash", "-c", plant], check=True)
+    env = {**os.environ, "PATH": f"{workdir}/bin:node_modules/.bin:{os.environ['PATH']}"}
+    done = subprocess.run(
+        [sys.executable, "-c", _SCENARIO, str(workdir), plant if how == "planted" else "", *OWN_PROGRAMS],
+        cwd=workdir, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("ran\nexit code: 0") == 3, done.stdout
+    assert (workdir / "bin" / "bwrap").exists() and (workdir / "node_modules/.bin/git").exists()
+    ran = sorted({line.split(" ", 1)[0] for line in log.read_text().splitlines()}) if log.exists() else []
+    assert ran == [], f"programs planted in the workdir ran: {ran}"
+    for line in done.stdout.splitlines()[-len(OWN_PROGRAMS) :]:
+        found = line.split(" ", 1)[1]
+        assert found == "None" or not Path(found).resolve().is_relative_to(workdir), line
+
+
+async def test_a_bubblewrap_inside_the_workdir_is_refused_when_a_command_would_run(tmp_path):
+    """A sandbox made before its workdir was known (the bare ``bash`` tool's default one, or
+    one given an executable) that names a bubblewrap inside the workdir runs nothing there."""
+    real = shutil.which("bwrap")
+    if real is None:
+        pytest.skip("needs bubblewrap")
+    workdir = tmp_path / "work"
+    (workdir / "bin").mkdir(parents=True)
+    shutil.copy2(real, workdir / "bin" / "bwrap")
+    sandbox = Sandbox.create("auto", executable=str(workdir / "bin" / "bwrap"))
+    if not sandbox.active:
+        pytest.skip(f"bubblewrap cannot sandbox here: {sandbox.reason}")
+    with pytest.raises(ToolError, match=f"bubblewrap at {workdir}/bin/bwrap lies in the working directory {workdir}"):
+        await run_command(workdir, "echo planted > ../out.txt", timeout=30, sandbox=sandbox)
+    assert not (tmp_path / "out.txt").exists()

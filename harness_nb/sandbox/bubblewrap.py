@@ -31,8 +31,9 @@ Without the sandbox that keeps keys out of the obvious places only: a process ru
 your rights can still read your files (and ``/proc/<kernel pid>/environ``); the limits but
 the process count apply there too.
 
-``Sandbox.create("auto")`` probes bubblewrap once per process and falls back to no
-sandbox with one logged warning; ``"bwrap"`` requires it (``ConfigError`` naming the
+bubblewrap, like every program the harness runs outside the sandbox, never comes from a
+folder commands may write (``program.py``). ``Sandbox.create("auto")`` probes it once per
+process and falls back to no sandbox with one logged warning; ``"bwrap"`` requires it (``ConfigError`` naming the
 fix); ``"off"`` never uses it. ``Sandbox.active`` says which it is, ``Sandbox.identity``
 who commands run as.
 """
@@ -41,7 +42,6 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping
@@ -53,9 +53,10 @@ from ..core import ConfigError, ToolError
 from ..core.dotenv import scan_dotenv
 from .as_root import complete_as_root
 from .identity import SANDBOX_UID, Identity, identity_for, process_limit_for_root
-from .launch import Plan, program
+from .launch import Plan
 from .limits import SandboxLimits
 from .notice import warn_once
+from .program import harness_program, note_workdir, writable_holder
 from .protected import PROTECTED_FOLDERS
 from .seccomp import filter_program, machine_arch
 
@@ -180,7 +181,7 @@ def _unavailable(executable: str | None) -> tuple[str, str]:
     if not sys.platform.startswith("linux"):
         return f"bubblewrap needs Linux (this is {sys.platform})", "run on Linux to sandbox commands"
     if executable is None or not Path(executable).is_file():
-        return "bubblewrap is not installed (no `bwrap` on PATH)", INSTALL_HINT
+        return "bubblewrap is not installed (no `bwrap` on PATH outside the working directories)", INSTALL_HINT
     problem = _probe(executable)
     if problem is not None:
         return problem, "allow user namespaces (a container needs e.g. --security-opt seccomp=unconfined)"
@@ -240,7 +241,7 @@ class Sandbox:
         )
         if mode == "off":
             return base
-        executable = executable or shutil.which("bwrap")
+        executable = executable or harness_program("bwrap")
         reason, fix = _unavailable(executable)
         if not reason:
             assert executable is not None
@@ -327,10 +328,20 @@ class Sandbox:
         workdir = Path(workdir).resolve()
         if not workdir.is_dir():
             raise ToolError(f"cannot start bash in {workdir}: it is not a folder")
+        note_workdir(workdir)  # before any program is looked up: none may come from there
+        prlimit = harness_program("prlimit")
         env = command_environment()
-        prlimit = program("prlimit")
         if not self.active:
-            return Plan(workdir, env, command, limits=self.limits, timeout=timeout, prlimit=prlimit)
+            bash = harness_program("bash")  # run outside any sandbox: not found through the command's PATH
+            if bash is None:
+                raise ToolError("cannot start bash: there is none on PATH outside the working directories; install it")
+            return Plan(workdir, env, command, limits=self.limits, timeout=timeout, prlimit=prlimit, bash=bash)
+        held = writable_holder(cast(str, self.executable))
+        if held is not None:
+            raise ToolError(
+                f"bubblewrap at {self.executable} lies in the working directory {held}, where commands can "
+                f"replace it; {INSTALL_HINT} outside it (or pass that one as executable)"
+            )
         env["XDG_CACHE_HOME"] = "/tmp/.cache"  # the home folder is read-only: pip, matplotlib cache here
         env["MPLCONFIGDIR"] = "/tmp/.cache/matplotlib"  # else it warns on every import that ~/.config is read-only
         folders = [workdir / name for name in PROTECTED_FOLDERS]

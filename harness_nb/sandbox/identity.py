@@ -39,7 +39,6 @@ from __future__ import annotations
 import functools
 import glob
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping
@@ -47,6 +46,7 @@ from pathlib import Path
 from typing import Literal
 
 from .limits import PidsCgroup
+from .program import harness_program
 
 __all__ = [
     "ROOT_SECRETS",
@@ -144,9 +144,9 @@ def probe_idmap(bwrap: str) -> str | None:
     can): idmapped mounts of the root file system, ``nsenter``, and bubblewrap run by that
     uid. Runs a few tiny processes, once per process (a blocking call of some 50 ms, made
     when the first root harness is built)."""
-    nsenter = shutil.which("nsenter")
+    nsenter = harness_program("nsenter")
     if nsenter is None:
-        return "nsenter (util-linux) is not installed"
+        return "nsenter (util-linux) is not installed (outside the working directories)"
     program = Path(__file__).with_name("helper_program.py")
     checks = {
         "idmapped mounts cannot be made": [sys.executable, "-I", "-S", str(program), "--probe", str(SANDBOX_UID)],
