@@ -6,6 +6,10 @@ often runs as root. Each test failed on the code before its fix:
 1. A workdir that is the machine (``/``, ``/usr``, a home folder itself) was bound read-write
    into the sandbox: the "sandbox" wrote the host. Such a workdir is refused when the
    harness is built.
+2. As root, every working directory's idmapped view (on which the sandbox uid owns its files)
+   lived in the root helper's one namespace, so a command in workdir A read B's root-only
+   files through B's view. Each workdir now has a namespace of its own: a command sees only
+   its own view.
 3. The harness's own programs (bubblewrap, nsenter, prlimit, bash, sh, rg, git) were found by
    name on ``PATH``: a ``bwrap`` a command planted in a workdir folder on ``PATH`` (or one a
    hostile repository shipped) ran next, unsandboxed, as root. They now never come from a
@@ -22,13 +26,14 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from notebook_support import error_name, notebook
 
 from harness_nb.core import ConfigError, ToolError
 from harness_nb.harness import Harness
 from harness_nb.sandbox import Sandbox
 from harness_nb.sandbox.machine import machine_folder_problem
 from harness_nb.tools.shell import run_command
+from notebook_support import error_name, notebook
+from sandbox_support import identity_sandbox
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="needs Linux /proc")
 
@@ -96,6 +101,45 @@ async def test_a_kernel_started_at_the_root_says_what_to_do(tmp_path):
         (tmp_path / "project").mkdir()
         await k.run(f"%config HarnessNB.workdir = '{tmp_path / 'project'}'")
         assert "hello" in k.text(await k.run("%%agent\nhello"))
+
+
+# ---------------------------------------------------------------- 2. one workdir's view per command
+# Every way a command in A could reach B: its files, a listing, a search of the folder above,
+# writes and a rename into it, and the mounts it can see.
+_REACH_B = (
+    "cat {b}/secret.txt; cat {b}/../b/secret.txt; ls -la {b}; grep -rs 'B secret' {base};"
+    " echo planted > {b}/planted.txt; touch {b}/secret.txt; mv {b}/secret.txt {b}/moved.txt;"
+    " grep -c ' {b} ' /proc/self/mountinfo; echo done"
+)
+
+
+@pytest.mark.parametrize("base_mode", [0o700, 0o755])
+async def test_a_root_command_in_one_workdir_cannot_reach_another_workdirs_view(base_mode):
+    """Two workdirs of one kernel (two harnesses, or teammates), their views prepared in turn:
+    a command in A reads nothing of B's root-only file and changes nothing there, before and
+    after B's commands ran, by any path; B's own command still owns B."""
+    sandbox = identity_sandbox("idmapped")
+    base = Path(tempfile.mkdtemp(prefix="harness-attack-", dir="/var/tmp"))  # /tmp is the command's own
+    try:
+        base.chmod(base_mode)
+        a, b = base / "a", base / "b"
+        for folder in (a, b):
+            folder.mkdir()
+        (b / "secret.txt").write_text("B secret\n")
+        (b / "secret.txt").chmod(0o600)
+        reach = _REACH_B.format(b=b, base=base)
+        for first in ("a", "b"):  # A before B's view exists, then after it
+            if first == "b":
+                assert (await run_command(b, "cat secret.txt", timeout=60, sandbox=sandbox)).startswith("B secret")
+            output = await run_command(a, reach, timeout=60, sandbox=sandbox)
+            assert "B secret" not in output, output
+            assert "\n0\ndone\n" in output, output  # no mount of B in A's view
+            assert not {"planted.txt", "moved.txt"} & {p.name for p in b.iterdir()}, output
+            assert (b / "secret.txt").read_text() == "B secret\n"
+        owned = await run_command(b, "cat secret.txt && echo more >> secret.txt", timeout=60, sandbox=sandbox)
+        assert owned.startswith("B secret") and (b / "secret.txt").read_text() == "B secret\nmore\n"
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 # ---------------------------------------------------------------- 3. the harness's own programs
