@@ -14,10 +14,16 @@ often runs as root. Each test failed on the code before its fix:
    name on ``PATH``: a ``bwrap`` a command planted in a workdir folder on ``PATH`` (or one a
    hostile repository shipped) ran next, unsandboxed, as root. They now never come from a
    working directory.
+4. ``git status``, ``git diff``, ``git log -p`` are read-only commands that run unasked; a
+   repository's configuration made them run programs (fsmonitor, diff and filter drivers,
+   ssh, hooks, a bare repository found inside, submodules). Unsandboxed they now run none:
+   overrides every command gets stop what they can, and the read-only check asks before a
+   git whose repository names the rest.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
@@ -27,13 +33,15 @@ from pathlib import Path
 
 import pytest
 
-from harness_nb.core import ConfigError, ToolError
+from harness_nb.core import ConfigError, ToolCall, ToolError
+from harness_nb.engine import Denied
 from harness_nb.harness import Harness
+from harness_nb.providers.scripted import ScriptedProvider
 from harness_nb.sandbox import Sandbox
 from harness_nb.sandbox.machine import machine_folder_problem
 from harness_nb.tools.shell import run_command
 from notebook_support import error_name, notebook
-from sandbox_support import identity_sandbox
+from sandbox_support import bwrap_sandbox, identity_sandbox
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="needs Linux /proc")
 
@@ -146,12 +154,14 @@ async def test_a_root_command_in_one_workdir_cannot_reach_another_workdirs_view(
 OWN_PROGRAMS = ("bwrap", "nsenter", "prlimit", "bash", "sh", "rg", "git")
 
 # Builds harnesses on the workdir (argv[1]) and runs commands through them, sandboxed, in the
-# weaker root mode and unsandboxed; argv[2], when given, is a command the first harness's
-# sandbox runs first (planting programs); then prints the harness's program of each name.
+# weaker root mode and unsandboxed, and has the read-only check look at a repository (git);
+# argv[2], when given, is a command the first harness's sandbox runs first (planting
+# programs); then prints the harness's program of each name.
 _SCENARIO = """
-import asyncio, sys
+import asyncio, sys, tempfile
 from pathlib import Path
 from harness_nb.harness import Harness
+from harness_nb.engine.git_config import repository_program
 from harness_nb.sandbox import Sandbox, harness_program
 from harness_nb.tools.shell import run_command
 
@@ -164,6 +174,8 @@ async def main():
         harness = Harness("scripted/x.yaml", workdir=workdir, sandbox=sandbox, teams=False)
         print(await run_command(workdir, "echo ran", timeout=60, sandbox=harness.sandbox))
     print(await run_command(workdir, "echo ran", timeout=60, sandbox=Sandbox.create("auto", idmap=False)))
+    elsewhere = Path(tempfile.mkdtemp())
+    print("git looked:", repository_program(elsewhere, elsewhere))  # the read-only check runs git
     for name in sys.argv[3:]:
         print(name, harness_program(name))
 
@@ -199,7 +211,7 @@ def test_the_harness_never_runs_a_program_from_a_workdir_folder_on_path(tmp_path
         cwd=workdir, env=env, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert done.stdout.count("ran\nexit code: 0") == 3, done.stdout
+    assert done.stdout.count("ran\nexit code: 0") == 3 and "git looked: None" in done.stdout, done.stdout
     assert (workdir / "bin" / "bwrap").exists() and (workdir / "node_modules/.bin/git").exists()
     ran = sorted({line.split(" ", 1)[0] for line in log.read_text().splitlines()}) if log.exists() else []
     assert ran == [], f"programs planted in the workdir ran: {ran}"
@@ -223,3 +235,114 @@ async def test_a_bubblewrap_inside_the_workdir_is_refused_when_a_command_would_r
     with pytest.raises(ToolError, match=f"bubblewrap at {workdir}/bin/bwrap lies in the working directory {workdir}"):
         await run_command(workdir, "echo planted > ../out.txt", timeout=30, sandbox=sandbox)
     assert not (tmp_path / "out.txt").exists()
+
+
+# ---------------------------------------------------------------- 4. read-only git that runs code
+_REPOSITORY = "git init -q . && git config user.email a@b && git config user.name a && echo a > a.txt && git add a.txt && git commit -qm a"
+_PARTIAL_CLONE = (  # log -p needs an object the repository lacks: git fetches it, by ssh
+    "echo b >> a.txt && git commit -qam b && git config core.repositoryformatversion 1"
+    " && git config extensions.partialClone origin && git config remote.origin.promisor true"
+    " && git config remote.origin.url ssh://example.invalid/x && git config core.sshCommand 'touch {m}; false'"
+    " && blob=$(git rev-parse HEAD:a.txt) && rm -f .git/objects/${{blob:0:2}}/${{blob:2}}"
+)
+_SUBMODULE = (  # a repository inside, with a filter of its own, recorded as a submodule
+    "git init -q sub && cd sub && git config user.email a@b && git config user.name a && echo x > f.txt"
+    " && echo '* filter=evil' > .gitattributes && git add . && git commit -qm s"
+    " && git config filter.evil.clean 'touch {m}; cat' && cd .."
+    " && git update-index --add --cacheinfo 160000,$(git -C sub rev-parse HEAD),sub && git commit -qm sub"
+    " && touch -d 2001-01-01 sub/f.txt"
+)
+# vector: (what the repository holds, the read-only command, the reason it asks with; None:
+# it runs unasked and git runs nothing of the repository's)
+GIT_VECTORS = {
+    "core.fsmonitor": ("git config core.fsmonitor 'touch {m}; false'", "git status", None),
+    "a pager": ("git config core.pager 'touch {m}; cat' && git config pager.log 'touch {m}; cat'", "git log", None),
+    "diff.external": ("git config diff.external 'touch {m}; false' && echo b >> a.txt", "git diff", "diff.external"),
+    "textconv": (
+        (
+            "git config diff.x.textconv 'touch {m}; cat' && echo '*.txt diff=x' > .gitattributes"
+            " && echo c >> a.txt && git add -A && git commit -qm c"
+        ),
+        "git log -p",
+        "diff.x.textconv",
+    ),
+    "a clean filter": (
+        (
+            "git config filter.y.clean 'touch {m}; cat' && echo '*.txt filter=y' > .git/info/attributes"
+            " && touch -d 2001-01-01 a.txt"
+        ),
+        "git status",
+        "filter.y.clean",
+    ),
+    "core.sshCommand": (_PARTIAL_CLONE, "git log -p", "core.sshcommand"),
+    "an alias": ("git config alias.status '!touch {m}'", "git status", None),
+    "a bare repository inside": (
+        (
+            "mkdir evil && cd evil && git init -q --bare . && git config core.fsmonitor 'touch {m}; false'"
+            " && git config core.bare false && git config core.worktree .."
+        ),
+        "cd evil && git status",
+        None,
+    ),
+    "a hook": (
+        (
+            "printf '#!/bin/sh\\ntouch {m}\\n' > .git/hooks/post-index-change"
+            " && chmod +x .git/hooks/post-index-change && touch -d 2001-01-01 a.txt"
+        ),
+        "git status",
+        None,
+    ),
+    "a submodule's filter": (_SUBMODULE, "git status", "submodules"),
+}
+
+
+async def _git_run(tmp_path: Path, vector: str, sandbox: Sandbox | str) -> tuple[list[str], str]:
+    """The repository of ``vector`` in a fresh workdir, then a harness (approving nothing)
+    whose model runs its read-only command: (the reasons it asked with, what the model was
+    told); the marker file outside the workdir is made only if git ran the repository's program."""
+    setup, command, _ = GIT_VECTORS[vector]
+    workdir, marker = tmp_path / "work", tmp_path / "ran"
+    workdir.mkdir()
+    await asyncio.to_thread(
+        subprocess.run, ["bash", "-c", f"{_REPOSITORY} && {setup.format(m=marker)}"], cwd=workdir, check=True
+    )
+    marker.unlink(missing_ok=True)
+    asked: list[str] = []
+
+    async def deny(call: ToolCall, reason: str, risk: str) -> Denied:
+        asked.append(reason)
+        return Denied.by_the_person("no")
+
+    provider = ScriptedProvider([{"tool_calls": [{"name": "bash", "arguments": {"command": command}}]}, {"text": "ok"}])
+    harness = Harness(provider, workdir=workdir, sandbox=sandbox, include_user_agents=False, approval=deny, teams=False)
+    try:
+        await harness.run("look at the repository")
+    finally:
+        await harness.aclose()
+    told = next(str(m.content) for m in provider.requests[-1].messages if m.role == "tool")
+    assert not marker.exists(), f"git ran the repository's program; asked: {asked}; told: {told}"
+    return asked, told
+
+
+@pytest.mark.parametrize("vector", list(GIT_VECTORS))
+async def test_read_only_git_runs_no_program_the_repository_names_unsandboxed(tmp_path, vector):
+    """Unsandboxed, each way a repository makes git run a program: the overrides every command
+    gets stop what they can (fsmonitor, a bare repository found by walking up, a hook on an
+    index rewrite), the read-only check asks before the rest (a diff or filter driver, ssh for
+    a lazy fetch, submodules), and a pager or an alias never ran (no terminal; an alias never
+    stands for a command git has)."""
+    asked, told = await _git_run(tmp_path, vector, "off")
+    reason = GIT_VECTORS[vector][2]
+    if reason is None:
+        assert asked == [], asked
+        assert "denied" not in told, told
+    else:
+        assert len(asked) == 1 and reason in asked[0], asked
+
+
+@pytest.mark.parametrize("vector", list(GIT_VECTORS))
+async def test_in_the_sandbox_the_same_git_commands_run_unasked_and_stay_contained(tmp_path, vector):
+    """In the sandbox nothing is asked: whatever git runs there cannot write outside the
+    workdir (the marker beside it stays unmade)."""
+    asked, _ = await _git_run(tmp_path, vector, bwrap_sandbox())
+    assert asked == [], asked

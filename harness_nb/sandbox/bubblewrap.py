@@ -26,7 +26,9 @@ where that cannot be made) — and within limits on processes, memory, file size
 time (``limits.py``).
 
 Every command, sandboxed or not, gets ``command_environment()``: an allow-list (PATH,
-HOME, locale, terminal, time zone, the virtualenv), never the kernel's whole environment.
+HOME, locale, terminal, time zone, the virtualenv), never the kernel's whole environment,
+and git settings that keep a repository's configuration from running programs
+(``GIT_ENVIRONMENT``; ``engine/git_config.py``).
 Without the sandbox that keeps keys out of the obvious places only: a process running with
 your rights can still read your files (and ``/proc/<kernel pid>/environ``); the limits but
 the process count apply there too.
@@ -129,13 +131,26 @@ ENVIRONMENT_NAMES = frozenset(
 )
 _ENVIRONMENT_PREFIXES = ("LC_",)
 
+GIT_OVERRIDES: dict[str, str] = {"safe.bareRepository": "explicit", "core.fsmonitor": "false"}
+"""git settings every command gets, above every configuration file (``engine/git_config.py``
+says why): no bare repository found by walking up, no file-system monitor program."""
+
+GIT_ENVIRONMENT: dict[str, str] = {
+    "GIT_OPTIONAL_LOCKS": "0",  # a read-only command rewrites no index, so runs no hook
+    "GIT_CONFIG_COUNT": str(len(GIT_OVERRIDES)),
+    **{f"GIT_CONFIG_KEY_{i}": key for i, key in enumerate(GIT_OVERRIDES)},
+    **{f"GIT_CONFIG_VALUE_{i}": value for i, value in enumerate(GIT_OVERRIDES.values())},
+}
+
 
 def command_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment a ``bash`` command gets: the allow-listed variables of ``environ``
     (default ``os.environ``, read now, so a later ``export`` in the kernel is seen), with
-    the interpreter's virtualenv active, so ``python`` and ``pip`` are the kernel's."""
+    the interpreter's virtualenv active, so ``python`` and ``pip`` are the kernel's, and
+    ``GIT_ENVIRONMENT``."""
     source = os.environ if environ is None else environ
     env = {k: v for k, v in source.items() if k in ENVIRONMENT_NAMES or k.startswith(_ENVIRONMENT_PREFIXES)}
+    env.update(GIT_ENVIRONMENT)
     env.setdefault("HOME", str(Path.home()))
     env.setdefault("PATH", os.defpath)
     if sys.prefix != sys.base_prefix:  # a virtualenv, activated or not
