@@ -61,10 +61,10 @@ def repository_program(folder: Path, workdir: Path) -> str | None:
     cannot. Blocking (it runs git): call it off the event loop."""
     env = command_environment()
     interpreter = Path(sys.prefix).resolve()  # the kernel's own, kept read-only in the sandbox
-    for entry in env["PATH"].split(os.pathsep):
-        real = Path(os.path.realpath(entry)) if os.path.isabs(entry) else None
+    for on_path in env["PATH"].split(os.pathsep):
+        real = Path(os.path.realpath(on_path)) if os.path.isabs(on_path) else None
         if real is not None and real.is_relative_to(workdir) and not real.is_relative_to(interpreter):
-            return f"git runs gpg and ssh found on PATH, which holds {entry}, a folder in the workdir"
+            return f"git runs gpg and ssh found on PATH, which holds {on_path}, a folder in the workdir"
     git = harness_program("git")
     if git is None:
         return "git's configuration here cannot be checked: no git on PATH outside the working directories"
