@@ -46,7 +46,7 @@ from .permissions.hook import PermissionHook
 from .permissions.remember import remembering
 from .permissions.rule import PermissionRules
 from .providers.base import Provider
-from .sandbox import Checkpoints
+from .sandbox import Checkpoints, machine_folder_problem, note_workdir
 from .settings import SETTINGS, RunSettings
 from .skills.catalog import SkillCatalog
 from .skills.tool import SkillTool
@@ -231,6 +231,10 @@ def assemble(
     folder = Path(workdir).expanduser().resolve()
     if not folder.is_dir():
         raise ConfigError(f"workdir {folder} is not a folder; create it or pass another")
+    refused = machine_folder_problem(folder)
+    if refused is not None:
+        raise ConfigError(refused)
+    note_workdir(folder)  # commands may write it: the harness's programs never come from there
     state = folder / ".harness_nb"
     home = Path.home() if settings.include_user_agents else None
     agent_dirs = [Path(d).expanduser() for d in settings.agent_dirs]

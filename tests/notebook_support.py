@@ -53,18 +53,20 @@ async def notebook(
     script: dict[str, Any] | list[Any] | None = None,
     *,
     env: dict[str, str] | None = None,
+    cwd: Path | None = None,
 ) -> AsyncIterator[KernelDriver]:
-    """A kernel in ``folder`` with harness_nb loaded and, given a ``script``, the scripted model
-    configured through ``%config``."""
+    """A kernel in ``folder`` (or, given, in ``cwd``) with harness_nb loaded and, given a
+    ``script``, the scripted model configured through ``%config``."""
     home = folder / "home"
     home.mkdir(exist_ok=True)
     kernel_env = {name: "" for name in _CLEARED_ENV}
     kernel_env.update({"HOME": str(home), "IPYTHONDIR": str(home / ".ipython")})
     kernel_env.update(env or {})
-    async with KernelDriver(cwd=folder, env=kernel_env) as k:
+    async with KernelDriver(cwd=cwd or folder, env=kernel_env) as k:
         await k.run("%load_ext harness_nb")
         if script is not None:
-            await k.run(f"%config HarnessNB.model = 'scripted/{write_script(folder, script)}'")
+            written = write_script(folder, script)
+            await k.run(f"%config HarnessNB.model = 'scripted/{written if cwd is None else folder / written}'")
         yield k
 
 

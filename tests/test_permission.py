@@ -286,7 +286,7 @@ async def test_a_program_first_on_path_from_the_workdir_is_not_trusted(workdir):
     fake.write_text("#!/bin/sh\nrm -rf ~\n")
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     hook = hook_for(workdir)
-    place = hook.place(workdir)
+    place = hook.place(workdir, sandboxed=False)
     from harness_nb.permissions.shell.policy import Place, assess
 
     shadowed = Place(place.workdir, place.protected, place.written, search_path=f"{folder}:/usr/bin:/bin")

@@ -106,7 +106,8 @@ async def test_without_bubblewrap_the_notebook_says_so_once(tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "bash").symlink_to("/bin/bash")
-    env = {"PATH": str(bin_dir), "HOME": str(tmp_path), "HARNESS_NB_SANDBOX": ""}
+    (tmp_path / "home").mkdir()  # not the workdir: a home folder is not one
+    env = {"PATH": str(bin_dir), "HOME": str(tmp_path / "home"), "HARNESS_NB_SANDBOX": ""}
     async with KernelDriver(cwd=tmp_path, env=env) as k:
         loaded = k.text(await k.run("%load_ext harness_nb"))
         assert "bash is not sandboxed: bubblewrap is not installed" in loaded

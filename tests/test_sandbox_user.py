@@ -58,18 +58,16 @@ def found() -> Iterator[dict[str, Any]]:
         try:
             helper = MountHelper(user.pw_uid)
             reach = [str(p) for p in needed_paths(os.environ, extra=[ROOT])]
-            failed = helper.prepare(cover=[os.path.expanduser("~root")], reach=reach, workdir=None)
+            namespace = helper.prepare(cover=[os.path.expanduser("~root")], reach=reach, workdir=None).namespace
         except HelperError as exc:
-            failed = ("helper", str(exc))
-        if failed is not None:
-            pytest.skip(f"the interpreter cannot be made reachable for another user here: {failed[1]}")
+            pytest.skip(f"the interpreter cannot be made reachable for another user here: {exc}")
         env = {
             "HOME": str(base / "home"),
             "PATH": os.environ["PATH"],
             "PYTHONPATH": f"{ROOT}:{ROOT / 'tests'}",
             "LANG": "C.UTF-8",
         }
-        argv = ["nsenter", f"--mount={helper.namespace}", f"--setuid={user.pw_uid}", f"--setgid={user.pw_gid}", "--"]
+        argv = ["nsenter", f"--mount={namespace}", f"--setuid={user.pw_uid}", f"--setgid={user.pw_gid}", "--"]
         argv += [sys.executable, str(ROOT / "tests" / "sandbox_as_user.py"), *map(str, folders)]
         done = subprocess.run(argv, env=env, cwd=base, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr

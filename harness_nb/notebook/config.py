@@ -38,7 +38,7 @@ from traitlets.config import Config, Configurable
 
 from ..core import ConfigError
 from ..providers.factory import parse_model
-from ..sandbox import Sandbox
+from ..sandbox import Sandbox, machine_folder_problem
 from ..settings import MODEL_VARIABLE, SETTINGS, RunSettings, Setting, default_model
 
 # The settings whose default comes from the environment, and from which variable.
@@ -127,8 +127,9 @@ class HarnessNB(Configurable):
 
     workdir = Unicode(
         _env("workdir", "."),
-        help="Working directory the agent's file tools are confined to: an existing folder "
-        "(a relative one starts at the kernel's working directory).",
+        help="Working directory the agent's file tools are confined to and its commands may change: an "
+        "existing project folder (a relative one starts at the kernel's working directory), never /, a folder "
+        "of the machine or a home itself.",
     ).tag(config=True)
     approval_timeout = Float(
         help="Seconds an approval card waits for a click before the call is denied (default 300).",
@@ -209,6 +210,9 @@ class HarnessNB(Configurable):
         folder = Path.cwd() / Path(proposal.value or ".").expanduser()
         if not folder.is_dir():
             raise _rejected(proposal, f"{folder} is not a folder; create it first or name another")
+        refused = machine_folder_problem(folder)
+        if refused is not None:
+            raise _rejected(proposal, refused)
         value: str = proposal.value
         return value
 

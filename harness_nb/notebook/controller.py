@@ -13,11 +13,12 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.display import DisplayHandle, display
 
-from ..core import HarnessError, SubagentUpdate
+from ..core import ConfigError, HarnessError, SubagentUpdate
 from ..core.imports import shielded_imports
 from ..core.secret import SECRETS
 from ..engine import RunResult, UsageAccount
 from ..harness import Harness
+from ..settings import RunSettings
 from ..subagents import TaskEntry, TaskStatus, resolve_model
 from ..subagents.agent_map import MapHandle, MapOptions, MapResult
 from ..textview import TextView, terminal_approval
@@ -147,18 +148,28 @@ class NotebookHarness:
             return self._harness
         if self._harness is not None:
             self._close_later(self._harness)
+            self._harness = None
+        try:
+            harness = self._build(workdir, settings)
+        except ConfigError as exc:  # e.g. a workdir that is gone, or the machine's own folder
+            raise UsageError(str(exc)) from None
+        if harness.checkpointer is not None:  # IPython's history changes on its own
+            harness.checkpointer.leave_out(Path(self.shell.profile_dir.location).parent)
+        self._harness, self._harness_key = harness, key
+        harness.tracker.listeners.append(self._on_task_change)
+        return harness
+
+    def _build(self, workdir: str, settings: RunSettings) -> Harness:
+        """A new harness for ``settings`` (``ConfigError`` when they cannot work)."""
         box = settings.sandbox
-        self._harness = Harness(
+        return Harness(
             workdir=workdir,
             settings=settings,
-            extra_tools=kernel_tools(self.shell, history=self.history, proposals=self.proposals) if c.kernel_tools else [],
+            extra_tools=kernel_tools(self.shell, history=self.history, proposals=self.proposals)
+            if self.config.kernel_tools
+            else [],
             sandbox=Sandbox.create(box.mode, network=box.network, hidden=_connection_file(), limits=box.limits),
         )
-        if self._harness.checkpointer is not None:  # IPython's history changes on its own
-            self._harness.checkpointer.leave_out(Path(self.shell.profile_dir.location).parent)
-        self._harness_key = key
-        self._harness.tracker.listeners.append(self._on_task_change)
-        return self._harness
 
     def close(self) -> None:
         """Stop background work (on unload)."""

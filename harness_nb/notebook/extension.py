@@ -57,7 +57,7 @@ def load(shell: Any) -> None:
     shell.events.register("post_run_cell", controller.history.after_cell)
     shell.events.register("post_run_cell", controller.proposals.after_cell)
     controller.queued_cells.install()
-    magics.sync_agent_magics()
+    magics.refresh_agents()
 
 
 def unload(shell: Any) -> None:

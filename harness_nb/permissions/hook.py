@@ -147,8 +147,8 @@ class PermissionHook(Hook):
         policy = settings.pop("policy")
         return PermissionHook(policy, **settings)  # type: ignore[arg-type]
 
-    def place(self, workdir: Path) -> Place:
-        return Place(workdir.resolve(), protected=self.protected, written=self.written)
+    def place(self, workdir: Path, *, sandboxed: bool) -> Place:
+        return Place(workdir.resolve(), protected=self.protected, written=self.written, sandboxed=sandboxed)
 
     # ------------------------------------------------------------------ the decision
     async def before_tool(self, call: ToolCall, ctx: ToolContext) -> Decision:
@@ -256,17 +256,17 @@ class PermissionHook(Hook):
         denied = _bash_match(rules.deny, texts)
         if denied is not None:
             return Deny(_by(denied, "denied"))
-        if self.mode == "plan" and assess(command, self.place(ctx.workdir)).asks(sandboxed=False):
+        sandboxed = self.sandboxed() if self.sandboxed is not None else bool(ctx.tool and ctx.tool.sandboxed)
+        place = self.place(ctx.workdir, sandboxed=sandboxed)
+        if self.mode == "plan" and assess(command, place).asks(sandboxed=False):
             return Deny(f"not a command known to be read-only; {PLAN_ONLY_READS}")
         asked = _bash_match(rules.ask, texts)
         if asked is not None:
             return Ask(_by(asked, "asks"), "medium")
         if any(s.rule.covers("bash") for s in (*rules.deny, *rules.ask)) and _hides_commands(script):
             return Ask("a command whose program is computed cannot be checked against the deny rules", "medium")
-        place = self.place(ctx.workdir)
         assessment = assess(command, place)
         allowed = self._bash_allowed(command, script, rules.allow, place)
-        sandboxed = self.sandboxed() if self.sandboxed is not None else bool(ctx.tool and ctx.tool.sandboxed)
         # in the sandbox these folders are read-only mounts: the write fails, nothing to ask
         planted = [] if sandboxed else [r for r in assessment.reasons if r.protects]
         if planted and self.policy != "never" and not (allowed and allowed.trusted):

@@ -9,6 +9,11 @@ and the list of paths only the person may change.
   ``helper.py`` / ``helper_program.py``; or, where that cannot be made, root without
   capabilities) and what of the machine it needs; ``as_root.py``: what a root kernel's
   command adds to its launch.
+- ``machine.py``: ``machine_folder_problem``, the machine's own folders (``/``, ``/usr``, a
+  home itself), which no harness takes as its working directory.
+- ``program.py``: ``harness_program``, the programs the harness itself runs outside the
+  sandbox (bubblewrap, nsenter, prlimit, bash, rg, git), never from a folder commands may
+  write (``note_workdir``).
 - ``seccomp.py``: the seccomp filter every sandboxed command runs under.
 - ``limits.py``: ``SandboxLimits``, what one command may use (processes, memory, file size,
   CPU time).
@@ -40,6 +45,8 @@ from .helper import stop_mount_helper
 from .launch import Plan
 from .identity import ROOT_SECRETS, SANDBOX_UID, Identity
 from .limits import LIMIT_NAMES, SandboxLimits
+from .machine import machine_folder_problem
+from .program import harness_program, note_workdir
 from .protected import HARNESS_STATE, PROTECTED_FOLDERS, Protection, protection
 
 __all__ = [
@@ -65,6 +72,9 @@ __all__ = [
     "command_environment",
     "default_sandbox",
     "dotenv_files",
+    "harness_program",
+    "machine_folder_problem",
+    "note_workdir",
     "protection",
     "stop_mount_helper",
 ]

@@ -1,8 +1,8 @@
 """What a root kernel's command adds to its launch (``identity.py`` says why).
 
-As the sandbox uid (``"idmapped"``): the root helper's namespace is prepared for the
-command — the workdir idmapped, what it needs reachable, root's home covered — and the
-command enters it; what the uid cannot see there is neither hidden nor protected (it
+As the sandbox uid (``"idmapped"``): the workdir's own namespace in the root helper is
+prepared for the command — the workdir idmapped (no other: another workdir's view is not
+there), what it needs reachable, root's home covered — and the command enters it; what the uid cannot see there is neither hidden nor protected (it
 cannot be mounted on, and needs no hiding). Where that fails (a workdir on a file system
 without idmapping, the helper gone), the command runs in the weaker mode, with one warning.
 
@@ -53,32 +53,29 @@ def _homes(home: str, workdir: Path) -> list[Path]:
 
 
 def _enter_helper(plan: Plan, homes: list[Path], needed: list[Path]) -> bool:
-    """Prepare the root helper's namespace for ``plan`` (the working directory idmapped,
-    ``needed`` reachable, ``homes`` covered) and point the plan at it; ``False`` (with one
-    warning) when that cannot be done here, for the weaker mode."""
+    """Prepare the working directory's own namespace in the root helper for ``plan`` (the
+    working directory idmapped, ``needed`` reachable, ``homes`` covered) and point the plan
+    at it; ``False`` (with one warning) when that cannot be done here, for the weaker mode."""
+    # root-only secrets inside the workdir are the command's own there: hide them too
+    secrets = [(p, d) for p, d in root_secrets() if p.is_relative_to(plan.workdir)]
+    # what the command's uid cannot see needs no hiding, and cannot be mounted on
+    candidates = [*plan.protected, *(p for p, _ in (*plan.hidden, *secrets))]
     try:
-        cover, reach = [str(h) for h in homes], [str(p) for p in needed]
-        helper = mount_helper(SANDBOX_UID)
-        failed = helper.prepare(cover=cover, reach=reach, workdir=str(plan.workdir))
-        if failed is not None and failed[0] == "stale":  # the workdir was replaced: a new view
-            helper = mount_helper(SANDBOX_UID, fresh=True)
-            failed = helper.prepare(cover=cover, reach=reach, workdir=str(plan.workdir))
-        # root-only secrets inside the workdir are the command's own there: hide them too
-        secrets = [(p, d) for p, d in root_secrets() if p.is_relative_to(plan.workdir)]
-        # what the command's uid cannot see needs no hiding, and cannot be mounted on
-        candidates = [*plan.protected, *(p for p, _ in (*plan.hidden, *secrets))]
-        seen = dict(zip(candidates, helper.visible([str(p) for p in candidates]))) if failed is None else {}
+        prepared = mount_helper(SANDBOX_UID).prepare(
+            cover=[str(h) for h in homes],
+            reach=[str(p) for p in needed],
+            workdir=str(plan.workdir),
+            check=[str(p) for p in candidates],
+        )
     except HelperError as exc:
-        failed = ("helper", str(exc))
-    if failed is not None:
-        stage, why = failed
-        where = f"idmapped mounts cannot be made in {plan.workdir}" if stage == "idmap" else "the root helper failed"
+        where = f"idmapped mounts cannot be made in {plan.workdir}" if exc.stage == "idmap" else "the root helper failed"
         warn_once(
-            f"harness_nb: {where} ({why}): commands there run as root without capabilities, a weaker "
+            f"harness_nb: {where} ({exc}): commands there run as root without capabilities, a weaker "
             "sandbox (files only root may read are readable to them)."
         )
         return False
-    plan.namespace = helper.namespace
+    seen = dict(zip(candidates, prepared.visible))
+    plan.namespace = prepared.namespace
     plan.protected = tuple(p for p in plan.protected if seen[p])
     plan.hidden = tuple((p, d) for p, d in plan.hidden if seen[p])
     plan.secrets = tuple((p, d) for p, d in secrets if seen[p])

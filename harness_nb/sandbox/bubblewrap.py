@@ -26,13 +26,16 @@ where that cannot be made) — and within limits on processes, memory, file size
 time (``limits.py``).
 
 Every command, sandboxed or not, gets ``command_environment()``: an allow-list (PATH,
-HOME, locale, terminal, time zone, the virtualenv), never the kernel's whole environment.
+HOME, locale, terminal, time zone, the virtualenv), never the kernel's whole environment,
+and git settings that keep a repository's configuration from running programs
+(``GIT_ENVIRONMENT``; ``permissions/shell/git_config.py``).
 Without the sandbox that keeps keys out of the obvious places only: a process running with
 your rights can still read your files (and ``/proc/<kernel pid>/environ``); the limits but
 the process count apply there too.
 
-``Sandbox.create("auto")`` probes bubblewrap once per process and falls back to no
-sandbox with one logged warning; ``"bwrap"`` requires it (``ConfigError`` naming the
+bubblewrap, like every program the harness runs outside the sandbox, never comes from a
+folder commands may write (``program.py``). ``Sandbox.create("auto")`` probes it once per
+process and falls back to no sandbox with one logged warning; ``"bwrap"`` requires it (``ConfigError`` naming the
 fix); ``"off"`` never uses it. ``Sandbox.active`` says which it is, ``Sandbox.identity``
 who commands run as.
 """
@@ -41,7 +44,6 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping
@@ -53,9 +55,10 @@ from ..core import ConfigError, ToolError
 from ..core.dotenv import scan_dotenv
 from .as_root import complete_as_root
 from .identity import SANDBOX_UID, Identity, identity_for, process_limit_for_root
-from .launch import Plan, program
+from .launch import Plan
 from .limits import SandboxLimits
 from .notice import warn_once
+from .program import harness_program, note_workdir, writable_holder
 from .protected import PROTECTED_FOLDERS
 from .seccomp import filter_program, machine_arch
 
@@ -128,13 +131,26 @@ ENVIRONMENT_NAMES = frozenset(
 )
 _ENVIRONMENT_PREFIXES = ("LC_",)
 
+GIT_OVERRIDES: dict[str, str] = {"safe.bareRepository": "explicit", "core.fsmonitor": "false"}
+"""git settings every command gets, above every configuration file (``permissions/shell/git_config.py``
+says why): no bare repository found by walking up, no file-system monitor program."""
+
+GIT_ENVIRONMENT: dict[str, str] = {
+    "GIT_OPTIONAL_LOCKS": "0",  # a read-only command rewrites no index, so runs no hook
+    "GIT_CONFIG_COUNT": str(len(GIT_OVERRIDES)),
+    **{f"GIT_CONFIG_KEY_{i}": key for i, key in enumerate(GIT_OVERRIDES)},
+    **{f"GIT_CONFIG_VALUE_{i}": value for i, value in enumerate(GIT_OVERRIDES.values())},
+}
+
 
 def command_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment a ``bash`` command gets: the allow-listed variables of ``environ``
     (default ``os.environ``, read now, so a later ``export`` in the kernel is seen), with
-    the interpreter's virtualenv active, so ``python`` and ``pip`` are the kernel's."""
+    the interpreter's virtualenv active, so ``python`` and ``pip`` are the kernel's, and
+    ``GIT_ENVIRONMENT``."""
     source = os.environ if environ is None else environ
     env = {k: v for k, v in source.items() if k in ENVIRONMENT_NAMES or k.startswith(_ENVIRONMENT_PREFIXES)}
+    env.update(GIT_ENVIRONMENT)
     env.setdefault("HOME", str(Path.home()))
     env.setdefault("PATH", os.defpath)
     if sys.prefix != sys.base_prefix:  # a virtualenv, activated or not
@@ -180,7 +196,7 @@ def _unavailable(executable: str | None) -> tuple[str, str]:
     if not sys.platform.startswith("linux"):
         return f"bubblewrap needs Linux (this is {sys.platform})", "run on Linux to sandbox commands"
     if executable is None or not Path(executable).is_file():
-        return "bubblewrap is not installed (no `bwrap` on PATH)", INSTALL_HINT
+        return "bubblewrap is not installed (no `bwrap` on PATH outside the working directories)", INSTALL_HINT
     problem = _probe(executable)
     if problem is not None:
         return problem, "allow user namespaces (a container needs e.g. --security-opt seccomp=unconfined)"
@@ -240,7 +256,7 @@ class Sandbox:
         )
         if mode == "off":
             return base
-        executable = executable or shutil.which("bwrap")
+        executable = executable or harness_program("bwrap")
         reason, fix = _unavailable(executable)
         if not reason:
             assert executable is not None
@@ -327,10 +343,20 @@ class Sandbox:
         workdir = Path(workdir).resolve()
         if not workdir.is_dir():
             raise ToolError(f"cannot start bash in {workdir}: it is not a folder")
+        note_workdir(workdir)  # before any program is looked up: none may come from there
+        prlimit = harness_program("prlimit")
         env = command_environment()
-        prlimit = program("prlimit")
         if not self.active:
-            return Plan(workdir, env, command, limits=self.limits, timeout=timeout, prlimit=prlimit)
+            bash = harness_program("bash")  # run outside any sandbox: not found through the command's PATH
+            if bash is None:
+                raise ToolError("cannot start bash: there is none on PATH outside the working directories; install it")
+            return Plan(workdir, env, command, limits=self.limits, timeout=timeout, prlimit=prlimit, bash=bash)
+        held = writable_holder(cast(str, self.executable))
+        if held is not None:
+            raise ToolError(
+                f"bubblewrap at {self.executable} lies in the working directory {held}, where commands can "
+                f"replace it; {INSTALL_HINT} outside it (or pass that one as executable)"
+            )
         env["XDG_CACHE_HOME"] = "/tmp/.cache"  # the home folder is read-only: pip, matplotlib cache here
         env["MPLCONFIGDIR"] = "/tmp/.cache/matplotlib"  # else it warns on every import that ~/.config is read-only
         folders = [workdir / name for name in PROTECTED_FOLDERS]

@@ -2,10 +2,10 @@
 started on the first sandboxed command that needs it, stopped with the kernel.
 
 ``mount_helper()`` gives the running helper (starting it when there is none or it died);
-its ``prepare`` and ``visible`` send one request each and wait for the answer (blocking:
-call them off the event loop); ``namespace`` is the path a command enters its namespace by
-(``nsenter --mount=…``). ``stop_mount_helper()`` ends it: ``kill_running_commands`` calls it
-at exit and when the extension is unloaded.
+its ``prepare`` sends one request and waits for the answer (blocking: call it off the event
+loop): the working directory's own namespace, as the path a command enters it by
+(``nsenter --mount=…``), and what the sandbox uid sees there. ``stop_mount_helper()`` ends
+it: ``kill_running_commands`` calls it at exit and when the extension is unloaded.
 
 The helper dies with the kernel however the kernel ends: it exits at end of input (the
 kernel's end of its stdin pipe closes with the kernel), and it asked the kernel to kill it
@@ -22,10 +22,12 @@ import select
 import subprocess
 import sys
 import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["HELPER_TIMEOUT", "MountHelper", "mount_helper", "stop_mount_helper"]
+__all__ = ["HELPER_TIMEOUT", "HelperError", "MountHelper", "Prepared", "mount_helper", "stop_mount_helper"]
 
 HELPER_TIMEOUT = 30.0
 """Seconds the helper may take to start or to answer one request."""
@@ -34,7 +36,21 @@ PROGRAM = Path(__file__).with_name("helper_program.py")
 
 
 class HelperError(Exception):
-    """The helper could not do what was asked (the message says what)."""
+    """The helper could not do what was asked (the message says what): ``stage`` is where
+    (``"helper"``: it did not start or answer; ``"reach"``, ``"idmap"``: preparing a view)."""
+
+    def __init__(self, message: str, *, stage: str = "helper") -> None:
+        super().__init__(message)
+        self.stage = stage
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A working directory's view, ready: ``namespace`` is the path a command enters it by,
+    ``visible`` which of the paths asked about the sandbox uid sees there."""
+
+    namespace: str
+    visible: list[bool]
 
 
 class MountHelper:
@@ -68,32 +84,25 @@ class MountHelper:
         except ChildProcessError:
             return False
 
-    @property
-    def namespace(self) -> str:
-        """The helper's mount namespace, as a path ``nsenter --mount`` takes."""
-        return f"/proc/{self._proc.pid}/ns/mnt"
-
-    def prepare(self, *, cover: list[str], reach: list[str], workdir: str | None) -> tuple[str, str] | None:
-        """Cover ``cover``, make ``reach`` reachable, idmap ``workdir``; ``None`` when done,
-        else (the stage that failed: ``"reach"``, ``"idmap"`` or ``"stale"``, why)."""
-        request: dict[str, Any] = {"op": "prepare", "cover": cover, "reach": reach, "workdir": workdir}
+    def prepare(
+        self, *, cover: Sequence[str], reach: Sequence[str], workdir: str | None, check: Sequence[str] = ()
+    ) -> Prepared:
+        """In ``workdir``'s own namespace (``None``: one without a workdir): cover ``cover``,
+        make ``reach`` reachable, idmap ``workdir``, and see which of ``check`` the sandbox
+        uid can see; ``HelperError`` (its ``stage``) when that cannot be done."""
+        request: dict[str, Any] = {
+            "op": "prepare", "cover": list(cover), "reach": list(reach), "workdir": workdir, "check": list(check),
+        }  # fmt: skip
         if workdir is not None:
             st = os.stat(workdir)
             request["inode"] = [st.st_dev, st.st_ino]
         answer = self._ask(request)
-        if answer.get("ok"):
-            return None
-        return str(answer.get("stage", "reach")), str(answer.get("error", answer))
-
-    def visible(self, paths: list[str]) -> list[bool]:
-        """Which of ``paths`` the sandbox uid can see in the helper's namespace."""
-        if not paths:
-            return []
-        answer = self._ask({"op": "visible", "paths": paths})
-        seen = answer.get("visible")
-        if not isinstance(seen, list) or len(seen) != len(paths):
+        if not answer.get("ok"):
+            raise HelperError(str(answer.get("error", answer)), stage=str(answer.get("stage", "reach")))
+        namespace, seen = answer.get("namespace"), answer.get("visible")
+        if not isinstance(namespace, str) or not isinstance(seen, list) or len(seen) != len(check):
             raise HelperError(f"the root helper answered {answer!r}")
-        return [bool(s) for s in seen]
+        return Prepared(namespace, [bool(s) for s in seen])
 
     def stop(self) -> None:
         """End the helper (closing its input; killing it if it lingers) and reap it."""
@@ -141,12 +150,12 @@ _helper: MountHelper | None = None
 _helper_lock = threading.Lock()
 
 
-def mount_helper(uid: int, *, fresh: bool = False) -> MountHelper:
-    """This process's helper for ``uid``, started now if none runs (or, ``fresh``, in place
-    of the one that does; ``HelperError`` when it cannot start). Blocking."""
+def mount_helper(uid: int) -> MountHelper:
+    """This process's helper for ``uid``, started now if none runs (``HelperError`` when it
+    cannot start). Blocking."""
     global _helper
     with _helper_lock:
-        if _helper is not None and (fresh or not _helper.alive or _helper.uid != uid):
+        if _helper is not None and (not _helper.alive or _helper.uid != uid):
             _helper.stop()
             _helper = None
         if _helper is None:

@@ -1,26 +1,31 @@
 """The root helper: a program (never imported by harness_nb) that a kernel running as root
-starts once, and whose private mount namespace its sandboxed commands enter.
+starts once, and whose private mount namespaces its sandboxed commands enter.
 
     python -I -S helper_program.py UID PARENT_PID
 
-In that namespace the machine looks the way uid ``UID`` (an otherwise unused uid) should see
-it: each working directory is an idmapped mount on which the directory's owner appears as
-``UID`` (so the command owns what the kernel owns there, and what it creates lands on disk
-as the kernel's), and each folder on the way to what commands need (the interpreter, the
+Each working directory gets a mount namespace of its own, made from the helper's, in which
+the machine looks the way uid ``UID`` (an otherwise unused uid) should see it from there:
+the working directory is an idmapped mount on which its owner appears as ``UID`` (so the
+command owns what the kernel owns there, and what it creates lands on disk as the
+kernel's), and each folder on the way to what commands need (the interpreter, the
 ``PATH``'s folders) that ``UID`` could not pass through is covered by an empty tmpfs with
 just those entries bound back. Root's home is covered the same way whether or not ``UID``
-could pass it. Nothing of this is seen outside the namespace: the machine's mount table is
-unchanged, and the namespace goes when the helper and the last command in it have.
+could pass it. Only that one working directory is idmapped there: a command in one
+workdir never sees another's view (where ``UID`` would own that workdir's files too), nor
+one left from earlier commands. Nothing of this is seen outside the namespaces: the
+machine's mount table is unchanged, and a namespace goes when the helper and the last
+command in it have.
 
 It reads one JSON request per line on stdin and answers one JSON line on stdout:
 
-- ``{"op": "prepare", "cover": [H], "reach": [P, ...], "workdir": W, "inode": [dev, ino]}``
-  covers the folders ``H``, makes every ``P`` reachable for ``UID``, idmaps ``W`` (``null``:
-  none; ``inode``: what the machine has at ``W``): ``{"ok": true}``, or ``{"error": "...",
-  "stage": "reach" | "idmap" | "stale"}`` (``stale``: the view holds a folder the machine
-  has since replaced; only a new helper sees the new one);
-- ``{"op": "visible", "paths": [...]}``: which of them ``UID`` can see: ``{"visible":
-  [true, false, ...]}``.
+- ``{"op": "prepare", "cover": [H], "reach": [P, ...], "workdir": W, "inode": [dev, ino],
+  "check": [C, ...]}`` in ``W``'s namespace (made now if there is none; ``null``: one
+  without a workdir): covers the folders ``H``, makes every ``P`` reachable for ``UID``,
+  idmaps ``W`` (``inode``: what the machine has at ``W``; a namespace holding a folder the
+  machine has since replaced is left for a new one) and answers ``{"ok": true,
+  "namespace": "/proc/PID/fd/N", "visible": [true, false, ...]}``: the path a command
+  enters it by (``nsenter --mount=…``) and which of the paths ``C`` ``UID`` can see there;
+  or ``{"error": "...", "stage": "reach" | "idmap"}``.
 
 End of input ends it; so does its parent's death (``PR_SET_PDEATHSIG``). Only the standard
 library: it runs with ``-I -S``, and nothing in the working directory can shadow an import.
@@ -42,7 +47,7 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 # linux/sched.h, linux/mount.h, linux/prctl.h, fcntl.h; the syscall numbers are the same
 # on x86_64 and aarch64 (asm/unistd_64.h, asm-generic/unistd.h)
-_CLONE_NEWNS = 0x00020000
+_CLONE_NEWNS = 0x00020000  # also setns's type of a mount namespace
 _CLONE_NEWUSER = 0x10000000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_SLAVE = 0x2, 0x4, 0x8, 0x4000, 1 << 19
 _SYS_OPEN_TREE, _SYS_MOVE_MOUNT, _SYS_MOUNT_SETATTR = 428, 429, 442
@@ -89,20 +94,27 @@ def _mounts_at(path: str) -> int:
 
 
 class View:
-    """The namespace's file system as ``uid`` sees it, built up request by request.
+    """One namespace's file system as ``uid`` sees it (one working directory's), built up
+    request by request.
 
-    Each folder covered by a tmpfs and each workdir mounted idmapped over itself keeps an
-    ``O_PATH`` descriptor of what it hides (``originals``): entries are bound back, and
-    workdirs inside workdirs mapped, from there, never from the view itself.
+    Each folder covered by a tmpfs and the workdir mounted idmapped over itself keep an
+    ``O_PATH`` descriptor of what they hide (``originals``): entries are bound back, and the
+    workdir mapped, from there, never from the view itself.
     """
 
-    def __init__(self, uid: int) -> None:
+    def __init__(self, uid: int, userns: dict[tuple[int, int], int]) -> None:
         self.uid = uid
         self.originals: dict[str, int] = {}  # covered folder or idmapped workdir -> what it hides
         self.covers: set[str] = set()
         self.idmapped: set[str] = set()
         self.exposed: set[str] = set()
-        self.userns: dict[tuple[int, int], int] = {}
+        self.userns = userns  # (uid, gid) on disk -> its user namespace: shared by every view
+
+    def close(self) -> None:
+        """Close the descriptors of what the view hides (the namespace is left as it is)."""
+        for fd in self.originals.values():
+            os.close(fd)
+        self.originals.clear()
 
     def passable(self, folder: str) -> bool:
         """Whether ``uid`` may pass through ``folder`` (search permission)."""
@@ -225,7 +237,7 @@ class View:
         the machine's folder there was replaced (its mount then went with the old one)."""
         self.reach(workdir)
         if os.stat(workdir).st_uid == self.uid:
-            return  # mapped already, here or through a workdir above it with the same owner
+            return  # mapped already, by an earlier command's request
         if workdir in self.originals:
             os.close(self.originals.pop(workdir))
             self.idmapped.discard(workdir)
@@ -307,27 +319,64 @@ class View:
         return [c == ord("1") for c in answer.ljust(len(paths), b"0")]
 
 
-def _serve(view: View, request: dict[str, Any]) -> dict[str, Any]:
-    if request.get("op") == "visible":
-        return {"visible": view.visible([str(p) for p in request["paths"]])}
-    stage = "reach"
-    try:
-        for folder in request.get("cover", []):
-            view.cover(str(folder))
-        for path in request.get("reach", []):
-            view.reach(str(path))
-        if request.get("workdir"):
-            stage = "idmap"
-            workdir = str(request["workdir"])
-            view.map_owner(workdir)
-            st = os.stat(workdir)
-            if [st.st_dev, st.st_ino] != request.get("inode", [st.st_dev, st.st_ino]):
-                # the machine's folder was replaced since the view bound it: a new helper
-                # (a new view) is the way back
-                return {"error": f"{workdir} was replaced since it was first mounted here", "stage": "stale"}
-    except OSError as exc:
-        return {"error": exc.strerror or str(exc), "stage": stage}
-    return {"ok": True}
+class Namespaces:
+    """The views commands enter: one mount namespace per working directory, each made from
+    the helper's own (``base``, where nothing is covered or mapped), and entered with
+    ``setns`` before the view is changed or asked."""
+
+    def __init__(self, uid: int) -> None:
+        self.uid = uid
+        self.base = os.open("/proc/self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
+        self.userns: dict[tuple[int, int], int] = {}
+        self.views: dict[str, tuple[View, int]] = {}  # workdir ("": none) -> its view, its namespace
+        # replaced namespaces stay open: a command may be entering one by its path, which a
+        # new namespace must never take over
+        self.retired: list[int] = []
+
+    def enter(self, workdir: str, *, fresh: bool = False) -> tuple[View, int]:
+        """Enter ``workdir``'s namespace, made now when there is none (or ``fresh``, in
+        place of the one there is); (its view, its descriptor)."""
+        known = self.views.get(workdir)
+        if known is not None and not fresh:
+            _setns(known[1])
+            return known
+        if known is not None:
+            known[0].close()
+            self.retired.append(known[1])
+        _setns(self.base)
+        _check(_libc.unshare(_CLONE_NEWNS), "unshare a mount namespace")
+        made = (View(self.uid, self.userns), os.open("/proc/self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC))
+        self.views[workdir] = made
+        return made
+
+
+def _setns(fd: int) -> None:
+    _check(_libc.setns(fd, _CLONE_NEWNS), "enter a mount namespace")
+
+
+def _serve(spaces: Namespaces, request: dict[str, Any]) -> dict[str, Any]:
+    if request.get("op") != "prepare":
+        return {"error": f"unknown op {request.get('op')!r}", "stage": "request"}
+    workdir = str(request.get("workdir") or "")
+    for fresh in (False, True):
+        view, namespace = spaces.enter(workdir, fresh=fresh)
+        stage = "reach"
+        try:
+            for folder in request.get("cover", []):
+                view.cover(str(folder))
+            for path in request.get("reach", []):
+                view.reach(str(path))
+            if workdir:
+                stage = "idmap"
+                view.map_owner(workdir)
+                st = os.stat(workdir)
+                if [st.st_dev, st.st_ino] != request.get("inode", [st.st_dev, st.st_ino]):
+                    continue  # the machine's folder was replaced since this view bound it: a new view
+        except OSError as exc:
+            return {"error": exc.strerror or str(exc), "stage": stage}
+        visible = view.visible([str(p) for p in request.get("check", [])])
+        return {"ok": True, "namespace": f"/proc/{os.getpid()}/fd/{namespace}", "visible": visible}
+    return {"error": f"{workdir} was replaced again while it was being mounted", "stage": "idmap"}
 
 
 def probe(uid: int) -> int:
@@ -337,7 +386,7 @@ def probe(uid: int) -> int:
         _check(_libc.unshare(_CLONE_NEWNS), "unshare a mount namespace")
         _check(_libc.mount(None, b"/", None, _MS_REC | _MS_SLAVE, None), "make / a slave mount")
         _check(_libc.mount(b"tmpfs", b"/tmp", b"tmpfs", 0, b"mode=0700,size=64k"), "tmpfs on /tmp")
-        view = View(uid)
+        view = View(uid, {})
         tree = _check(_libc.syscall(_SYS_OPEN_TREE, _AT_FDCWD, b"/", _OPEN_TREE_CLONE | os.O_CLOEXEC), "open_tree /")
         _idmap(tree, view._userns(0, 0), recursive=False)
         os.mkdir("/tmp/root")
@@ -366,12 +415,12 @@ def main(argv: list[str]) -> int:
         out.write(json.dumps({"error": exc.strerror or str(exc)}) + "\n")
         out.flush()
         return 1
+    spaces = Namespaces(uid)
     out.write(json.dumps({"ready": True}) + "\n")
     out.flush()
-    view = View(uid)
     for line in sys.stdin:
         try:
-            reply = _serve(view, json.loads(line))
+            reply = _serve(spaces, json.loads(line))
         except (ValueError, KeyError, TypeError, OSError) as exc:
             reply = {"error": f"bad request: {exc}", "stage": "request"}
         out.write(json.dumps(reply) + "\n")

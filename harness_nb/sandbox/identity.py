@@ -11,13 +11,14 @@ is the uid the kernel checks file permissions against (``Identity``):
     0 outside its namespace still passes every owner check (``cat /etc/shadow`` works) and
     the kernel counts no process limit for root. So the command does not run as root at all
     but as ``SANDBOX_UID``, a uid nothing else uses. The root helper (``helper_program.py``)
-    keeps a private mount namespace in which the working directory is an idmapped mount on
-    which its owner appears as ``SANDBOX_UID`` — the command owns what the kernel owns there,
-    and what it creates lands on disk as the folder's owner — and in which root's home, and
-    any folder that uid could not pass on the way to Python and the ``PATH``'s programs, is
-    an empty folder with just those entries bound back (``needed_paths``). The command enters
-    that namespace as ``SANDBOX_UID`` (``nsenter``) and runs the same unprivileged
-    bubblewrap a user's command runs. The machine's mount table never changes.
+    keeps a private mount namespace per working directory, in which that working directory
+    (and no other) is an idmapped mount on which its owner appears as ``SANDBOX_UID`` — the
+    command owns what the kernel owns there, and what it creates lands on disk as the
+    folder's owner — and in which root's home, and any folder that uid could not pass on the
+    way to Python and the ``PATH``'s programs, is an empty folder with just those entries
+    bound back (``needed_paths``). The command enters its workdir's namespace as
+    ``SANDBOX_UID`` (``nsenter``) and runs the same unprivileged bubblewrap a user's command
+    runs. The machine's mount table never changes.
 
     Chosen over running bubblewrap as root and dropping to the uid at the end (``setpriv``,
     where bubblewrap could reach every path itself): that leaves the command no user
@@ -39,7 +40,6 @@ from __future__ import annotations
 import functools
 import glob
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping
@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Literal
 
 from .limits import PidsCgroup
+from .program import harness_program
 
 __all__ = [
     "ROOT_SECRETS",
@@ -144,9 +145,9 @@ def probe_idmap(bwrap: str) -> str | None:
     can): idmapped mounts of the root file system, ``nsenter``, and bubblewrap run by that
     uid. Runs a few tiny processes, once per process (a blocking call of some 50 ms, made
     when the first root harness is built)."""
-    nsenter = shutil.which("nsenter")
+    nsenter = harness_program("nsenter")
     if nsenter is None:
-        return "nsenter (util-linux) is not installed"
+        return "nsenter (util-linux) is not installed (outside the working directories)"
     program = Path(__file__).with_name("helper_program.py")
     checks = {
         "idmapped mounts cannot be made": [sys.executable, "-I", "-S", str(program), "--probe", str(SANDBOX_UID)],

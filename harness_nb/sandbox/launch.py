@@ -15,9 +15,7 @@ a mount point for the command (so the command cannot create it either) and remov
 
 from __future__ import annotations
 
-import functools
 import os
-import shutil
 import sys
 import threading
 from collections.abc import Iterable
@@ -27,18 +25,13 @@ from typing import cast
 
 from .identity import SANDBOX_UID, Identity
 from .limits import PidsCgroup, SandboxLimits
+from .program import harness_program
 from .seccomp import filter_fd
 
-__all__ = ["Plan", "program", "resolver_sources"]
+__all__ = ["Plan", "resolver_sources"]
 
 # Created as an empty mount point when missing and then kept: the harness's own state folder.
 _KEPT_MOUNT_POINTS = frozenset({".harness_nb"})
-
-
-@functools.cache
-def program(name: str) -> str | None:
-    """Where the program ``name`` is (looked up once per process)."""
-    return shutil.which(name)
 
 
 @dataclass
@@ -58,6 +51,7 @@ class Plan:
     limits: SandboxLimits = field(default_factory=SandboxLimits)
     timeout: float = 120.0
     prlimit: str | None = None  # the prlimit program, when there is one
+    bash: str = "bash"  # unsandboxed, where it is (program.py); in the sandbox its PATH finds it, contained
     seccomp: bytes | None = None  # the filter, where the machine has one
     disable_userns: bool = True
     namespace: str | None = None  # the root helper's mount namespace to enter, as SANDBOX_UID
@@ -87,11 +81,11 @@ class Plan:
         ``release()`` removes it again if it is still empty, and closes ``fds``."""
         limits = self._limit_args()
         if self.executable is None:
-            return [*limits, "bash", "-c", self.command]
+            return [*limits, self.bash, "-c", self.command]
         w = str(self.workdir)
         argv: list[str] = []
         if self.namespace is not None:
-            nsenter = cast(str, program("nsenter"))
+            nsenter = cast(str, harness_program("nsenter"))  # there: identity.py found it
             argv += [nsenter, f"--mount={self.namespace}", f"--setuid={SANDBOX_UID}", f"--setgid={SANDBOX_UID}", "--"]
         argv += [self.executable, "--die-with-parent", "--new-session", "--unshare-all"]
         if self.network:
@@ -131,7 +125,7 @@ class Plan:
                 argv += ["--ro-bind-data", str(self.fds[-1]), str(path)]
         for home, _ in self.home_binds:  # last: the workdir may lie inside and needed a mount point
             argv += ["--remount-ro", str(home)]
-        argv += ["--chdir", w, *limits, "bash", "-c", self.command]
+        argv += ["--chdir", w, *limits, self.bash, "-c", self.command]
         return self.cgroup.wrap(argv) if self.cgroup is not None else argv
 
     def _limit_args(self) -> list[str]:

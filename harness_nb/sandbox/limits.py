@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..core import ConfigError
+from .program import harness_program
 
 __all__ = ["LIMIT_NAMES", "PidsCgroup", "SandboxLimits"]
 
@@ -247,7 +248,8 @@ class PidsCgroup:
     def wrap(self, argv: list[str]) -> list[str]:
         """``argv`` run inside this cgroup."""
         procs = str(self.path / "cgroup.procs")
-        return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', procs, *argv]
+        sh = harness_program("sh") or "/bin/sh"
+        return [sh, "-c", 'echo $$ > "$0" && exec "$@"', procs, *argv]
 
     def remove(self) -> None:
         """Remove the cgroup (later, if processes still hold it)."""

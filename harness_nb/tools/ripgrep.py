@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
 import signal
 import sys
 from collections.abc import Sequence
@@ -19,6 +18,7 @@ from functools import cache
 from pathlib import Path
 
 from ..core import escape_name
+from ..sandbox.program import harness_program
 
 __all__ = ["RgPatternError", "find_rg", "rg_search"]
 
@@ -33,14 +33,18 @@ class RgPatternError(Exception):
     """rg refused the pattern (a look-around, a back-reference, a regex too big)."""
 
 
-@cache
 def find_rg() -> str | None:
     """The ``rg`` to use: the one the ``ripgrep`` wheel put beside ``sys.executable``, else
-    one on ``PATH``, else ``None`` (grep then uses its pure-Python fallback)."""
+    one on ``PATH`` outside the working directories (``sandbox/program.py``), else ``None``
+    (grep then uses its pure-Python fallback)."""
+    return _beside_python() or harness_program("rg")
+
+
+@cache
+def _beside_python() -> str | None:
+    # the kernel's own interpreter's folder: in a workdir, the sandbox keeps it read-only
     beside = Path(sys.executable).parent / "rg"
-    if beside.is_file() and os.access(beside, os.X_OK):
-        return str(beside)
-    return shutil.which("rg")
+    return str(beside) if beside.is_file() and os.access(beside, os.X_OK) else None
 
 
 def _batches(files: Sequence[bytes]) -> list[list[bytes]]:

@@ -116,7 +116,10 @@ class HarnessMagics(Magics):
     def refresh_agents(self, *_args: Any) -> None:
         """Before each cell: agent files added or edited since the last cell become
         ``%@name`` magics now."""
-        harness = self.controller.harness()
+        try:
+            harness = self.controller.harness()
+        except UsageError:
+            return  # no harness can be made with these settings: the agent's own cells say why
         if harness.registry.changed_on_disk():
             harness.registry.reload()
         self.sync_agent_magics()

@@ -6,7 +6,8 @@ Two questions, answered from ``command.parse_command``:
   substitutions, no compound syntax) whose every simple command is on the allow-list
   (``read_only``) with file operands inside the workdir, run by a program from outside the
   workdir, with redirections that write nowhere but ``/dev/null`` or a new file in the
-  workdir.
+  workdir; and, outside the sandbox, a ``git`` whose repository configures no program
+  git would run (``git_config``).
 - **Which harm can be named?** Every simple command, nested ones included, is looked at
   for the reasons an approval card shows (``RECURSIVE_DELETE`` "recursive or forced
   delete", ``WRITES_OUTSIDE``, ``DOWNLOADS_AND_RUNS``, ``ROOT``, …). Each reason says
@@ -38,6 +39,7 @@ from pathlib import Path
 
 from ...sandbox import Protection, protection
 from .parser import Command, Pipeline, Script, Word, parse_command
+from .git_config import repository_program
 from .read_only import BUILTINS, NOT_READ_ONLY, read_only_problem, split_options
 
 GLOB_LIMIT = 200
@@ -109,13 +111,16 @@ def uncheckable(why: str) -> Reason:
 @dataclass(frozen=True)
 class Place:
     """Where a command runs: the workdir, agent folders beyond the protected paths of
-    ``sandbox.protection`` (``protected``), and the files the agent wrote this session
-    (``written``: resolved path -> whether the agent created it)."""
+    ``sandbox.protection`` (``protected``), the files the agent wrote this session
+    (``written``: resolved path -> whether the agent created it), and whether in the
+    sandbox (``sandboxed``)."""
 
     workdir: Path
     protected: tuple[Path, ...] = ()
     written: Mapping[Path, bool] = field(default_factory=dict)
     search_path: str | None = None  # PATH for finding programs; None: the process's
+    # in the sandbox what git runs is contained: the repository's git configuration is not looked at
+    sandboxed: bool = False
 
 
 @dataclass
@@ -307,6 +312,7 @@ class _Judge:
         # a long command repeats its programs and globs: look each up once
         self._found: dict[str, str | None] = {}
         self._globs: dict[tuple[str, Path], list[str] | None] = {}
+        self._git_runs: dict[Path, Reason | None] = {}
 
     def add(self, reason: Reason) -> None:
         if reason not in self.reasons:
@@ -568,8 +574,16 @@ class _Judge:
 
         problem = read_only_problem([name, *args], paths)
         if problem is None:
-            return None
+            return self.git_runs(cwd) if name == "git" and not self.place.sandboxed else None
         return READS_OUTSIDE if outside else NOT_KNOWN
+
+    def git_runs(self, cwd: Path) -> Reason | None:
+        """Why a read-only git command in ``cwd`` could run a program the repository names
+        (``git_config``), looked at once per folder."""
+        if cwd not in self._git_runs:
+            why = repository_program(cwd, self.root)
+            self._git_runs[cwd] = None if why is None else Reason(why, contained=True)
+        return self._git_runs[cwd]
 
     def expand(self, pattern: str, cwd: Path) -> list[str] | None:
         """What bash would pass for an unquoted glob (``None``: cannot tell, or too many,
