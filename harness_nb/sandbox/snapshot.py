@@ -1,183 +1,142 @@
-"""A snapshot of the workdir: a bounded walk into a ``Manifest`` of what each path is.
+"""``Snapshotter``: one snapshot of the workdir — every path's kind, permission bits, size and
+times, and the content of files and symlinks stored in the shadow git repository
+(``gitstore``) — and ``Manifest``, what it found.
 
-``Snapshotter.take(previous)`` walks the workdir with ``os.scandir`` and records, per path
-(relative, ``/``-separated), an ``Entry``: its kind, permission bits, size, times, inode
-and — for a file or a symlink — the id of its content in the ``GitStore``. A file is read
-and stored only when its signature (kind, mode, size, mtime, ctime, inode) differs from
-``previous``'s, so a snapshot of an unchanged tree costs a stat walk. The ctime is part of
-the signature because nothing short of the system clock can set it: a command that writes
-a file and puts its mtime back (``touch -r``) still changes it. An entry written within
-``RACY_NS`` of the previous snapshot is not trusted (git's "racily clean" rule: a second
-write in the same clock tick can leave every time unchanged) and is read again.
+A snapshot is a stat walk: a file is read (and its content stored) only when its
+signature — (mode, size, mtime, ctime, inode) from ``lstat`` — differs from the previous
+snapshot's, or when that one recorded it less than ``RACY_NS`` before it was taken (a
+change within the same clock tick could keep every field but the content; an entry that
+had settled for that long before the earlier snapshot can be trusted). A forged mtime
+alone changes ctime, so it is seen.
 
-The walk never follows a symlink and cannot be redirected by one: every folder is opened
-relative to its parent's descriptor with ``O_NOFOLLOW`` and checked (same inode) before it
-is listed; a file is opened the same way with ``O_NONBLOCK`` and checked with ``fstat``
-before it is read; a symlink is stored as its target; a named pipe, socket or device is
-recorded by kind and never opened. Files over ``max_file_bytes`` (the cap) are recorded by
-size and times only: their content cannot come back. So are files beyond the snapshot's
-byte budget (a first snapshot of a huge tree), which later snapshots store as the budget
-allows.
+Nothing is followed through a symlink. The walk goes breadth first, from a queue of
+folders; each is opened relative to the workdir's descriptor with ``O_NOFOLLOW`` and
+checked (same device and inode as listed) before it is listed, so a folder swapped for a
+symlink on the way is never listed; a file is opened the same way with ``O_NONBLOCK`` and
+checked with ``fstat`` before it is read; a symlink is stored as its target; a named pipe,
+socket or device is recorded by kind and never opened. Files over ``max_file_bytes`` (the
+cap) are recorded by size and times only: their content cannot come back. So are files
+beyond the snapshot's byte budget (a first snapshot of a huge tree), which later
+snapshots store as the budget allows.
 
-Left out of the walk (none is an effect a person wants undone, and each changes on its
-own): the harness's own state under ``.harness_nb/`` (``HARNESS_STATE``, and that folder
-itself: the sandbox makes it as a mount point), regenerable
-caches (``CACHE_DIRS``), virtualenvs (a folder holding ``pyvenv.cfg``), the folders in
-``skip`` (the checkpoint store when it lies inside the workdir, IPython's folder), and in
-every ``.git`` folder everything but the files that run programs (``protection``): a new
-``.git`` folder or file anywhere is still seen. A walk past ``max_entries`` entries or
-``max_depth`` folders deep stops there: the manifest is ``partial`` and names the folders
-it did not finish (``incomplete``), so that a diff never calls their contents deleted.
-Given a ``FolderWatch``, the walk watches every folder it enters (``watch.py``).
+The walk is bounded whatever the workdir holds (``WalkLimits``): it records at most
+``per_folder`` entries of one folder and ``entries`` in all, lists at most ``names``
+names in all, and enters no folder more than ``depth`` levels down. Past the first two
+bounds it goes on **names only**: an entry whose name or folder is protected
+(``protection``: ``.envrc`` among a million files) is still recorded, nothing else is,
+and a folder's contents are not read one at a time. Shallow folders come first, so a deep
+or wide tree the agent made cuts off itself, not the rest. What the walk did not finish
+is in the manifest: ``incomplete`` folders (not every entry recorded: a diff never calls
+their unrecorded contents deleted) and, of those, ``unlisted`` ones (not even every name
+read: not even a protected name's absence says anything); ``partial`` says it in words
+("partly unknown: flood/ (walk stopped at 10,000 files per folder)").
+
+Left out (none is an effect a person wants undone, and each changes on its own): the
+harness's own state under ``.harness_nb/`` (``HARNESS_STATE``, and that folder itself:
+the sandbox makes it as a mount point), the folders in ``skip`` (the checkpoint store when
+it lies inside the workdir, IPython's folder) and, in three kinds of folder, everything
+but what runs programs:
+
+- a git directory — a ``.git`` folder, or one recognised by what it holds
+  (``looks_like_git_dir``: a bare repository, a separate git dir, a common dir) — keeps
+  its config and hooks (``protection``), not its objects, refs and index;
+- a virtualenv (a folder holding ``pyvenv.cfg``) keeps the ``*.pth`` files,
+  ``sitecustomize.py`` and ``usercustomize.py`` of its ``lib/python*/site-packages``;
+- a regenerable cache (``CACHE_DIRS``: ``node_modules``, ``.mypy_cache``, …) keeps only
+  the git directories in its first ``CACHE_SEARCH_DEPTH`` levels (a package's ``.git``).
+
+Bytecode (``__pycache__``) is walked like anything else: a ``.pyc`` a call writes is
+code the kernel would import (``checkpoint`` removes it). The manifest's ``places`` are
+what the walk found that a path's name does not show (``ProtectedPlaces``: the git
+directories by content, the folder ``core.hooksPath`` names, what hook symlinks point at).
+Given a ``FolderWatch``, the walk watches every folder it lists (``watch.py``).
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import stat
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..core.fs import file_kind
-from .gitstore import GitStore
-from .protected import HARNESS_STATE, protection
+from ..core.text import escape_name
+from .gitstore import GitStore, StoreError
+from .manifest import Entry, Manifest, with_blob
+from .protected import (
+    CONFIG_READ_LIMIT,
+    HARNESS_STATE,
+    ProtectedPlaces,
+    hooks_folder,
+    hooks_path,
+    link_target,
+    looks_like_git_dir,
+    name_protection,
+    protection,
+)
 from .watch import FolderWatch
 
 __all__ = [
     "CACHE_DIRS",
-    "MAX_DEPTH",
-    "MAX_ENTRIES",
+    "CACHE_SEARCH_DEPTH",
     "RACY_NS",
     "SNAPSHOT_BUDGET",
-    "Entry",
-    "Manifest",
+    "WALK_LIMITS",
     "Snapshotter",
+    "WalkLimits",
 ]
 
-CACHE_DIRS = frozenset(
-    {"__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", "node_modules", ".ipynb_checkpoints", ".cache"}
-)
+CACHE_DIRS = frozenset({".mypy_cache", ".pytest_cache", ".ruff_cache", "node_modules", ".ipynb_checkpoints", ".cache"})
 """Folders anywhere in the tree that tools regenerate (``.cache``: the XDG cache of a home
-folder inside the workdir): never walked, never restored."""
-MAX_ENTRIES = 200_000
-"""Most entries one snapshot records; past it the snapshot is partial."""
-MAX_DEPTH = 64
-"""Deepest folder one snapshot enters; deeper ones are left incomplete."""
+folder inside the workdir): only searched for git directories, never restored."""
+CACHE_SEARCH_DEPTH = 2
+"""Levels below a cache folder searched for git directories (``node_modules/@scope/pkg/.git``)."""
 SNAPSHOT_BUDGET = 2 << 30
 """Most bytes of new content one snapshot stores (a first snapshot of a large tree)."""
 RACY_NS = 1_000_000_000
 """Entries changed this close to the previous snapshot are read again (see the module doc)."""
 
-_FILE_TYPES = {
-    "file": stat.S_IFREG,
-    "symlink": stat.S_IFLNK,
-    "folder": stat.S_IFDIR,
-    "named pipe": stat.S_IFIFO,
-    "socket": stat.S_IFSOCK,
-}
-# Inside a .git folder: what git itself rewrites all the time and never runs.
-_GIT_BULK = frozenset({"objects", "refs", "logs", "lfs", "rr-cache", "index", "packed-refs"})
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
+@dataclass(frozen=True)
+class WalkLimits:
+    """How far one snapshot's walk goes (see the module doc): entries recorded in all and
+    per folder, names listed in all, folder levels entered."""
 
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One path of a snapshot. ``kind``: ``core.file_kind``'s word (``file``, ``symlink``,
-    ``folder``, ``named pipe``, ``socket``, ``device``); ``mode``: its permission bits;
-    ``blob``: the store id of a file's content or a symlink's target (``None``: a folder, a
-    special file, or content not kept)."""
-
-    kind: str
-    mode: int
-    size: int
-    mtime_ns: int
-    ctime_ns: int
-    ino: int
-    blob: str | None = None
-    stamp: tuple[int, int, int, int, int] = field(init=False, repr=False, compare=False)
-    """What ``lstat`` said, as compared in the walk: (st_mode, size, mtime, ctime, inode)."""
+    entries: int = 100_000
+    per_folder: int = 10_000
+    names: int = 500_000
+    depth: int = 64
 
     def __post_init__(self) -> None:
-        mode = _FILE_TYPES.get(self.kind, 0) | self.mode
-        object.__setattr__(self, "stamp", (mode, self.size, self.mtime_ns, self.ctime_ns, self.ino))
-
-    @property
-    def kept(self) -> bool:
-        """Whether its content is in the store (a folder or special file has none to keep)."""
-        return self.blob is not None or self.kind not in ("file", "symlink")
-
-    def same(self, other: Entry) -> bool:
-        """Whether ``other`` is this entry as far as a person cares: same kind, permission
-        bits and content (a folder: kind and mode; content not kept: size and mtime)."""
-        if (self.kind, self.mode) != (other.kind, other.mode):
-            return False
-        if self.kind not in ("file", "symlink"):
-            return True
-        if self.blob is not None and other.blob is not None:
-            return self.blob == other.blob
-        return (self.size, self.mtime_ns, self.blob) == (other.size, other.mtime_ns, other.blob)
-
-    def to_json(self) -> list[object]:
-        return [self.kind, self.mode, self.size, self.mtime_ns, self.ctime_ns, self.ino, self.blob]
-
-    @classmethod
-    def from_json(cls, row: list[Any]) -> Entry:
-        kind, mode, size, mtime, ctime, ino, blob = row
-        blob = None if blob is None else str(blob)
-        return cls(str(kind), int(mode), int(size), int(mtime), int(ctime), int(ino), blob)
+        for name in ("entries", "per_folder", "names", "depth"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"WalkLimits.{name} must be at least 1, not {getattr(self, name)!r}")
 
 
-@dataclass
-class Manifest:
-    """What a snapshot found: ``entries`` by relative path, when it was ``taken``
-    (``time.time_ns()`` at its start), the folders it did not finish (``incomplete``; ``""``
-    is the workdir itself) and, when it stopped early, why (``partial``); ``read``: how many
-    files it had to read (their signature was new)."""
+WALK_LIMITS = WalkLimits()
+"""The bounds every snapshot's walk has unless told otherwise."""
 
-    entries: dict[str, Entry] = field(default_factory=dict)
-    taken_ns: int = 0
-    incomplete: frozenset[str] = frozenset()
-    partial: str = ""
-    read: int = 0
-    """How many files this snapshot had to read (0: every entry was known already)."""
 
-    def covers(self, rel: str) -> bool:
-        """Whether the walk finished every folder above ``rel`` (so its absence means it is
-        not there)."""
-        if not self.incomplete:
-            return True
-        parts = rel.split("/")
-        return not any("/".join(parts[:n]) in self.incomplete for n in range(len(parts)))
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "taken_ns": self.taken_ns,
-            "incomplete": sorted(self.incomplete),
-            "partial": self.partial,
-            "entries": {rel: e.to_json() for rel, e in self.entries.items()},
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Manifest:
-        return cls(
-            {str(rel): Entry.from_json(row) for rel, row in data["entries"].items()},
-            int(data["taken_ns"]),
-            frozenset(map(str, data["incomplete"])),
-            str(data["partial"]),
-        )
-
-    def copy(self) -> Manifest:
-        """A copy whose entries may be changed without touching this one."""
-        return Manifest(dict(self.entries), self.taken_ns, self.incomplete, self.partial, self.read)
+# Inside a git directory: what git itself rewrites all the time and never runs.
+_GIT_BULK = frozenset({"objects", "refs", "logs", "lfs", "rr-cache", "index", "packed-refs"})
+_SITE_NAMES = frozenset({"sitecustomize.py", "usercustomize.py"})
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+# How a folder is walked (see the module doc).
+_FULL, _NAMES, _GIT, _CACHE, _VENV, _SITE = range(6)
+# What is known of a folder's contents, by an ancestor: all there is, not every entry, not every name.
+_KNOWN, _UNDER_INCOMPLETE, _UNDER_UNLISTED = range(3)
 
 
 class Snapshotter:
     """Takes snapshots of ``workdir`` into ``store`` (see the module doc). ``folders``:
-    more protected folders (relative paths of agent folders given to the harness)."""
+    more protected folders (relative paths of agent folders given to the harness);
+    ``home``: the person's home relative to the workdir (``""``: it is the workdir; ``None``:
+    it lies outside), whose dot-entries are protected."""
 
     def __init__(
         self,
@@ -187,8 +146,8 @@ class Snapshotter:
         max_file_bytes: int,
         skip: Iterable[Path] = (),
         folders: Iterable[str] = (),
-        max_entries: int = MAX_ENTRIES,
-        max_depth: int = MAX_DEPTH,
+        home: str | None = None,
+        limits: WalkLimits = WALK_LIMITS,
         budget: int = SNAPSHOT_BUDGET,
         racy_ns: int = RACY_NS,
         watch: FolderWatch | None = None,
@@ -198,8 +157,8 @@ class Snapshotter:
         self.max_file_bytes = max_file_bytes
         self.skip = list(skip)
         self.folders = tuple(folders)
-        self.max_entries = max_entries
-        self.max_depth = max_depth
+        self.home = home
+        self.limits = limits
         self.budget = budget
         self.racy_ns = racy_ns
         self.watch = watch
@@ -212,12 +171,15 @@ class Snapshotter:
             self.watch.start_walk()
         root = os.open(self.workdir, _DIR_FLAGS)
         try:
-            if self.watch is not None:
-                self.watch.add(root)
-            walk.folder(root, "", 0, in_git=False)
+            walk.run(root)
         finally:
             os.close(root)
-        return Manifest(walk.entries, walk.taken_ns, frozenset(walk.incomplete), walk.partial, walk.read)
+        return walk.manifest()
+
+
+_Queued = tuple[str, tuple[int, int], int, int, str, int, int]
+"""A folder waiting to be listed: (relative path, (device, inode) as listed, depth, how it
+is walked, its git directory, its level below a cache or virtualenv, what is known)."""
 
 
 class _Walk:
@@ -226,13 +188,25 @@ class _Walk:
     def __init__(self, owner: Snapshotter, previous: Manifest | None) -> None:
         self.owner = owner
         self.store = owner.store
+        self.limits = owner.limits
         self.taken_ns = time.time_ns()
         self.previous = previous.entries if previous is not None else {}
         # entries the previous snapshot saw settled for at least RACY_NS can be trusted
         self.trusted_before = (previous.taken_ns - owner.racy_ns) if previous is not None else 0
         self.entries: dict[str, Entry] = {}
+        self.entries_left = self.limits.entries
+        self.names_left = self.limits.names
         self.incomplete: set[str] = set()
-        self.partial = ""
+        self.unlisted: set[str] = set()
+        self.unknown: list[str] = []  # the outermost folders not finished, in the order found
+        self.stopped: set[str] = set()  # the bounds that stopped the walk
+        self.unreadable: list[str] = []
+        self.budget_note = ""
+        self.git_roots: list[str] = []  # every git directory found, for its config and hook links
+        self.git_dirs: set[str] = set()  # those recognised by what they hold
+        self.git_links: list[str] = []  # symlinks among git's protected files (hooks)
+        self.home_prefix = None if owner.home is None else (owner.home + "/" if owner.home else "")
+        self.name_places = ProtectedPlaces(home=owner.home)
         self.budget = owner.budget
         self.read = 0
         self.skipped: set[tuple[int, int]] = set()
@@ -243,28 +217,133 @@ class _Walk:
                 continue
             self.skipped.add((found.st_dev, found.st_ino))
 
-    def stop(self, where: str, why: str) -> None:
-        self.incomplete.add(where.rstrip("/"))
-        if not self.partial:
-            self.partial = why
+    # ------------------------------------------------------------------ the queue
+    def run(self, root: int) -> None:
+        st = os.fstat(root)
+        queue: deque[_Queued] = deque([("", (st.st_dev, st.st_ino), 0, _FULL, "", 0, _KNOWN)])
+        watch = self.owner.watch
+        while queue:
+            rel, key, depth, how, git_root, level, known = queue.popleft()
+            if self.names_left <= 0:
+                self.unfinished(rel, known, why="names", unlisted=True)
+                continue
+            if how == _FULL and self.entries_left <= 0:
+                how, known = _NAMES, self.unfinished(rel, known, why="entries")
+            fd = self._open(root, rel, key, known)
+            if fd < 0:
+                continue
+            try:
+                if watch is not None:
+                    watch.add(fd)
+                self._list(fd, rel, depth, how, git_root, level, known, queue)
+            finally:
+                if fd != root:
+                    os.close(fd)
 
-    def folder(self, fd: int, prefix: str, depth: int, *, in_git: bool) -> None:
+    def _open(self, root: int, rel: str, key: tuple[int, int], known: int) -> int:
+        """The folder ``rel`` opened, if it is still the one listed (``-1`` otherwise). Its
+        folders on the way may be followed, the folder itself never is, and its device and
+        inode must be the ones listed: a folder swapped for a symlink is not listed."""
+        if not rel:
+            return root
         try:
-            with os.scandir(fd) as listing:
-                items = list(listing)
+            fd = os.open(rel, _DIR_FLAGS, dir_fd=root)
         except OSError:
-            self.stop(prefix, f"{prefix or 'the workdir'} could not be read")
+            self.unreadable.append(rel)
+            self.unfinished(rel, known, why="", unlisted=True)
+            return -1
+        opened = os.fstat(fd)
+        if (opened.st_dev, opened.st_ino) != key:
+            os.close(fd)  # replaced since it was listed: the next snapshot sees what is there
+            self.unfinished(rel, known, why="", unlisted=True, say=False)
+            return -1
+        return fd
+
+    def unfinished(self, rel: str, known: int, *, why: str, unlisted: bool = False, say: bool = True) -> int:
+        """Note that folder ``rel`` is not finished (``unlisted``: not even its names),
+        stopped by the bound ``why``; what is known of its contents now."""
+        if why:
+            self.stopped.add(why)
+        if known == _KNOWN:
+            self.incomplete.add(rel)
+            if say:
+                self.unknown.append(rel)
+        if unlisted:
+            if known != _UNDER_UNLISTED:
+                self.unlisted.add(rel)
+            return _UNDER_UNLISTED
+        return max(known, _UNDER_INCOMPLETE)
+
+    # ------------------------------------------------------------------ one folder
+    def _list(
+        self, fd: int, rel: str, depth: int, how: int, git_root: str, level: int, known: int, queue: deque[_Queued]
+    ) -> None:
+        try:
+            listing = os.scandir(fd)
+        except OSError:
+            self.unreadable.append(rel)
+            self.unfinished(rel, known, why="", unlisted=True)
             return
-        # the loop every snapshot runs over every entry: kept lean (locals, no calls for
-        # an entry whose stamp is known and settled)
-        entries, previous, trusted, limit = self.entries, self.previous, self.trusted_before, self.owner.max_entries
-        state_folder = prefix == ".harness_nb/"
-        for item in items:
-            if len(entries) >= limit:
-                self.stop(prefix, f"the workdir has more than {limit:,} entries")
+        prefix = rel + "/" if rel else ""
+        with listing:
+            size = min(self.limits.per_folder, self.names_left)
+            head = list(itertools.islice(listing, size))
+            self.names_left -= len(head)
+            if rel and how in (_FULL, _NAMES, _CACHE):
+                names = {item.name for item in head}
+                if looks_like_git_dir(names):
+                    how, git_root = _GIT, rel
+                    self.git_roots.append(rel)
+                    self.git_dirs.add(rel)
+                elif how != _CACHE and "pyvenv.cfg" in names:
+                    how, level = _VENV, 0
+            if how == _FULL:
+                done = self._full(fd, prefix, depth, head, known, queue)
+                if done < len(head):  # the bound on entries in all: the rest of it by name
+                    known = self.unfinished(rel, known, why="entries")
+                    how = _NAMES
+                    self._others(fd, prefix, depth, head[done:], _NAMES, git_root, level, known, queue)
+            else:
+                self._others(fd, prefix, depth, head, how, git_root, level, known, queue)
+            if len(head) < size:
                 return
+            rest = next(listing, None)
+            if rest is None:
+                return
+            if self.names_left <= 0:
+                self.unfinished(rel, known, why="names", unlisted=True)
+                return
+            if how == _FULL:
+                known = self.unfinished(rel, known, why="per_folder")
+                how = _NAMES
+            rest_of_it = self._counted(itertools.chain((rest,), listing), rel, known)
+            self._others(fd, prefix, depth, rest_of_it, how, git_root, level, known, queue)
+
+    def _counted(self, items: Iterator[os.DirEntry[str]], rel: str, known: int) -> Iterator[os.DirEntry[str]]:
+        """The ``items`` of folder ``rel`` the bound on names in all lets the walk read."""
+        for item in items:
+            if self.names_left <= 0:
+                self.unfinished(rel, known, why="names", unlisted=True)
+                return
+            self.names_left -= 1
+            yield item
+
+    def _full(
+        self, fd: int, prefix: str, depth: int, items: list[os.DirEntry[str]], known: int, queue: deque[_Queued]
+    ) -> int:
+        """Record every entry of ``items`` while the bound on entries allows; how many it
+        took. The loop every snapshot runs over every entry: kept lean (locals, no calls
+        for an entry whose stamp is known and settled)."""
+        entries, previous, trusted = self.entries, self.previous, self.trusted_before
+        state_folder = prefix == ".harness_nb/"
+        left = self.entries_left
+        cap = self.owner.max_file_bytes
+        for at, item in enumerate(items):
+            if left <= 0:
+                self.entries_left = left
+                return at
             name = item.name
-            if name in CACHE_DIRS or (state_folder and name in HARNESS_STATE):
+            if state_folder and name in HARNESS_STATE:
                 continue
             try:
                 st = item.stat(follow_symlinks=False)
@@ -272,49 +351,149 @@ class _Walk:
                 continue  # gone since it was listed
             rel = prefix + name
             if stat.S_ISDIR(st.st_mode):
-                self._folder(fd, rel, name, st, depth, in_git=in_git)
+                if name in CACHE_DIRS:
+                    self._subfolder(rel, st, depth, _CACHE, "", 0, known, queue, record=False)
+                    continue
+                git = name == ".git"
+                if git:
+                    self.git_roots.append(rel)
+                left -= rel != ".harness_nb"
+                self._subfolder(rel, st, depth, _GIT if git else _FULL, rel if git else "", 0, known, queue)
                 continue
-            if in_git and protection(rel, folders=self.owner.folders) is None:
-                continue
-            known = previous.get(rel)
+            left -= 1
+            was = previous.get(rel)
             if (
-                known is not None
-                and known.stamp == (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-                and known.mtime_ns < trusted
-                and known.ctime_ns < trusted
-                and (known.blob is not None or known.size > self.owner.max_file_bytes)
+                was is not None
+                and was.stamp == (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+                and was.mtime_ns < trusted
+                and was.ctime_ns < trusted
+                and (was.blob is not None or was.size > cap)
             ):
-                entries[rel] = known
+                entries[rel] = was
             else:
                 entries[rel] = self._entry(fd, name, st)
+        self.entries_left = left
+        return len(items)
 
-    def _folder(self, fd: int, rel: str, name: str, st: os.stat_result, depth: int, *, in_git: bool) -> None:
-        if (st.st_dev, st.st_ino) in self.skipped or (in_git and name in _GIT_BULK):
+    def _others(
+        self,
+        fd: int,
+        prefix: str,
+        depth: int,
+        items: Iterable[os.DirEntry[str]],
+        how: int,
+        git_root: str,
+        level: int,
+        known: int,
+        queue: deque[_Queued],
+    ) -> None:
+        """Record what a folder walked other than in full keeps of ``items`` (see the
+        module doc: names only, a git directory, a cache, a virtualenv)."""
+        guard_all = (
+            how == _NAMES
+            and protection(prefix.rstrip("/"), folders=self.owner.folders, places=self.name_places) is not None
+        )
+        git_places = ProtectedPlaces(git_dirs=frozenset({git_root})) if how == _GIT else None
+        for item in items:
+            name = item.name
+            if prefix == ".harness_nb/" and name in HARNESS_STATE:
+                continue
+            rel = prefix + name
+            try:
+                folder = item.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            keep = self._keeps(rel, name, prefix, how, guard_all, git_places)
+            if not keep and not folder:
+                continue
+            try:
+                st = item.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if not folder:
+                self.entries[rel] = self._known(fd, name, st, rel)
+                if how == _GIT and stat.S_ISLNK(st.st_mode):
+                    self.git_links.append(rel)
+                continue
+            if how == _GIT:
+                if name not in _GIT_BULK:
+                    self._subfolder(rel, st, depth, _GIT, git_root, 0, known, queue, record=keep)
+            elif how == _CACHE:
+                if name == ".git":
+                    self.git_roots.append(rel)
+                    self._subfolder(rel, st, depth, _GIT, rel, 0, known, queue)
+                elif level < CACHE_SEARCH_DEPTH:
+                    self._subfolder(rel, st, depth, _CACHE, "", level + 1, known, queue, record=False)
+            elif how == _VENV:  # only lib/python*/site-packages
+                if (level == 0 and name == "lib") or (level == 1 and name.startswith("python")):
+                    self._subfolder(rel, st, depth, _VENV, "", level + 1, known, queue, record=False)
+                elif level == 2 and name == "site-packages":
+                    self._subfolder(rel, st, depth, _SITE, "", 0, known, queue, record=False)
+            elif how == _NAMES:
+                if name in CACHE_DIRS:
+                    self._subfolder(rel, st, depth, _CACHE, "", 0, known, queue, record=False)
+                elif name == ".git":
+                    self.git_roots.append(rel)
+                    self._subfolder(rel, st, depth, _GIT, rel, 0, known, queue)
+                else:
+                    self._subfolder(rel, st, depth, _NAMES, "", 0, known, queue, record=keep)
+
+    def _keeps(
+        self, rel: str, name: str, prefix: str, how: int, guard_all: bool, git_places: ProtectedPlaces | None
+    ) -> bool:
+        """Whether a folder walked other than in full records ``rel`` (a file, or a folder
+        it enters anyway)."""
+        if how == _NAMES:
+            if guard_all or name_protection(name, top=not prefix) is not None:
+                return True
+            return prefix == self.home_prefix and name.startswith(".")
+        if how == _GIT:
+            return protection(rel, folders=self.owner.folders, places=git_places) is not None
+        if how == _CACHE:
+            return name == ".git"  # a package's own gitdir file
+        if how == _SITE:
+            return name.endswith(".pth") or name in _SITE_NAMES
+        return False
+
+    def _subfolder(
+        self,
+        rel: str,
+        st: os.stat_result,
+        depth: int,
+        how: int,
+        git_root: str,
+        level: int,
+        known: int,
+        queue: deque[_Queued],
+        *,
+        record: bool = True,
+    ) -> None:
+        """Queue folder ``rel`` to be listed (and record it), unless it is skipped or too deep."""
+        if (st.st_dev, st.st_ino) in self.skipped:
             return
-        if depth >= self.owner.max_depth:
-            self.stop(rel, f"{rel} is more than {self.owner.max_depth} folders deep")
+        if depth >= self.limits.depth:
+            self.unfinished(rel, known, why="depth", unlisted=True)
             return
-        try:
-            child = os.open(name, _DIR_FLAGS, dir_fd=fd)
-        except OSError:
-            self.stop(rel, f"{rel} could not be opened")
-            return
-        try:
-            opened = os.fstat(child)
-            if (opened.st_dev, opened.st_ino) != (st.st_dev, st.st_ino):
-                return  # replaced since it was listed: the next snapshot sees what is there
-            git = in_git or name == ".git"
-            if not git and _is_virtualenv(child):
-                return
-            if self.owner.watch is not None:
-                self.owner.watch.add(child)
-            # .harness_nb itself is the harness's (the sandbox makes it as a mount point); what
-            # is put in it is watched like anything else
-            if rel != ".harness_nb" and (not git or protection(rel, folders=self.owner.folders) is not None):
-                self.entries[rel] = Entry("folder", stat.S_IMODE(st.st_mode), 0, 0, 0, st.st_ino)
-            self.folder(child, rel + "/", depth + 1, in_git=git)
-        finally:
-            os.close(child)
+        # .harness_nb itself is the harness's (the sandbox makes it as a mount point); what
+        # is put in it is watched like anything else
+        if record and rel != ".harness_nb":
+            self.entries[rel] = Entry("folder", stat.S_IMODE(st.st_mode), 0, 0, 0, st.st_ino)
+        queue.append((rel, (st.st_dev, st.st_ino), depth + 1, how, git_root, level, known))
+
+    # ------------------------------------------------------------------ one file
+    def _known(self, fd: int, name: str, st: os.stat_result, rel: str) -> Entry:
+        """The previous snapshot's entry of ``rel`` when its stamp is the same and settled,
+        else the entry read now."""
+        was = self.previous.get(rel)
+        if (
+            was is not None
+            and was.stamp == (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+            and was.mtime_ns < self.trusted_before
+            and was.ctime_ns < self.trusted_before
+            and (was.blob is not None or was.size > self.owner.max_file_bytes)
+        ):
+            return was
+        return self._entry(fd, name, st)
 
     def _entry(self, fd: int, name: str, st: os.stat_result) -> Entry:
         """The entry of ``name``, its content read and stored (its stamp was not known)."""
@@ -325,19 +504,19 @@ class _Walk:
         self.read += 1
         if kind == "symlink":
             try:
-                return _with_blob(entry, self.store.write("blob", os.readlink(os.fsencode(name), dir_fd=fd)))
+                return with_blob(entry, self.store.write("blob", os.readlink(os.fsencode(name), dir_fd=fd)))
             except OSError:
                 return entry
         if st.st_size > self.owner.max_file_bytes:
             return entry
         if st.st_size > self.budget:
-            self.partial = self.partial or "the first snapshot of this workdir is still being stored"
+            self.budget_note = "the first snapshot of this workdir is still being stored"
             return entry
         data = self._read(fd, name, st)
         if data is None:
             return entry
         self.budget -= len(data)
-        return _with_blob(entry, self.store.write("blob", data))
+        return with_blob(entry, self.store.write("blob", data))
 
     def _read(self, fd: int, name: str, st: os.stat_result) -> bytes | None:
         """The content of regular file ``name`` if it is still the file listed and within
@@ -358,14 +537,76 @@ class _Walk:
             os.close(handle)
         return data if len(data) <= self.owner.max_file_bytes else None
 
+    # ------------------------------------------------------------------ the result
+    def manifest(self) -> Manifest:
+        places = ProtectedPlaces(self.owner.home, frozenset(self.git_dirs), frozenset(self._hooks()))
+        partial = "; ".join(p for p in (self._unknown_text(), self.budget_note) if p)
+        return Manifest(
+            self.entries,
+            self.taken_ns,
+            frozenset(self.incomplete),
+            partial,
+            self.read,
+            frozenset(self.unlisted),
+            places,
+        )
 
-def _with_blob(entry: Entry, blob: str) -> Entry:
-    return Entry(entry.kind, entry.mode, entry.size, entry.mtime_ns, entry.ctime_ns, entry.ino, blob)
+    def _hooks(self) -> set[str]:
+        """What git runs as hooks from the workdir: the folder each git directory's
+        ``core.hooksPath`` names, and what a symlink among its hooks points at."""
+        found: set[str] = set()
+        workdir = Path(os.path.realpath(self.owner.workdir))
+        for root in self.git_roots:
+            for name in ("config", "config.worktree"):
+                text = self._blob_text(root + "/" + name)
+                value = hooks_path(text) if text else None
+                where = hooks_folder(value, root, workdir=workdir, home=self.owner.home) if value else None
+                if where is not None:
+                    found.add(where)
+        for rel in self.git_links:
+            target = self._blob_text(rel)
+            where = link_target(rel, target, workdir=workdir) if target else None
+            if where is not None:
+                found.add(where)
+        return found
+
+    def _blob_text(self, rel: str) -> str:
+        entry = self.entries.get(rel)
+        if entry is None or entry.blob is None:
+            return ""
+        try:
+            return self.store.read_blob(entry.blob)[:CONFIG_READ_LIMIT].decode("utf-8", "surrogateescape")
+        except StoreError:
+            return ""
+
+    def _unknown_text(self) -> str:
+        """``partly unknown: flood/, d/d/d/ (walk stopped at 10,000 files per folder/depth 64)``."""
+        if not self.unknown:
+            return ""
+        limits = self.limits
+        shown = [shown_folder(rel) for rel in self.unknown[:3]]
+        if len(self.unknown) > 3:
+            shown.append(f"{len(self.unknown) - 3:,} more")
+        stops = {
+            "per_folder": f"{limits.per_folder:,} files per folder",
+            "entries": f"{limits.entries:,} files in all",
+            "depth": f"depth {limits.depth}",
+            "names": f"{limits.names:,} names",
+        }
+        why = []
+        said = [text for name, text in stops.items() if name in self.stopped]
+        if said:
+            why.append("walk stopped at " + "/".join(said))
+        if self.unreadable:
+            why.append(f"{', '.join(shown_folder(rel) for rel in self.unreadable[:3])} could not be read")
+        return (
+            f"partly unknown: {', '.join(shown)} ({'; '.join(why)})" if why else f"partly unknown: {', '.join(shown)}"
+        )
 
 
-def _is_virtualenv(fd: int) -> bool:
-    try:
-        os.stat("pyvenv.cfg", dir_fd=fd, follow_symlinks=False)
-    except OSError:
-        return False
-    return True
+def shown_folder(rel: str) -> str:
+    """A folder as a report names it: ``flood/``, or ``the workdir`` for its top."""
+    if not rel:
+        return "the workdir"
+    text = escape_name(rel)
+    return (text if len(text) <= 120 else text[:119] + "…") + "/"
