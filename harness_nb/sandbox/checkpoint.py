@@ -142,7 +142,7 @@ class CallEffects:
     def for_model(self) -> str:
         """The lines appended to the call's result (empty when nothing happened)."""
         lines = []
-        if self.effects:
+        if self.effects or self.effects.partial:
             lines.append(self.effects.for_model(undoable=self.checkpoint is not None, cap_mb=self.cap_mb))
         if self.reverted:
             lines.append(reverted_for_model(self.reverted, overlapped=self.unvouched))

@@ -48,24 +48,28 @@ class Change:
 
 
 def diff(before: Manifest, after: Manifest, *, guarded: Callable[[str], bool] | None = None) -> list[Change]:
-    """The changes from ``before`` to ``after``, by path. A path is left out unless both
-    snapshots know what it was (``Manifest.knows``): under a folder a walk did not finish,
-    an absence says nothing. ``guarded`` tells the protected paths, which a walk records
-    past its bounds: only a folder whose names it did not list leaves those unknown."""
-    found = [
-        Change(rel, old, after.entries.get(rel))
-        for rel, old in before.entries.items()
-        if (new := after.entries.get(rel)) is not old and (new is None or not old.same(new))
-    ]
-    found += [Change(rel, None, new) for rel, new in after.entries.items() if rel not in before.entries]
+    """The changes from ``before`` to ``after``, by path. Under a folder a walk did not
+    finish, an absence says nothing: a path is created or deleted only where both walks
+    covered it (``Manifest.covers``), changed wherever both recorded it. ``guarded`` tells
+    the protected paths, which a walk records past its bounds: only a folder whose names
+    it did not list leaves those unknown."""
 
-    def known(rel: str) -> bool:
+    def covered(rel: str) -> bool:
         if before.covers(rel) and after.covers(rel):
             return True
         protected = guarded is not None and guarded(rel)
-        return before.knows(rel, guarded=protected) and after.knows(rel, guarded=protected)
+        return protected and before.covers(rel, guarded=True) and after.covers(rel, guarded=True)
 
-    return sorted((c for c in found if known(c.path)), key=lambda c: c.path)
+    found = [
+        Change(rel, old, new)
+        for rel, old in before.entries.items()
+        if (new := after.entries.get(rel)) is not old and (new is None or not old.same(new))
+    ]
+    found = [c for c in found if c.after is not None or covered(c.path)]
+    found += [
+        Change(rel, None, new) for rel, new in after.entries.items() if rel not in before.entries and covered(rel)
+    ]
+    return sorted(found, key=lambda c: c.path)
 
 
 @dataclass

@@ -584,9 +584,9 @@ class _Walk:
         if not self.unknown:
             return ""
         limits = self.limits
-        shown = [shown_folder(rel) for rel in self.unknown[:3]]
+        where = ", ".join(shown_folder(rel) for rel in self.unknown[:3])
         if len(self.unknown) > 3:
-            shown.append(f"{len(self.unknown) - 3:,} more")
+            where += f" and {len(self.unknown) - 3:,} more"
         stops = {
             "per_folder": f"{limits.per_folder:,} files per folder",
             "entries": f"{limits.entries:,} files in all",
@@ -600,7 +600,7 @@ class _Walk:
         if self.unreadable:
             why.append(f"{', '.join(shown_folder(rel) for rel in self.unreadable[:3])} could not be read")
         return (
-            f"partly unknown: {', '.join(shown)} ({'; '.join(why)})" if why else f"partly unknown: {', '.join(shown)}"
+            f"partly unknown: {where} ({'; '.join(why)})" if why else f"partly unknown: {where}"
         )
 
 
