@@ -332,13 +332,14 @@ def test_git_directories_reached_through_a_gitdir_file_or_a_commondir_are_protec
 
 
 def test_a_git_folder_inside_node_modules_is_protected(workdir, private_home):
-    pkg = workdir / "node_modules" / "pkg"
-    pkg.mkdir(parents=True)
-    git("init", "-q", ".", cwd=pkg)
-    (pkg / "index.js").write_text("module.exports = 1\n")
+    for pkg in (workdir / "node_modules" / "pkg", workdir / "node_modules" / "@scope" / "pkg"):
+        pkg.mkdir(parents=True)
+        git("init", "-q", ".", cwd=pkg)
+        (pkg / "index.js").write_text("module.exports = 1\n")
     evil = {
         "node_modules/pkg/.git/hooks/post-checkout": "#!/bin/sh\nevil\n",
         "node_modules/pkg/.git/config": "[core]\n\tfsmonitor = evil\n",
+        "node_modules/@scope/pkg/.git/config": "[core]\n\tfsmonitor = evil\n",
     }
     plant_in_one_call(workdir, private_home, evil)
 

@@ -43,7 +43,8 @@ but what runs programs:
 - a virtualenv (a folder holding ``pyvenv.cfg``) keeps the ``*.pth`` files,
   ``sitecustomize.py`` and ``usercustomize.py`` of its ``lib/python*/site-packages``;
 - a regenerable cache (``CACHE_DIRS``: ``node_modules``, ``.mypy_cache``, …) keeps only
-  the git directories in its first ``CACHE_SEARCH_DEPTH`` levels (a package's ``.git``).
+  the ``.git`` of each folder in it (``node_modules/pkg/.git``, and in an npm scope
+  ``node_modules/@scope/pkg/.git``): a stat per package, not a walk of the cache.
 
 Bytecode (``__pycache__``) is walked like anything else: a ``.pyc`` a call writes is
 code the kernel would import (``checkpoint`` removes it). The manifest's ``places`` are
@@ -82,7 +83,6 @@ from .watch import FolderWatch
 
 __all__ = [
     "CACHE_DIRS",
-    "CACHE_SEARCH_DEPTH",
     "RACY_NS",
     "SNAPSHOT_BUDGET",
     "WALK_LIMITS",
@@ -92,9 +92,7 @@ __all__ = [
 
 CACHE_DIRS = frozenset({".mypy_cache", ".pytest_cache", ".ruff_cache", "node_modules", ".ipynb_checkpoints", ".cache"})
 """Folders anywhere in the tree that tools regenerate (``.cache``: the XDG cache of a home
-folder inside the workdir): only searched for git directories, never restored."""
-CACHE_SEARCH_DEPTH = 2
-"""Levels below a cache folder searched for git directories (``node_modules/@scope/pkg/.git``)."""
+folder inside the workdir): only looked into for git directories, never restored."""
 SNAPSHOT_BUDGET = 2 << 30
 """Most bytes of new content one snapshot stores (a first snapshot of a large tree)."""
 RACY_NS = 1_000_000_000
@@ -403,6 +401,12 @@ class _Walk:
                 folder = item.is_dir(follow_symlinks=False)
             except OSError:
                 continue
+            if how == _CACHE and folder and name != ".git":
+                if level == 0 and name.startswith("@"):  # an npm scope: its packages lie one level down
+                    self._subfolder_of(item, rel, depth, _CACHE, "", 1, known, queue)
+                else:
+                    self._probe_git(fd, name, rel, depth, known, queue)
+                continue
             keep = self._keeps(rel, name, prefix, how, guard_all, git_places)
             if not keep and not folder:
                 continue
@@ -418,12 +422,9 @@ class _Walk:
             if how == _GIT:
                 if name not in _GIT_BULK:
                     self._subfolder(rel, st, depth, _GIT, git_root, 0, known, queue, record=keep)
-            elif how == _CACHE:
-                if name == ".git":
-                    self.git_roots.append(rel)
-                    self._subfolder(rel, st, depth, _GIT, rel, 0, known, queue)
-                elif level < CACHE_SEARCH_DEPTH:
-                    self._subfolder(rel, st, depth, _CACHE, "", level + 1, known, queue, record=False)
+            elif how == _CACHE:  # its own .git
+                self.git_roots.append(rel)
+                self._subfolder(rel, st, depth, _GIT, rel, 0, known, queue)
             elif how == _VENV:  # only lib/python*/site-packages
                 if (level == 0 and name == "lib") or (level == 1 and name.startswith("python")):
                     self._subfolder(rel, st, depth, _VENV, "", level + 1, known, queue, record=False)
@@ -437,6 +438,43 @@ class _Walk:
                     self._subfolder(rel, st, depth, _GIT, rel, 0, known, queue)
                 else:
                     self._subfolder(rel, st, depth, _NAMES, "", 0, known, queue, record=keep)
+
+    def _subfolder_of(
+        self,
+        item: os.DirEntry[str],
+        rel: str,
+        depth: int,
+        how: int,
+        git_root: str,
+        level: int,
+        known: int,
+        queue: deque[_Queued],
+    ) -> None:
+        try:
+            st = item.stat(follow_symlinks=False)
+        except OSError:
+            return
+        self._subfolder(rel, st, depth, how, git_root, level, known, queue, record=False)
+
+    def _probe_git(self, fd: int, name: str, rel: str, depth: int, known: int, queue: deque[_Queued]) -> None:
+        """Record the ``.git`` of the package folder ``name`` in a cache, if it has one: an
+        open and a stat, where listing every package would cost a walk of the cache."""
+        try:
+            child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+        except OSError:
+            return
+        try:
+            st = os.stat(".git", dir_fd=child, follow_symlinks=False)
+            git = rel + "/.git"
+            if not stat.S_ISDIR(st.st_mode):
+                self.entries[git] = self._known(child, ".git", st, git)  # gitdir: …
+            elif depth + 1 < self.limits.depth:
+                self.git_roots.append(git)
+                self._subfolder(git, st, depth + 1, _GIT, git, 0, known, queue)
+        except OSError:
+            return
+        finally:
+            os.close(child)
 
     def _keeps(
         self, rel: str, name: str, prefix: str, how: int, guard_all: bool, git_places: ProtectedPlaces | None
@@ -599,9 +637,7 @@ class _Walk:
             why.append("walk stopped at " + "/".join(said))
         if self.unreadable:
             why.append(f"{', '.join(shown_folder(rel) for rel in self.unreadable[:3])} could not be read")
-        return (
-            f"partly unknown: {where} ({'; '.join(why)})" if why else f"partly unknown: {where}"
-        )
+        return f"partly unknown: {where} ({'; '.join(why)})" if why else f"partly unknown: {where}"
 
 
 def shown_folder(rel: str) -> str:
