@@ -282,10 +282,10 @@ class PermissionHook(Hook):
         named = frozenset(assessment.protected) if planted else frozenset()
         asked = _bash_match(rules.ask, texts)
         if asked is not None:
-            return _ask_as(Ask(_by(asked, "asks"), "medium"), named, ctx.workdir)
+            return _naming(Ask(_by(asked, "asks"), "medium"), named, ctx.workdir)
         if any(s.rule.covers("bash") for s in (*rules.deny, *rules.ask)) and _hides_commands(script):
             reason = "a command whose program is computed cannot be checked against the deny rules"
-            return _ask_as(Ask(reason, "medium"), named, ctx.workdir)
+            return _naming(Ask(reason, "medium"), named, ctx.workdir)
         allowed = self._bash_allowed(command, script, rules.allow, place)
         if planted and self.policy != "never" and not (allowed and allowed.trusted):
             return _ask(planted, named, ctx.workdir)
@@ -293,7 +293,9 @@ class PermissionHook(Hook):
             return Allow(vouched=named)
         if self.policy != "allowlist" or self.mode == "bypassPermissions":
             decision = self._policy(call, ctx)
-            return Allow(vouched=named) if isinstance(decision, Allow) else _ask_as(decision, named, ctx.workdir)
+            if isinstance(decision, Ask):
+                return _naming(decision, named, ctx.workdir)
+            return Allow(vouched=named) if isinstance(decision, Allow) else decision
         asks = assessment.asks(sandboxed=sandboxed)
         return _ask(asks, named, ctx.workdir) if asks else ALLOW
 
@@ -391,12 +393,13 @@ def _ask(reasons: list[Reason], paths: frozenset[Path] = frozenset(), workdir: P
     protected ``paths`` it would let the command write are named on the card."""
     texts = list(dict.fromkeys(r.text for r in reasons))[:2]
     risk = "high" if any(r.risk == "high" for r in reasons) else "medium"
-    return _ask_as(Ask("; ".join(texts), risk), paths, workdir)
+    return _naming(Ask("; ".join(texts), risk), paths, workdir)
 
 
-def _ask_as(decision: Decision, paths: frozenset[Path], workdir: Path | None) -> Decision:
-    """``decision``, an Ask naming the protected ``paths`` an approval lets the call write."""
-    if not isinstance(decision, Ask) or not paths:
+def _naming(decision: Ask, paths: frozenset[Path], workdir: Path | None) -> Ask:
+    """``decision``, naming on its card the protected ``paths`` an approval lets the call
+    write."""
+    if not paths:
         return decision
     root = workdir.resolve() if workdir is not None else None
     shown = sorted(display_path(root, p) if root is not None else str(p) for p in paths)
