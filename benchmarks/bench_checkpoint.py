@@ -87,7 +87,7 @@ def timed(fn) -> float:  # type: ignore[no-untyped-def]
 def one_call(cps: Checkpoints, change) -> float:  # type: ignore[no-untyped-def]
     """The checkpoint cost of one call making ``change`` (the change itself not counted)."""
     start = time.perf_counter()
-    watch = cps.start("bench", "bash", "main", vouched=False)
+    watch = cps.start("bench", "bash", "main")
     before = time.perf_counter()
     change()
     after = time.perf_counter()
@@ -111,7 +111,7 @@ def main() -> None:
         entries = stat_walk(workdir)
         floor = statistics.median(timed(lambda: stat_walk(workdir)) for _ in range(args.rounds))
         cps = Checkpoints(workdir, home=home)
-        first = timed(lambda: cps.finish(cps.start("first", "bash", "main", vouched=False)))
+        first = timed(lambda: cps.finish(cps.start("first", "bash", "main")))
         time.sleep(1.2)  # past the racy window: files written just before a snapshot are read again once
         one_call(cps, lambda: None)
         counter = iter(range(10**9))

@@ -118,6 +118,8 @@ class TextView:
             if event.line:
                 undo = f" (checkpoint #{event.checkpoint}: rewind or undo it)" if event.checkpoint is not None else ""
                 self._line(f"{indent}  ⟲ {event.line}{undo}")
+            if event.partial:
+                self._line(f"{indent}  ⚠ {event.partial}")
             if event.reverted:
                 self._line(f"{indent}  ⚠ {event.reverted}")
             if event.problem:

@@ -15,7 +15,7 @@ from harness_nb.core import HarnessError
 from harness_nb.sandbox.checkpoint import Checkpoints, store_folder
 from harness_nb.sandbox.effects import diff, shown_path
 from harness_nb.sandbox.gitstore import GitStore
-from harness_nb.sandbox.snapshot import Snapshotter
+from harness_nb.sandbox.snapshot import Snapshotter, WalkLimits
 from harness_nb.sandbox.watch import FolderWatch
 from checkpoint_support import git, plant_data, state
 
@@ -31,9 +31,10 @@ def checkpoints(workdir: Path, home: Path, **options: object) -> Checkpoints:
     return Checkpoints(workdir, home=home, **options)  # type: ignore[arg-type]
 
 
-def call(cps: Checkpoints, change, *, tool: str = "bash", vouched: bool = False):  # type: ignore[no-untyped-def]
-    """One call that does ``change()`` between its two snapshots."""
-    watch = cps.start(f"call-{tool}", tool, "main", vouched=vouched)
+def call(cps: Checkpoints, change, *, tool: str = "bash", vouched: tuple[str, ...] = ()):  # type: ignore[no-untyped-def]
+    """One call that does ``change()`` between its two snapshots, vouched for the paths
+    ``vouched``."""
+    watch = cps.start(f"call-{tool}", tool, "main", vouched=frozenset(vouched))
     change()
     return cps.finish(watch)
 
@@ -180,14 +181,14 @@ def test_a_hostile_tree_stops_the_walk_and_the_snapshot_says_it_is_partial(workd
         (wide / f"f{n}").write_text("")
     store = GitStore(private_home / "store")
     store.init()
-    deep_walk = Snapshotter(workdir, store, max_file_bytes=1 << 20, max_depth=8)
+    deep_walk = Snapshotter(workdir, store, max_file_bytes=1 << 20, limits=WalkLimits(depth=8))
     first = deep_walk.take()
-    assert first.partial == "d0/d1/d2/d3/d4/d5/d6/d7/d8 is more than 8 folders deep"
+    assert first.partial == "partly unknown: d0/d1/d2/d3/d4/d5/d6/d7/d8/ (walk stopped at depth 8)"
     (deep / "bottom.txt").unlink()
     assert diff(first, deep_walk.take(first)) == [], "what the walk never saw is never called deleted"
 
-    bounded = Snapshotter(workdir, store, max_file_bytes=1 << 20, max_entries=30).take()
-    assert bounded.partial == "the workdir has more than 30 entries" and len(bounded.entries) == 30
+    bounded = Snapshotter(workdir, store, max_file_bytes=1 << 20, limits=WalkLimits(entries=30)).take()
+    assert bounded.partial.endswith("(walk stopped at 30 files in all)") and len(bounded.entries) == 30
 
 
 def test_inside_git_folders_only_what_runs_programs_is_watched_and_a_new_git_anywhere_is_seen(workdir, private_home):
@@ -234,11 +235,11 @@ def test_protected_changes_no_approval_covered_are_reverted_at_once(workdir, pri
 
 def test_a_vouched_protected_change_stays_unless_an_unvouched_call_ran_beside_it(workdir, private_home):
     cps = checkpoints(workdir, private_home)
-    found = call(cps, lambda: (workdir / ".mcp.json").write_text("{}"), tool="write_file", vouched=True)
+    found = call(cps, lambda: (workdir / ".mcp.json").write_text("{}"), tool="write_file", vouched=(".mcp.json",))
     assert (workdir / ".mcp.json").read_text() == "{}" and not found.reverted
 
-    beside = cps.start("call-bash", "bash", "main", vouched=False)
-    mine = cps.start("call-write", "write_file", "explore", vouched=True)
+    beside = cps.start("call-bash", "bash", "main")
+    mine = cps.start("call-write", "write_file", "explore", vouched=frozenset({".mcp.json"}))
     (workdir / ".mcp.json").write_text('{"mcpServers": {}}')
     found = cps.finish(mine)
     assert (workdir / ".mcp.json").read_text() == "{}"
@@ -271,8 +272,8 @@ def test_undo_puts_back_one_call_and_leaves_what_later_calls_changed(workdir, pr
 
 def test_calls_that_overlap_say_their_effects_may_be_each_others(workdir, private_home):
     cps = checkpoints(workdir, private_home)
-    first = cps.start("c1", "bash", "main", vouched=False)
-    second = cps.start("c2", "bash", "explore", vouched=False)
+    first = cps.start("c1", "bash", "main")
+    second = cps.start("c2", "bash", "explore")
     (workdir / "x.txt").write_text("x\n")
     found = cps.finish(second)
     assert found.for_model() == (
@@ -352,9 +353,9 @@ def test_a_call_abandoned_before_it_ran_never_counts_as_running_beside_others(wo
     cps = checkpoints(workdir, private_home)
     early, late = object(), object()
     cps.abandon(early)  # the caller was interrupted before the snapshot was done...
-    cps.start("c0", "bash", "main", vouched=False, key=early)
-    cps.start("c1", "bash", "main", vouched=False, key=late)
+    cps.start("c0", "bash", "main", key=early)
+    cps.start("c1", "bash", "main", key=late)
     cps.abandon(late)  # ... or once it was
-    found = call(cps, lambda: (workdir / ".mcp.json").write_text("{}"), tool="write_file", vouched=True)
+    found = call(cps, lambda: (workdir / ".mcp.json").write_text("{}"), tool="write_file", vouched=(".mcp.json",))
     assert not found.reverted and found.effects.overlapped == ()
     assert (workdir / ".mcp.json").exists()

@@ -456,7 +456,7 @@ async def test_a_settings_file_cannot_allow_writes_to_settings_files_but_the_per
     (workdir / ".harness_nb").mkdir()
     (workdir / ".harness_nb" / "settings.json").write_text(json.dumps({"permissions": {"allow": ["Bash"]}}))
     shell = await decide(hook_for(workdir), workdir, "bash", command="echo '{}' > .claude/settings.json")
-    assert isinstance(shell, Ask) and shell.reason == "writes an agent, skill or settings file"
+    assert isinstance(shell, Ask) and shell.reason == "writes an agent, skill or settings file: .claude/settings.json"
     assert isinstance(await decide(hook_for(workdir), workdir, "bash", command="make all"), Allow)
 
 

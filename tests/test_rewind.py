@@ -281,8 +281,8 @@ async def test_the_store_is_hidden_from_sandboxed_commands(workdir, monkeypatch,
 
 def test_the_permission_hook_vouches_only_for_protected_writes_the_person_allowed(tmp_path):
     """What keeps a protected change: a rule the person gave covering that write, their
-    policy "never", a subagent's own memory folder — never a write the hook did not see
-    as protected, nor a rule read from a settings file in the workdir."""
+    policy "never", a subagent's own memory folder — for that path alone; never a write the
+    hook did not see as protected, nor a rule read from a settings file in the workdir."""
     from harness_nb.engine import Allow, Ask
     from harness_nb.permissions.hook import PermissionHook
     from harness_nb.permissions.rule import PermissionRules
@@ -295,12 +295,12 @@ def test_the_permission_hook_vouches_only_for_protected_writes_the_person_allowe
 
     given = PermissionRules(tmp_path, home=None)
     given.configure(allow=["Write(.mcp.json)"])
-    assert decide(PermissionHook(rules=given), ".mcp.json") == Allow(vouched=True)
-    assert decide(PermissionHook(rules=given), "notes.txt") == Allow(vouched=False)
-    assert decide(PermissionHook("never"), ".mcp.json") == Allow(vouched=True)
+    assert decide(PermissionHook(rules=given), ".mcp.json") == Allow(vouched=frozenset({tmp_path / ".mcp.json"}))
+    assert decide(PermissionHook(rules=given), "notes.txt") == Allow()
+    assert decide(PermissionHook("never"), ".mcp.json") == Allow(vouched=frozenset({tmp_path / ".mcp.json"}))
     memory = tmp_path / ".claude" / "agent-memory" / "x"
     subagent = PermissionHook().for_subagent(writable=[memory])
-    assert decide(subagent, ".claude/agent-memory/x/MEMORY.md") == Allow(vouched=True)
+    assert decide(subagent, ".claude/agent-memory/x/MEMORY.md") == Allow(vouched=frozenset({memory / "MEMORY.md"}))
     (tmp_path / ".claude").mkdir(exist_ok=True)
     (tmp_path / ".claude" / "settings.json").write_text('{"permissions": {"allow": ["Write(.mcp.json)"]}}')
     from_file = PermissionRules(tmp_path, home=None)

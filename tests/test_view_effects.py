@@ -109,3 +109,20 @@ def test_the_terminal_says_what_a_call_did_and_what_was_reverted():
         "  ⟲ deleted data/ (3 files) (checkpoint #3: rewind or undo it)",
         "  ⚠ the command wrote .mcp.json, which only you may change: reverted",
     ]
+
+
+def test_what_the_walk_could_not_see_is_said_in_the_view_and_the_terminal(wire):
+    partial = "partly unknown: flood/ (walk stopped at 10,000 files per folder)"
+    event = EffectsRecorded(call=CALL, line="created flood/", checkpoint=2, partial=partial)
+    view = RunView("main", "m", scheduler=ManualClock())
+    view(ToolCallStarted(call=CALL))
+    view(event)
+    view.finish("done")
+    (_tool, effects) = view.activity.children
+    assert text(effects.children[0].value) == f"⟲ created flood/ ({partial})"
+    out = io.StringIO()
+    TextView(out)(event)
+    assert out.getvalue().splitlines() == [
+        "  ⟲ created flood/ (checkpoint #2: rewind or undo it)",
+        f"  ⚠ {partial}",
+    ]

@@ -3,7 +3,8 @@
 It wraps the call itself (``Hook.around_tool``: after any approval, inside every other
 limit) when its tool is ``effectful``: a snapshot before (``Checkpoints.start``), the call,
 a snapshot after (``Checkpoints.finish``, which reverts protected changes no approval
-covered). The model reads what happened in the call's result; the view gets an
+covered: of the protected paths, only those the approved card named, or a hook vouched
+for, stay). The model reads what happened in the call's result; the view gets an
 ``EffectsRecorded`` event. Being a hook, it reaches every subagent and teammate, whose
 engines inherit the parent's hooks.
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from pathlib import Path
 
 from ..core import EffectsRecorded, HarnessError, ToolCall, run_blocking
 from ..sandbox.checkpoint import CallEffects, Checkpoints, Watch
@@ -31,12 +33,16 @@ class CheckpointHook(Hook):
     def __init__(self, checkpoints: Checkpoints) -> None:
         self.checkpoints = checkpoints
 
-    async def around_tool(self, call: ToolCall, ctx: ToolContext, run: RunTool, *, vouched: bool) -> ToolOutcome:
-        if ctx.tool is None or not ctx.tool.effectful or ctx.workdir.resolve() != self.checkpoints.workdir:
+    async def around_tool(
+        self, call: ToolCall, ctx: ToolContext, run: RunTool, *, vouched: frozenset[Path]
+    ) -> ToolOutcome:
+        workdir = self.checkpoints.workdir
+        if ctx.tool is None or not ctx.tool.effectful or ctx.workdir.resolve() != workdir:
             return await run()
         key = object()
+        scope = frozenset(p.relative_to(workdir).as_posix() for p in vouched if p.is_relative_to(workdir))
         try:
-            watch = await run_blocking(self.checkpoints.start, call.id, call.name, ctx.agent, vouched=vouched, key=key)
+            watch = await run_blocking(self.checkpoints.start, call.id, call.name, ctx.agent, vouched=scope, key=key)
         except asyncio.CancelledError:
             self.checkpoints.abandon(key)  # its snapshot may still finish on its thread
             raise

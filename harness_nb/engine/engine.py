@@ -540,8 +540,8 @@ class AgentEngine:
             emit(ApprovalDecided(call=call, approved=approved, feedback=feedback, by_person=by_person, agent=self.agent))
             if not approved:
                 return ToolOutcome(denial_result(answer if isinstance(answer, Denied) else None), True)
-        # the person approved it, or a hook vouched for its protected writes (the checkpoints keep those)
-        vouched = isinstance(decision, Ask) or decision.vouched
+        # the protected paths the approved card named, or a hook vouched for: the checkpoints keep those
+        vouched = decision.paths if isinstance(decision, Ask) else decision.vouched
         if tool.long_running:
             place.leave()  # the delegation tool holds no slot: its subagents' calls need them
             return await hooks.around_tool(call, ctx, lambda: invoke(tool, call, ctx), vouched=vouched)

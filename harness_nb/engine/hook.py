@@ -14,6 +14,7 @@ subagent, an unattended run, no channel), with the policy's words.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import os
@@ -37,11 +38,12 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class Allow:
-    """Run the call. ``vouched``: the hook let it change paths only the person may change
-    (a rule the person gave covers that write, or it is a subagent's own memory folder), so
-    the checkpoints keep such a change instead of reverting it."""
+    """Run the call. ``vouched``: the paths only the person may change that the hook let
+    it change (a rule the person gave covers that write, or it is a subagent's own memory
+    folder), so the checkpoints keep a change to them instead of reverting it — to them
+    alone."""
 
-    vouched: bool = False
+    vouched: frozenset[Path] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,10 +55,14 @@ class Deny:
 
 @dataclass(frozen=True, slots=True)
 class Ask:
-    """Ask the person (through the approval channel) before running the call."""
+    """Ask the person (through the approval channel) before running the call. ``paths``:
+    the paths the card names as written (a file tool's target; the protected paths a
+    command's text shows, named in ``reason``): an approval lets the call change those of
+    them only the person may change, and no other."""
 
     reason: str
     risk: str = "medium"
+    paths: frozenset[Path] = frozenset()
 
 
 Decision: TypeAlias = Allow | Deny | Ask
@@ -136,13 +142,16 @@ def denial_line(call: ToolCall, reason: str) -> str:
 
 class Hook:
     """Base class: override any method. ``around_tool`` runs right around the call itself,
-    once it is allowed (after any approval): ``vouched`` says whether the person approved
-    it or a hook vouched for it (``Allow.vouched``)."""
+    once it is allowed (after any approval): ``vouched`` holds the protected paths it may
+    change, those the approved card named (``Ask.paths``) or a hook vouched for
+    (``Allow.vouched``)."""
 
     async def before_tool(self, call: ToolCall, ctx: ToolContext) -> Decision:
         return ALLOW
 
-    async def around_tool(self, call: ToolCall, ctx: ToolContext, run: RunTool, *, vouched: bool) -> ToolOutcome:
+    async def around_tool(
+        self, call: ToolCall, ctx: ToolContext, run: RunTool, *, vouched: frozenset[Path]
+    ) -> ToolOutcome:
         return await run()
 
     async def after_tool(self, call: ToolCall, outcome: ToolOutcome, ctx: ToolContext) -> ToolOutcome:
@@ -165,17 +174,22 @@ class HookRegistry:
 
     async def before_tool(self, call: ToolCall, ctx: ToolContext) -> Decision:
         ask: Ask | None = None
-        vouched = False
+        vouched: frozenset[Path] = frozenset()
         for hook in self.hooks:
             decision = await hook.before_tool(call, ctx)
             if isinstance(decision, Deny):
                 return decision
             if isinstance(decision, Ask) and ask is None:
                 ask = decision
-            vouched = vouched or (isinstance(decision, Allow) and decision.vouched)
-        return ask or (Allow(vouched=True) if vouched else ALLOW)
+            if isinstance(decision, Allow):
+                vouched |= decision.vouched
+        if ask is not None:
+            return dataclasses.replace(ask, paths=ask.paths | vouched) if vouched else ask
+        return Allow(vouched=vouched) if vouched else ALLOW
 
-    async def around_tool(self, call: ToolCall, ctx: ToolContext, run: RunTool, *, vouched: bool) -> ToolOutcome:
+    async def around_tool(
+        self, call: ToolCall, ctx: ToolContext, run: RunTool, *, vouched: frozenset[Path]
+    ) -> ToolOutcome:
         """``run`` wrapped by every hook's ``around_tool``, the first hook outermost."""
         for hook in reversed(self.hooks):
             run = functools.partial(hook.around_tool, call, ctx, run, vouched=vouched)

@@ -65,7 +65,9 @@ from ..core import ToolCall, ToolError, run_blocking
 from ..core.imports import shadowed_module
 from ..engine.hook import ALLOW, Allow, Ask, Decision, Deny, Hook
 from ..sandbox import protection
+from ..sandbox.protected import places_around
 from ..tools import ToolContext, ToolOutcome, write_target
+from ..tools.path import display_path
 from .mode import PERMISSION_MODES, POLICIES, PermissionMode, Policy
 from .rule import PermissionRules, RuleSet, Sourced, first_match
 from .shell.parser import Script, parse_command
@@ -74,6 +76,7 @@ from .shell.policy import PROTECTED, Place, Reason, assess, command_texts, each_
 SENSITIVE = Reason("writes a sensitive file")
 FILE_TOOLS = frozenset({"write_file", "edit_file"})
 PLAN_ONLY_READS = "this agent may only read (permissionMode: plan)"
+_NAMED_PATHS = 8  # protected paths a card names; an approval covers every one of them all the same
 
 
 class PermissionHook(Hook):
@@ -148,7 +151,7 @@ class PermissionHook(Hook):
         return PermissionHook(policy, **settings)  # type: ignore[arg-type]
 
     def place(self, workdir: Path, *, sandboxed: bool) -> Place:
-        return Place(workdir.resolve(), protected=self.protected, written=self.written, sandboxed=sandboxed)
+        return Place(workdir.resolve(), protected=self.protected, written=self.written, sandboxed=sandboxed, home=self.home)
 
     # ------------------------------------------------------------------ the decision
     async def before_tool(self, call: ToolCall, ctx: ToolContext) -> Decision:
@@ -181,27 +184,30 @@ class PermissionHook(Hook):
         refused = self._mode_refusal(call, args, ctx)
         if refused is not None:
             return Deny(refused)
-        asked = first_match(rules.ask, call, args, workdir=workdir, home=self.home, unsure=True)
-        if asked is not None:
-            return Ask(_by(asked, "asks"), "medium")
-        allowed = first_match(rules.allow, call, args, workdir=workdir, home=self.home)
         path = args.get("path")
         written = _written(workdir, path) if call.name in FILE_TOOLS else None
+        # what the card names: the path the tool writes (an approval covers that one only)
+        target = frozenset({written}) if written is not None else frozenset()
+        asked = first_match(rules.ask, call, args, workdir=workdir, home=self.home, unsure=True)
+        if asked is not None:
+            return Ask(_by(asked, "asks"), "medium", target)
+        allowed = first_match(rules.allow, call, args, workdir=workdir, home=self.home)
         if written is not None:  # for after_tool: a file it creates?
             self._existed[call.id] = (written, not written.exists())
         special = self._file_reason(call, args, ctx)
         if special is not None and self.policy != "never" and not (allowed and allowed.trusted):
             if allowed is None:
-                return Ask(special.text, special.risk)
-            return Ask(f"{special.text} (a rule from {allowed.origin} cannot allow that)", special.risk)
+                return Ask(special.text, special.risk, target)
+            return Ask(f"{special.text} (a rule from {allowed.origin} cannot allow that)", special.risk, target)
         # Past that check, a protected write runs only by a rule the person gave or their
         # policy "never": the person vouched for it, so the checkpoints keep it; so they do
         # a subagent's writes into its own memory folder.
-        vouched = special is not None or (
-            call.name in FILE_TOOLS and isinstance(path, str) and self._in_writable(workdir, path)
-        )
+        in_writable = call.name in FILE_TOOLS and isinstance(path, str) and self._in_writable(workdir, path)
+        vouched = _written(workdir, path, roots=self.writable) if special is not None or in_writable else None
         decision = ALLOW if allowed is not None else self._policy(call, ctx)
-        return Allow(vouched=True) if vouched and isinstance(decision, Allow) else decision
+        if isinstance(decision, Ask):
+            return Ask(decision.reason, decision.risk, target)
+        return Allow(vouched=frozenset({vouched})) if vouched is not None else decision
 
     def _mode_refusal(self, call: ToolCall, args: dict[str, object], ctx: ToolContext) -> str | None:
         """Why this agent's mode or memory-only file tools refuse ``call`` (not bash)."""
@@ -233,7 +239,8 @@ class PermissionHook(Hook):
             target = write_target(ctx.workdir, path)
         except ToolError:
             return None  # outside the workdir, or no path at all: the tools refuse it themselves
-        found = protection(target.rel, folders=self._folders_inside(target.base))
+        places = places_around(target.base, target.rel, home=self.home)
+        found = protection(target.rel, folders=self._folders_inside(target.base), places=places)
         if found is not None:
             return protected_write(found)
         if any(target.path.is_relative_to(p.resolve()) for p in self.protected):
@@ -260,24 +267,30 @@ class PermissionHook(Hook):
         place = self.place(ctx.workdir, sandboxed=sandboxed)
         if self.mode == "plan" and assess(command, place).asks(sandboxed=False):
             return Deny(f"not a command known to be read-only; {PLAN_ONLY_READS}")
-        asked = _bash_match(rules.ask, texts)
-        if asked is not None:
-            return Ask(_by(asked, "asks"), "medium")
-        if any(s.rule.covers("bash") for s in (*rules.deny, *rules.ask)) and _hides_commands(script):
-            return Ask("a command whose program is computed cannot be checked against the deny rules", "medium")
         assessment = assess(command, place)
-        allowed = self._bash_allowed(command, script, rules.allow, place)
         # in the sandbox these folders are read-only mounts: the write fails, nothing to ask
         planted = [] if sandboxed else [r for r in assessment.reasons if r.protects]
+        # what the card names, and so what an approval or a rule covers: the protected paths
+        # the command's text shows it writes (one it hides is reverted after it, whoever approved)
+        named = frozenset(assessment.protected) if planted else frozenset()
+        asked = _bash_match(rules.ask, texts)
+        if asked is not None:
+            return _naming(Ask(_by(asked, "asks"), "medium"), named, ctx.workdir)
+        if any(s.rule.covers("bash") for s in (*rules.deny, *rules.ask)) and _hides_commands(script):
+            reason = "a command whose program is computed cannot be checked against the deny rules"
+            return _naming(Ask(reason, "medium"), named, ctx.workdir)
+        allowed = self._bash_allowed(command, script, rules.allow, place)
         if planted and self.policy != "never" and not (allowed and allowed.trusted):
-            return _ask(planted)
+            return _ask(planted, named, ctx.workdir)
         if allowed is not None:  # as for the file tools: the person's rule or "never" vouched for it
-            return Allow(vouched=bool(planted))
+            return Allow(vouched=named)
         if self.policy != "allowlist" or self.mode == "bypassPermissions":
             decision = self._policy(call, ctx)
-            return Allow(vouched=True) if planted and isinstance(decision, Allow) else decision
+            if isinstance(decision, Ask):
+                return _naming(decision, named, ctx.workdir)
+            return Allow(vouched=named) if isinstance(decision, Allow) else decision
         asks = assessment.asks(sandboxed=sandboxed)
-        return _ask(asks) if asks else ALLOW
+        return _ask(asks, named, ctx.workdir) if asks else ALLOW
 
     def _bash_allowed(self, command: str, script: Script, allow: Iterable[Sourced], place: Place) -> Sourced | None:
         """The allow rule that lets ``command`` run: one for every bash command or for this
@@ -368,8 +381,21 @@ def _by(sourced: Sourced, verb: str) -> str:
     return f"{verb} by the rule {sourced.rule} ({sourced.origin})"
 
 
-def _ask(reasons: list[Reason]) -> Ask:
-    """One Ask for the named reasons: the two most severe, and the highest risk."""
+def _ask(reasons: list[Reason], paths: frozenset[Path] = frozenset(), workdir: Path | None = None) -> Ask:
+    """One Ask for the named reasons: the two most severe, and the highest risk; the
+    protected ``paths`` it would let the command write are named on the card."""
     texts = list(dict.fromkeys(r.text for r in reasons))[:2]
     risk = "high" if any(r.risk == "high" for r in reasons) else "medium"
-    return Ask("; ".join(texts), risk)
+    return _naming(Ask("; ".join(texts), risk), paths, workdir)
+
+
+def _naming(decision: Ask, paths: frozenset[Path], workdir: Path | None) -> Ask:
+    """``decision``, naming on its card the protected ``paths`` an approval lets the call
+    write."""
+    if not paths:
+        return decision
+    root = workdir.resolve() if workdir is not None else None
+    shown = sorted(display_path(root, p) if root is not None else str(p) for p in paths)
+    more = f" and {len(shown) - _NAMED_PATHS} more" if len(shown) > _NAMED_PATHS else ""
+    listed = ", ".join(shown[:_NAMED_PATHS]) + more
+    return Ask(f"{decision.reason}: {listed}", decision.risk, decision.paths | paths)

@@ -21,10 +21,10 @@ and the list of paths only the person may change.
   permission hook, the sandbox and the checkpoints all consult.
 - ``checkpoint.py``: ``Checkpoints``, the workdir checkpointed around every call that can
   change files, what each call did, rewind and undo; built on ``snapshot.py`` (the bounded
-  walk) and ``watch.py`` (inotify: whether a walk is needed), ``effects.py`` (what changed,
-  in words), ``restore.py`` (putting paths back without following symlinks),
-  ``rewind.py`` (what going back does, and its diff), ``history.py`` (the checkpoints on
-  disk) and ``gitstore.py`` (the shadow git repository).
+  walk, ``walk.py``), ``manifest.py`` (what a snapshot records) and ``watch.py`` (inotify: whether a
+  walk is needed), ``effects.py`` (what changed, in words), ``restore.py`` (putting paths
+  back without following symlinks), ``rewind.py`` (what going back does, and its diff),
+  ``history.py`` (the checkpoints on disk) and ``gitstore.py`` (the shadow git repository).
 
 May import ``core`` only (and the standard library): tools, the engine and everything
 above build on it.

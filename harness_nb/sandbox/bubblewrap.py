@@ -147,10 +147,13 @@ def command_environment(environ: Mapping[str, str] | None = None) -> dict[str, s
     """The environment a ``bash`` command gets: the allow-listed variables of ``environ``
     (default ``os.environ``, read now, so a later ``export`` in the kernel is seen), with
     the interpreter's virtualenv active, so ``python`` and ``pip`` are the kernel's, and
-    ``GIT_ENVIRONMENT``."""
+    ``PYTHONDONTWRITEBYTECODE=1``: a ``.pyc`` a command leaves in the workdir would run in
+    the kernel at its next import (the checkpoints remove any that appears all the same);
+    and the git settings of ``GIT_ENVIRONMENT``."""
     source = os.environ if environ is None else environ
     env = {k: v for k, v in source.items() if k in ENVIRONMENT_NAMES or k.startswith(_ENVIRONMENT_PREFIXES)}
     env.update(GIT_ENVIRONMENT)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.setdefault("HOME", str(Path.home()))
     env.setdefault("PATH", os.defpath)
     if sys.prefix != sys.base_prefix:  # a virtualenv, activated or not

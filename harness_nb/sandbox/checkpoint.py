@@ -12,19 +12,26 @@ git never tracks what is inside a ``.git`` folder (whose config and hooks must b
 cannot leave out files by size, and follows no rule about symlinks that this harness could
 rely on (``snapshot`` never follows one).
 
-A snapshot walks the whole workdir (a stat walk: files are read only when they changed);
-the one before a call is skipped when inotify saw nothing change since the last one
-(``watch.py``), so an unchanged tree costs one walk per call.
+A snapshot walks the workdir (a stat walk: files are read only when they changed), within
+bounds whatever it holds (``snapshot.WalkLimits``): past them it records protected names
+only, and the call's effects say what is "partly unknown"; the one before a call is
+skipped when inotify saw nothing change since the last one (``watch.py``), so an
+unchanged tree costs one walk per call.
 
 Calls may overlap (parallel tool calls, subagents, background tasks, teammates):
 snapshots are serialized by a lock, calls are not. While another call ran at the same
 time, a call's effects may include the other's; its effects say so.
 
-**Protected paths** (``protected.protection``): a change to one is kept only when the call
-was vouched for — the person approved it, or the permission hook let it change that path
-itself (a rule the person gave, a subagent's memory folder) — and every call that ran
-beside it was vouched for too. Otherwise it is reverted at once, before the result goes
-back (restored, or deleted when it did not exist), and the result says so.
+**Protected paths** (``protected.protection``, with what the walk found: the home, git
+directories by content, hooks folders): a change to one is kept only when the call was
+vouched for *that path* — the approval card named it (the person approved ``write_file
+.mcp.json``, or a command the card said writes ``.mcp.json``), or the permission hook let
+the call change it (a rule the person gave, a subagent's memory folder) — and so was
+every call that ran beside it. Otherwise it is reverted at once, before the result goes
+back (restored, or deleted when it did not exist), and the result says so: an approval
+covers the paths it named, never the others the same call touched. Compiled Python
+(``*.pyc``) a call created or changed is removed whoever vouched for it (a kernel imports
+it in place of its source; commands run with ``PYTHONDONTWRITEBYTECODE=1``).
 
 ``rewind`` puts the whole workdir back as it was before a call (default: the latest); its
 ``dry_run`` only says what it would do, with a bounded diff. ``undo`` puts back one call's
@@ -56,10 +63,11 @@ from ..core.error import HarnessError
 from .effects import Change, Effects, diff, reverted_for_model, reverted_for_person, shown_path
 from .gitstore import GitStore, StoreError
 from .history import Checkpoint, History
-from .protected import protection
+from .protected import BYTECODE, ProtectedPlaces, home_in, protection
 from .restore import Restorer
 from .rewind import Rewind, rewind_diff
-from .snapshot import Entry, Manifest, Snapshotter
+from .manifest import Entry, Manifest
+from .snapshot import WALK_LIMITS, Snapshotter, WalkLimits
 from .watch import FolderWatch
 
 __all__ = [
@@ -95,16 +103,17 @@ def store_folder(workdir: Path, home: Path) -> Path:
 
 @dataclass
 class Watch:
-    """One call between its two snapshots: who made it, whether it was vouched for, the
-    workdir before it, and the calls that ran beside it (label → vouched for)."""
+    """One call between its two snapshots: who made it, the protected paths it was vouched
+    for (relative to the workdir; a folder covers what is in it), the workdir before it,
+    and the calls that ran beside it (label → the paths they were vouched for)."""
 
     serial: int
     call_id: str
     tool: str
     agent: str
-    vouched: bool
+    vouched: frozenset[str]
     before: Manifest
-    overlapped: dict[str, bool] = field(default_factory=dict)
+    overlapped: dict[str, frozenset[str]] = field(default_factory=dict)
     key: object = None
 
     def label(self, beside: Watch | None = None) -> str:
@@ -128,12 +137,12 @@ class CallEffects:
     unvouched: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.effects or self.reverted or self.problem)
+        return bool(self.effects or self.reverted or self.problem or self.effects.partial)
 
     def for_model(self) -> str:
         """The lines appended to the call's result (empty when nothing happened)."""
         lines = []
-        if self.effects:
+        if self.effects or self.effects.partial:
             lines.append(self.effects.for_model(undoable=self.checkpoint is not None, cap_mb=self.cap_mb))
         if self.reverted:
             lines.append(reverted_for_model(self.reverted, overlapped=self.unvouched))
@@ -142,8 +151,9 @@ class CallEffects:
         return "\n".join(lines)
 
     def line(self) -> str:
-        """The view's line: ``changed 2 files · deleted data/ (3 files)``."""
-        return self.effects.line()
+        """The view's line: ``changed 2 files · deleted data/ (3 files)`` (``no change seen``
+        when the walk newly stopped short and saw nothing)."""
+        return self.effects.line() or ("no change seen" if self.effects.partial else "")
 
     def reverted_line(self) -> str:
         """``the command wrote .mcp.json, which only you may change: reverted`` (or "")."""
@@ -170,7 +180,9 @@ class Checkpoints:
     ``~/.harness_nb`` keeps them (the process's home when ``None``); ``max_file_mb``: the
     size cap; ``folders``: more protected folders (relative paths of agent folders given to
     the harness); ``skip``: folders never snapshot (IPython's, when it lies in the workdir);
-    ``keep``: how many checkpoints are kept. Nothing is written until the first ``start``.
+    ``keep``: how many checkpoints are kept; ``walk``: the bounds of each snapshot's walk.
+    The dot-entries of ``home`` are protected when the workdir holds it. Nothing is written
+    until the first ``start``.
     Every method but ``forget`` and ``abandon`` blocks: call them on a worker thread
     (``core.run_blocking``)."""
 
@@ -183,11 +195,15 @@ class Checkpoints:
         folders: Iterable[str] = (),
         skip: Iterable[Path] = (),
         keep: int = KEEP,
+        walk: WalkLimits = WALK_LIMITS,
     ) -> None:
         if not max_file_mb > 0:
             raise ValueError(f"checkpoint_max_mb must be more than 0, not {max_file_mb!r}")
         self.workdir = workdir.resolve()
-        self.folder = store_folder(self.workdir, home if home is not None else Path.home())
+        home = home if home is not None else Path.home()
+        self.folder = store_folder(self.workdir, home)
+        self.home = home_in(self.workdir, home)  # where it lies in the workdir, if it does
+        self.walk = walk
         self.max_file_mb = float(max_file_mb)
         self.folders = tuple(folders)
         self.store = GitStore(self.folder)
@@ -213,10 +229,13 @@ class Checkpoints:
             self._skip.append(folder)
 
     # ------------------------------------------------------------------ around a call
-    def start(self, call_id: str, tool: str, agent: str, *, vouched: bool, key: object = None) -> Watch:
+    def start(
+        self, call_id: str, tool: str, agent: str, *, vouched: frozenset[str] = frozenset(), key: object = None
+    ) -> Watch:
         """Snapshot the workdir before a call; the ``Watch`` goes to ``finish``.
-        ``vouched``: the person approved the call, or the permission hook let it change
-        protected paths (see the module doc). ``key``: what ``abandon`` names it by."""
+        ``vouched``: the protected paths (relative) the approval card named or the
+        permission hook let it change (see the module doc). ``key``: what ``abandon``
+        names it by."""
         with self._locked():
             # nothing changed since the last snapshot (inotify says so): it is the state
             # before this call, and the call costs one walk, after it
@@ -247,29 +266,49 @@ class Checkpoints:
 
     def finish(self, watch: Watch) -> CallEffects:
         """Snapshot again after the call: its effects, with protected changes it had no
-        right to make reverted and a checkpoint recorded when anything else changed."""
+        right to make reverted (bytecode removed) and a checkpoint recorded when anything
+        else changed."""
         with self._locked():
             try:
                 after = self._snapshot()
-                changes = diff(watch.before, after)
-                trusted = watch.vouched and all(watch.overlapped.values())
-                guarded = [] if trusted else [c for c in changes if protection(c.path, folders=self.folders)]
-                kept = tuple(c for c in changes if c not in guarded)
-                if guarded:
-                    self._revert(guarded, after, watch)
-                overlapped = tuple(watch.overlapped)
-                effects = Effects(kept, after.partial or watch.before.partial, overlapped)
+                before = watch.before
+                places = before.places | after.places
+                # what the walk records past its bounds: protected by name, home or git directory
+                recorded = ProtectedPlaces(places.home, places.git_dirs)
+                changes = diff(before, after, guarded=lambda rel: self._protected(rel, recorded))
+                reverted: dict[Change, Entry | None] = {}
+                for change in changes:
+                    why = protection(change.path, folders=self.folders, places=places)
+                    if why is BYTECODE:
+                        if change.after is not None:
+                            reverted[change] = None  # compiled again from the source when needed
+                    elif why is not None and not self._vouched(change, watch):
+                        reverted[change] = change.before
+                kept = tuple(c for c in changes if c not in reverted)
+                if reverted:
+                    self._revert(reverted, after, watch, places)
+                new_unknown = after.incomplete - before.incomplete or after.unlisted - before.unlisted
+                partial = after.partial or before.partial if kept or new_unknown else ""
+                effects = Effects(kept, partial, tuple(watch.overlapped))
                 checkpoint = self._record(watch, effects) if kept else None
+                suspects = tuple(
+                    label
+                    for label, scope in watch.overlapped.items()
+                    if any(not _covers(scope, change) for change in reverted)
+                )
                 return CallEffects(
-                    watch.tool,
-                    effects,
-                    tuple(guarded),
-                    checkpoint,
-                    cap_mb=self.max_file_mb,
-                    unvouched=tuple(label for label, ok in watch.overlapped.items() if not ok),
+                    watch.tool, effects, tuple(reverted), checkpoint, cap_mb=self.max_file_mb, unvouched=suspects
                 )
             finally:
                 self.forget(watch)
+
+    def _protected(self, rel: str, places: ProtectedPlaces) -> bool:
+        return protection(rel, folders=self.folders, places=places) is not None
+
+    def _vouched(self, change: Change, watch: Watch) -> bool:
+        """Whether ``change`` to a protected path stays: this call was vouched for it, and
+        so was every call that ran beside it (any of them may have made it)."""
+        return _covers(watch.vouched, change) and all(_covers(scope, change) for scope in watch.overlapped.values())
 
     def forget(self, watch: Watch) -> None:
         """Stop counting ``watch`` as running (its ``finish`` could not run). Never blocks
@@ -281,9 +320,11 @@ class Checkpoints:
         with self._running:
             return list(self._active.values())
 
-    def _revert(self, changes: list[Change], after: Manifest, watch: Watch) -> None:
-        targets = {c.path: c.before for c in changes}
-        done = self._restorer().apply(targets, after.entries)
+    def _revert(
+        self, reverted: dict[Change, Entry | None], after: Manifest, watch: Watch, places: ProtectedPlaces
+    ) -> None:
+        targets = {c.path: entry for c, entry in reverted.items()}
+        done = self._restorer().apply(targets, after.entries, whole=places.git_dirs)
         for rel, why in done.failed:
             log.warning("could not revert %s after %s: %s", shown_path(rel), watch.tool, why)
         self._settle(targets, exclude=watch)
@@ -336,8 +377,8 @@ class Checkpoints:
             now = self._snapshot()
             plan: dict[str, Entry | None] = {}
             for rel in then.entries.keys() | now.entries.keys():
-                if not (then.covers(rel) and now.covers(rel)):
-                    continue
+                if not then.knows(rel):
+                    continue  # under a folder that checkpoint did not finish: nothing to bring back
                 old, new = then.entries.get(rel), now.entries.get(rel)
                 if old is None or new is None or not old.same(new):
                     plan[rel] = old
@@ -356,7 +397,7 @@ class Checkpoints:
                 current = now.entries.get(change.path)
                 if _matches(current, change.before):
                     continue  # already as it was
-                if now.covers(change.path) and _matches(current, change.after):
+                if now.knows(change.path) and _matches(current, change.after):
                     plan[change.path] = change.before
                 else:
                     conflicts.append(change.path)
@@ -377,7 +418,7 @@ class Checkpoints:
         if dry_run or not plan:
             return report
         self._serial += 1
-        own = Watch(self._serial, f"{kind}-{point.number}", kind, "you", True, now)
+        own = Watch(self._serial, f"{kind}-{point.number}", kind, "you", frozenset(), now)
         report.recorded = self._record(own, Effects(tuple(changes)))
         report.applied = self._restorer().apply(plan, now.entries)
         self._settle(plan)
@@ -437,6 +478,8 @@ class Checkpoints:
             max_file_bytes=self.max_file_bytes,
             skip=self._skip,
             folders=self.folders,
+            home=self.home,
+            limits=self.walk,
             watch=self._watch,
         )
         manifest = snapshotter.take(self._last)
@@ -470,3 +513,15 @@ def _matches(current: Entry | None, expected: Entry | None) -> bool:
     if current is None or expected is None:
         return current is None and expected is None
     return current.same(expected)
+
+
+def _covers(scope: frozenset[str], change: Change) -> bool:
+    """Whether ``scope`` (paths a call was vouched for) covers ``change``: the path, what is
+    in it, or a folder created on the way to it."""
+    path = change.path
+    for vouched in scope:
+        if path == vouched or path.startswith(vouched + "/"):
+            return True
+        if change.verb == "created" and vouched.startswith(path + "/"):
+            return True
+    return False

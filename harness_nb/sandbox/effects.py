@@ -13,11 +13,11 @@ shown as ``\\x1b``, never sent raw to a terminal or a model.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..core.usage import plural
-from .snapshot import Entry, Manifest
+from .manifest import Entry, Manifest
 
 __all__ = ["Change", "Effects", "Group", "diff", "shown_path"]
 
@@ -47,16 +47,29 @@ class Change:
         return self.before is not None and not self.before.kept
 
 
-def diff(before: Manifest, after: Manifest) -> list[Change]:
-    """The changes from ``before`` to ``after``, by path. A path under a folder either walk
-    did not finish is left out: its absence there says nothing."""
+def diff(before: Manifest, after: Manifest, *, guarded: Callable[[str], bool] | None = None) -> list[Change]:
+    """The changes from ``before`` to ``after``, by path. Under a folder a walk did not
+    finish, an absence says nothing: a path is created or deleted only where both walks
+    covered it (``Manifest.covers``), changed wherever both recorded it. ``guarded`` tells
+    the protected paths, which a walk records past its bounds: only a folder whose names
+    it did not list leaves those unknown."""
+
+    def covered(rel: str) -> bool:
+        if before.covers(rel) and after.covers(rel):
+            return True
+        protected = guarded is not None and guarded(rel)
+        return protected and before.covers(rel, guarded=True) and after.covers(rel, guarded=True)
+
     found = [
-        Change(rel, old, after.entries.get(rel))
+        Change(rel, old, new)
         for rel, old in before.entries.items()
         if (new := after.entries.get(rel)) is not old and (new is None or not old.same(new))
     ]
-    found += [Change(rel, None, new) for rel, new in after.entries.items() if rel not in before.entries]
-    return sorted((c for c in found if before.covers(c.path) and after.covers(c.path)), key=lambda c: c.path)
+    found = [c for c in found if c.after is not None or covered(c.path)]
+    found += [
+        Change(rel, None, new) for rel, new in after.entries.items() if rel not in before.entries and covered(rel)
+    ]
+    return sorted(found, key=lambda c: c.path)
 
 
 @dataclass
@@ -131,11 +144,11 @@ class Effects:
             labels = [g.label() for g in groups[:NAMES_SHOWN]]
             more = f" and {len(groups) - NAMES_SHOWN} more" if len(groups) > NAMES_SHOWN else ""
             kinds.append(f"{verb} {', '.join(labels)}{more}")
-        text = "; ".join(kinds)
+        text = "; ".join(kinds) or "no change seen"
         if self.overlapped:
             text += f" (while {_names(self.overlapped)} also ran: some of this may be theirs)"
         if self.partial:
-            text += f" (checkpoints are partial: {self.partial})"
+            text += f" ({self.partial})"
         if undoable:
             lost = self.lost(cap_mb)
             text += " — the person can undo this" + (f", except {', '.join(lost[:NAMES_SHOWN])}" if lost else "")

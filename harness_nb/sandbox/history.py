@@ -26,13 +26,12 @@ import os
 import time
 import zlib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ..core.error import HarnessError
 from .effects import Change
 from .gitstore import GitStore, TreeItem
-from .snapshot import Entry, Manifest
+from .manifest import Entry, Manifest
 
 __all__ = ["Checkpoint", "History"]
 
@@ -230,8 +229,7 @@ class History:
             rows[rel] = known
             parts.append(known[1])
         self._rows = rows
-        head = {"taken_ns": manifest.taken_ns, "incomplete": sorted(manifest.incomplete), "partial": manifest.partial}
-        return json.dumps(head, separators=(",", ":"))[:-1] + ',"entries":{' + ",".join(parts) + "}}"
+        return json.dumps(manifest.header(), separators=(",", ":"))[:-1] + ',"entries":{' + ",".join(parts) + "}}"
 
     # ------------------------------------------------------------------ pruning
     def prune(self, live: list[Manifest]) -> None:

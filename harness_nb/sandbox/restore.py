@@ -12,8 +12,9 @@ be, and is listed as not restored with why.
 
 A folder that should not exist loses what the snapshots track in it, then goes if it is
 empty; one that still holds what snapshots never track (a cache, the harness's own state)
-stays, and is listed. A ``.git`` folder that should not exist goes whole: nothing in it
-but its config and hooks was ever tracked, and all of it came after.
+stays, and is listed. A git directory that should not exist (a ``.git`` folder, or one
+named in ``whole``: recognised by what it holds) goes whole: nothing in it but its config
+and hooks was ever tracked, and all of it came after.
 """
 
 from __future__ import annotations
@@ -24,12 +25,12 @@ import os
 import secrets
 import shutil
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .gitstore import GitStore
-from .snapshot import Entry
+from .manifest import Entry
 
 __all__ = ["Restorer", "Restored"]
 
@@ -62,10 +63,13 @@ class Restorer:
         self.workdir = workdir
         self.store = store
 
-    def apply(self, targets: Mapping[str, Entry | None], current: Mapping[str, Entry]) -> Restored:
+    def apply(
+        self, targets: Mapping[str, Entry | None], current: Mapping[str, Entry], *, whole: Container[str] = ()
+    ) -> Restored:
         """Make each path of ``targets`` what it maps to; ``current`` is a snapshot taken
-        just before (what each path is now). Removals go deepest first, then folders and
-        files shallowest first, so a folder exists before what goes into it."""
+        just before (what each path is now); ``whole``: git directories not named ``.git``,
+        removed with everything in them. Removals go deepest first, then folders and files
+        shallowest first, so a folder exists before what goes into it."""
         done = Restored()
         removals = sorted((p for p, e in targets.items() if e is None), key=lambda p: -p.count("/"))
         writes = sorted((p for p, e in targets.items() if e is not None), key=lambda p: (p.count("/"), p))
@@ -74,7 +78,7 @@ class Restorer:
                 if rel not in current:
                     continue
                 try:
-                    if self._remove(root, rel, current):
+                    if self._remove(root, rel, whole=rel in whole):
                         done.removed.append(rel)
                     else:
                         done.failed.append((rel, "kept: it holds files checkpoints do not track"))
@@ -94,7 +98,7 @@ class Restorer:
         return done
 
     # ------------------------------------------------------------------ removing
-    def _remove(self, root: int, rel: str, current: Mapping[str, Entry]) -> bool:
+    def _remove(self, root: int, rel: str, *, whole: bool) -> bool:
         parent, name = _split(rel)
         with self._folder(root, parent, create=False) as fd:
             if fd is None:
@@ -106,7 +110,7 @@ class Restorer:
             if not stat.S_ISDIR(st.st_mode):
                 os.unlink(name, dir_fd=fd)
                 return True
-            if name == ".git":
+            if name == ".git" or whole:
                 shutil.rmtree(name, dir_fd=fd)
                 return True
             try:

@@ -19,9 +19,9 @@ from ..core.usage import plural
 from .effects import Change, Effects, shown_path
 from .gitstore import GitStore
 from .history import Checkpoint
+from .manifest import Entry
 from .protected import CREDENTIALS, protection
 from .restore import Restored
-from .snapshot import Entry
 
 __all__ = ["DIFF_LINES", "Rewind", "rewind_diff"]
 

@@ -14,10 +14,11 @@ from __future__ import annotations
 import ast
 import contextlib
 import io
+import os
 import sys
 import traceback
 import types
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Annotated, Any
 
 from IPython.utils.capture import capture_output
@@ -203,7 +204,7 @@ def run_code(namespace: dict[str, Any], code: str, *, shell: Any = None, timeout
     watchdog = Watchdog(timeout, tell=lambda text: print(text, file=cell_stderr, flush=True))
     try:
         with watchdog, capture as captured, contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
-            with watchdog.armed():
+            with watchdog.armed(), no_bytecode():
                 exec(compile(tree, "<run_python>", "exec"), namespace)
                 value = eval(compile(last, "<run_python>", "eval"), namespace) if last is not None else None
     except (TimedOut, Stopped) as exc:
@@ -240,6 +241,25 @@ def run_code(namespace: dict[str, Any], code: str, *, shell: Any = None, timeout
     out = "\n".join(t for t in texts if t)
     images = tuple(image for d in displays if (image := d.image()) is not None)
     return ToolOutput(_clip(out) if out else "(no output)", images, tuple(displays))
+
+
+@contextlib.contextmanager
+def no_bytecode() -> Iterator[None]:
+    """While the model's code runs, neither it nor the processes it starts write ``.pyc``
+    files (``PYTHONDONTWRITEBYTECODE``), as ``bash`` commands do not: one left in the
+    workdir would run at the kernel's next import. The kernel's own setting comes back
+    after."""
+    was_env, was_flag = os.environ.get("PYTHONDONTWRITEBYTECODE"), sys.dont_write_bytecode
+    os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+    sys.dont_write_bytecode = True
+    try:
+        yield
+    finally:
+        sys.dont_write_bytecode = was_flag
+        if was_env is None:
+            os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+        else:
+            os.environ["PYTHONDONTWRITEBYTECODE"] = was_env
 
 
 def _interrupted(exc: KeyboardInterrupt, timeout: float | None, printed: str, stuck_for: float | None) -> str:

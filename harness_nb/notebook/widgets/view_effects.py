@@ -64,7 +64,7 @@ class EffectsLine:
             if e.lost:
                 notes.append(f"cannot be undone: {', '.join(e.lost)}")
             if e.partial:
-                notes.append(f"partial: {e.partial}")
+                notes.append(e.partial)
             if notes:
                 head += f" <span class='hnb-muted'>({html.escape(SECRETS.scrub('; '.join(notes)))})</span>"
             if self.outcome:

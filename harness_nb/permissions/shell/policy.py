@@ -38,8 +38,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...sandbox import Protection, protection
-from .parser import Command, Pipeline, Script, Word, parse_command
+from ...sandbox.protected import places_around
 from .git_config import repository_program
+from .parser import Command, Pipeline, Script, Word, parse_command
 from .read_only import BUILTINS, NOT_READ_ONLY, read_only_problem, split_options
 
 GLOB_LIMIT = 200
@@ -112,8 +113,9 @@ def uncheckable(why: str) -> Reason:
 class Place:
     """Where a command runs: the workdir, agent folders beyond the protected paths of
     ``sandbox.protection`` (``protected``), the files the agent wrote this session
-    (``written``: resolved path -> whether the agent created it), and whether in the
-    sandbox (``sandboxed``)."""
+    (``written``: resolved path -> whether the agent created it), whether in the sandbox
+    (``sandboxed``), and the person's ``home`` (its dot-entries are protected when the
+    workdir holds it)."""
 
     workdir: Path
     protected: tuple[Path, ...] = ()
@@ -121,14 +123,18 @@ class Place:
     search_path: str | None = None  # PATH for finding programs; None: the process's
     # in the sandbox what git runs is contained: the repository's git configuration is not looked at
     sandboxed: bool = False
+    home: Path | None = None
 
 
 @dataclass
 class Assessment:
-    """``read_only``: on the allow-list; ``reasons``: the harms named, most severe first."""
+    """``read_only``: on the allow-list; ``reasons``: the harms named, most severe first;
+    ``protected``: the paths only the person may change that the command writes, as far
+    as its text shows (what an approval of it covers)."""
 
     read_only: bool
     reasons: list[Reason]
+    protected: tuple[Path, ...] = ()
 
     def asks(self, *, sandboxed: bool) -> list[Reason]:
         """The reasons to ask for (empty: run it). In the sandbox only what it cannot
@@ -153,7 +159,7 @@ def assess(command: str, place: Place) -> Assessment:
     reasons = sorted(judge.reasons, key=lambda r: order.get(r, len(order)))
     if any(r in order for r in reasons):  # "runs code" says less than what was named
         reasons = [r for r in reasons if r is not RUNS_CODE]
-    return Assessment(judge.read_only and script.plain, reasons)
+    return Assessment(judge.read_only and script.plain, reasons, tuple(dict.fromkeys(judge.planted)))
 
 
 def command_texts(script: Script, *, depth: int = 0) -> list[str]:
@@ -306,6 +312,7 @@ class _Judge:
         inside = [p for p in self.protected if p.is_relative_to(self.root)]
         self.protected_inside = tuple(p.relative_to(self.root).as_posix() for p in inside)
         self.reasons: list[Reason] = []
+        self.planted: list[Path] = []  # the protected paths it writes
         self.read_only = True
         self.functions: set[str] = set()
         self.nesting = 0
@@ -493,13 +500,17 @@ class _Judge:
     def protected_reason(self, p: Path) -> Reason | None:
         """Why a write to ``p`` asks whatever the policy, if it does (``sandbox.protection``)."""
         if p.is_relative_to(self.root):
-            found = protection(p.relative_to(self.root).as_posix(), folders=self.protected_inside)
+            rel = p.relative_to(self.root).as_posix()
+            places = places_around(self.root, rel, home=self.place.home)
+            found = protection(rel, folders=self.protected_inside, places=places)
             if found is not None:
                 return protected_write(found)
         return PROTECTED if any(p.is_relative_to(d) for d in self.protected) else None
 
     def add_protected(self, p: Path, *, refuse: bool = False) -> None:
         reason = self.protected_reason(p)
+        if reason is not None:
+            self.planted.append(p)
         if reason is not None and refuse:
             self.refuse(reason)
         elif reason is not None:
