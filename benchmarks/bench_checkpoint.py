@@ -1,4 +1,4 @@
-"""What checkpointing costs per tool call (sandbox/checkpoint.py), on a workdir of 5,000
+"""What checkpointing costs per tool call (sandbox/checkpoints/checkpoint.py), on a workdir of 5,000
 source files in 250 folders plus 1 GB of data files (40 CSV files of 25 MB).
 
     python benchmarks/bench_checkpoint.py [--rounds 15] [--keep]
@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness_nb.sandbox.checkpoint import Checkpoints  # noqa: E402
+from harness_nb.sandbox.checkpoints.checkpoint import Checkpoints  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SOURCE_FOLDERS, SOURCE_PER_FOLDER = 250, 20

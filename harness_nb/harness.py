@@ -192,7 +192,7 @@ class Harness:
 
     def checkpoints(self) -> list[Checkpoint]:
         """The workdir's checkpoints, oldest first: one before each call that changed files and
-        each rewind or undo (``sandbox/checkpoint.py``). Empty with checkpoints off."""
+        each rewind or undo (``sandbox/checkpoints/checkpoint.py``). Empty with checkpoints off."""
         return self.checkpointer.kept() if self.checkpointer is not None else []
 
     async def rewind(self, checkpoint: int | str | None = None, *, dry_run: bool = False) -> Rewind:

@@ -193,7 +193,7 @@ class McpSettings:
 
 @dataclass(frozen=True)
 class CheckpointSettings:
-    """The workdir's checkpoints (``sandbox/checkpoint.py``); built into the harness."""
+    """The workdir's checkpoints (``sandbox/checkpoints/checkpoint.py``); built into the harness."""
 
     enabled: bool = field(
         default=True,

@@ -25,10 +25,10 @@ from harness_nb.engine import Approved, Ask, Denied, PermissionHook, PermissionR
 from harness_nb.harness import Harness
 from harness_nb.providers.scripted import ScriptedProvider
 from harness_nb.sandbox import protection
-from harness_nb.sandbox.checkpoint import Checkpoints
-from harness_nb.sandbox.effects import diff
-from harness_nb.sandbox.gitstore import GitStore
-from harness_nb.sandbox.snapshot import Snapshotter
+from harness_nb.sandbox.checkpoints.checkpoint import Checkpoints
+from harness_nb.sandbox.checkpoints.effects import diff
+from harness_nb.sandbox.checkpoints.gitstore import GitStore
+from harness_nb.sandbox.checkpoints.snapshot import Snapshotter
 from harness_nb.tools import ToolContext
 from harness_nb.tools.files import write_file
 
@@ -83,7 +83,7 @@ def under(found: dict[str, Any], prefix: str) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------- 1. a walk with bounds
 def test_one_folder_of_many_entries_is_recorded_to_the_cap_and_past_it_by_protected_names_only(workdir, private_home):
-    from harness_nb.sandbox.snapshot import WalkLimits
+    from harness_nb.sandbox.checkpoints.snapshot import WalkLimits
 
     cap = WalkLimits().per_folder
     empty_files(workdir / "flood", cap + 2_000)
@@ -124,7 +124,7 @@ def test_a_tree_five_thousand_folders_deep_stops_the_walk_at_its_depth(workdir, 
 
 
 def test_the_walk_is_breadth_first_so_a_deep_flood_leaves_the_shallow_tree_recorded(workdir, private_home):
-    from harness_nb.sandbox.snapshot import WalkLimits
+    from harness_nb.sandbox.checkpoints.snapshot import WalkLimits
 
     empty_files(workdir / "a" / "b" / "c", 300)
     (workdir / "keep").mkdir()
@@ -138,7 +138,7 @@ def test_the_walk_is_breadth_first_so_a_deep_flood_leaves_the_shallow_tree_recor
 
 
 def test_past_the_names_bound_nothing_more_is_listed_and_nothing_there_is_called_deleted(workdir, private_home):
-    from harness_nb.sandbox.snapshot import WalkLimits
+    from harness_nb.sandbox.checkpoints.snapshot import WalkLimits
 
     empty_files(workdir / "flood", 2_000)
     limits = WalkLimits(entries=1_000, per_folder=100, names=500)
@@ -153,7 +153,7 @@ def test_past_the_names_bound_nothing_more_is_listed_and_nothing_there_is_called
 
 
 def test_a_call_that_floods_the_workdir_is_told_what_is_partly_unknown_and_the_rest_rewinds(workdir, private_home):
-    from harness_nb.sandbox.snapshot import WalkLimits
+    from harness_nb.sandbox.checkpoints.snapshot import WalkLimits
 
     plant_data(workdir)
     before = state(workdir)
@@ -182,7 +182,7 @@ def test_a_call_that_floods_the_workdir_is_told_what_is_partly_unknown_and_the_r
 
 
 def test_a_call_that_only_floods_a_folder_is_told_nothing_was_seen_there(workdir, private_home):
-    from harness_nb.sandbox.snapshot import WalkLimits
+    from harness_nb.sandbox.checkpoints.snapshot import WalkLimits
 
     empty_files(workdir / "logs", 10)
     cps = Checkpoints(workdir, home=private_home, walk=WalkLimits(per_folder=40))

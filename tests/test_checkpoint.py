@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from harness_nb.core import HarnessError
-from harness_nb.sandbox.checkpoint import Checkpoints, store_folder
-from harness_nb.sandbox.effects import diff, shown_path
-from harness_nb.sandbox.gitstore import GitStore
-from harness_nb.sandbox.snapshot import Snapshotter, WalkLimits
-from harness_nb.sandbox.watch import FolderWatch
+from harness_nb.sandbox.checkpoints.checkpoint import Checkpoints, store_folder
+from harness_nb.sandbox.checkpoints.effects import diff, shown_path
+from harness_nb.sandbox.checkpoints.gitstore import GitStore
+from harness_nb.sandbox.checkpoints.snapshot import Snapshotter, WalkLimits
+from harness_nb.sandbox.checkpoints.watch import FolderWatch
 from checkpoint_support import git, plant_data, state
 
 

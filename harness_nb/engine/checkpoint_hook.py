@@ -20,7 +20,7 @@ import logging
 from pathlib import Path
 
 from ..core import EffectsRecorded, HarnessError, ToolCall, run_blocking
-from ..sandbox.checkpoint import CallEffects, Checkpoints, Watch
+from ..sandbox.checkpoints.checkpoint import CallEffects, Checkpoints, Watch
 from ..tools import ToolContext, ToolOutcome
 from .hook import Hook, RunTool
 

@@ -19,12 +19,9 @@ and the list of paths only the person may change.
   CPU time).
 - ``protected.py``: ``protection(rel)``, the one list of protected paths that the
   permission hook, the sandbox and the checkpoints all consult.
-- ``checkpoint.py``: ``Checkpoints``, the workdir checkpointed around every call that can
-  change files, what each call did, rewind and undo; built on ``snapshot.py`` (the bounded
-  walk, ``walk.py``), ``manifest.py`` (what a snapshot records) and ``watch.py`` (inotify: whether a
-  walk is needed), ``effects.py`` (what changed, in words), ``restore.py`` (putting paths
-  back without following symlinks), ``rewind.py`` (what going back does, and its diff),
-  ``history.py`` (the checkpoints on disk) and ``gitstore.py`` (the shadow git repository).
+- ``checkpoints/``: ``Checkpoints``, the workdir checkpointed around every call that can
+  change files — what each call did, rewind and undo, protected paths reverted (its
+  ``__init__`` says which module holds what).
 
 May import ``core`` only (and the standard library): tools, the engine and everything
 above build on it.
@@ -40,7 +37,7 @@ from .bubblewrap import (
     default_sandbox,
     dotenv_files,
 )
-from .checkpoint import DEFAULT_MAX_FILE_MB, CallEffects, Checkpoint, Checkpoints, Rewind
+from .checkpoints import DEFAULT_MAX_FILE_MB, CallEffects, Checkpoint, Checkpoints, Rewind
 from .helper import stop_mount_helper
 from .launch import Plan
 from .identity import ROOT_SECRETS, SANDBOX_UID, Identity

@@ -127,7 +127,7 @@ class Tool(ABC):
     @property
     def effectful(self) -> bool:
         """Whether a call may change files in the workdir, so that the workdir is
-        checkpointed around it (``sandbox.checkpoint``): ``changes_files`` when set, else
+        checkpointed around it (``sandbox.checkpoints.checkpoint``): ``changes_files`` when set, else
         every tool that is not read-only, coordination or long-running (a subagent's own
         calls are checkpointed one by one)."""
         if self.changes_files is not None:

@@ -17,7 +17,7 @@ import ipywidgets as widgets
 from ...core import ToolCall, Usage
 from ...core.secret import SECRETS
 from ...core.usage import plural
-from ...sandbox.checkpoint import without_effects
+from ...sandbox.checkpoints.checkpoint import without_effects
 from ...textview import preview
 from .theme import STATE_COLORS, agent_name, joined, nowrap, state_mark
 from .wording import denial_words, plain_body, plain_result

@@ -59,11 +59,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.error import HarnessError
+from ...core.error import HarnessError
 from .effects import Change, Effects, diff, reverted_for_model, reverted_for_person, shown_path
 from .gitstore import GitStore, StoreError
 from .history import Checkpoint, History
-from .protected import BYTECODE, ProtectedPlaces, home_in, protection
+from ..protected import BYTECODE, ProtectedPlaces, home_in, protection
 from .restore import Restorer
 from .rewind import Rewind, rewind_diff
 from .manifest import Entry, Manifest

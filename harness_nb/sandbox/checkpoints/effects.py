@@ -16,7 +16,7 @@ import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..core.usage import plural
+from ...core.usage import plural
 from .manifest import Entry, Manifest
 
 __all__ = ["Change", "Effects", "Group", "diff", "shown_path"]

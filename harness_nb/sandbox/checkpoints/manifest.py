@@ -13,7 +13,7 @@ import stat
 from dataclasses import dataclass, field
 from typing import Any
 
-from .protected import ProtectedPlaces
+from ..protected import ProtectedPlaces
 
 __all__ = ["Entry", "Manifest", "with_blob"]
 

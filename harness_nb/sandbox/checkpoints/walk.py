@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from ..core.fs import file_kind
-from ..core.text import escape_name
+from ...core.fs import file_kind
+from ...core.text import escape_name
 from .gitstore import StoreError
 from .manifest import Entry, Manifest, with_blob
-from .protected import (
+from ..protected import (
     CONFIG_READ_LIMIT,
     HARNESS_STATE,
     ProtectedPlaces,

@@ -28,7 +28,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.error import HarnessError
+from ...core.error import HarnessError
 from .effects import Change
 from .gitstore import GitStore, TreeItem
 from .manifest import Entry, Manifest
