@@ -21,7 +21,9 @@ from harness_support import OPEN, close_harnesses  # noqa: F401 - an autouse fix
 from sandbox_support import bwrap_sandbox
 
 from harness_nb.core import EffectsRecorded, Event, ToolCall
-from harness_nb.engine import Approved, Ask, Denied, PermissionHook, PermissionRules
+from harness_nb.engine import Approved, Ask, Denied
+from harness_nb.permissions.hook import PermissionHook
+from harness_nb.permissions.rule import PermissionRules
 from harness_nb.harness import Harness
 from harness_nb.providers.scripted import ScriptedProvider
 from harness_nb.sandbox import protection
@@ -475,7 +477,7 @@ def test_a_virtualenvs_pth_and_sitecustomize_are_protected(workdir, private_home
 
 
 def test_run_pythons_subprocesses_write_no_bytecode(workdir, monkeypatch):
-    from harness_nb.notebook.kernel_tools import run_code
+    from harness_nb.notebook.kernel.tools import run_code
 
     monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
     (workdir / "mod.py").write_text("X = 1\n")
