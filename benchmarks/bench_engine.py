@@ -59,6 +59,7 @@ TARGET_TURNS = 20
 SCALING_TARGET = 1.2
 IMPORT_TARGET = 0.150
 IMPORT_REPEAT = 7
+_PROFILING = False  # inside the timed part of a profiled measurement
 
 
 # -- one measurement, in its own process -----------------------------------------------------
@@ -181,14 +182,17 @@ class _Clock:
 @contextlib.contextmanager
 def _timed(profiler: Any) -> Iterator[_Clock]:
     """Time the block (client CPU and wall); profile it too when given a profiler."""
+    global _PROFILING
     clock = _Clock()
     if profiler is not None:
         profiler.enable()
+        _PROFILING = True
     cpu, wall = time.process_time(), time.perf_counter()
     yield clock
     clock.cpu, clock.wall = time.process_time() - cpu, time.perf_counter() - wall
     if profiler is not None:
         profiler.disable()
+        _PROFILING = False
 
 
 def measurement(impl: str, url: str, turns: int, stream: bool, profiler: Any = None, wire: Path | None = None) -> Any:
@@ -350,11 +354,15 @@ def report(data: dict[str, Any]) -> None:
 
 
 def profile(turns: int, stream: bool, impl: str, top: int) -> None:
-    """cProfile of the timed part of one measurement (after its warm-up conversation)."""
+    """cProfile of the timed part of one measurement (after its warm-up conversation): the
+    event loop's thread, then the work it hands to harness_nb's worker threads
+    (``run_blocking``: checkpoints, permission decisions, secret scans), which a profile of
+    one thread does not see although ``process_time`` counts it."""
     import cProfile
     import pstats
 
     profiler = cProfile.Profile()
+    threads = _profile_worker_threads()
     with contextlib.ExitStack() as stack:
         wire = None
         if impl == "bare-full":
@@ -363,9 +371,37 @@ def profile(turns: int, stream: bool, impl: str, top: int) -> None:
         url = stack.enter_context(common.fake_server(common.script(turns)))
         figures = asyncio.run(measurement(impl, url, turns, stream, profiler, wire))
     print(json.dumps(figures))
-    stats = pstats.Stats(profiler)
-    stats.sort_stats("tottime").print_stats(top)
-    stats.sort_stats("cumulative").print_stats(top)
+    for title, profiles in (("the event loop's thread", [profiler]), ("harness_nb's worker threads", threads)):
+        if profiles:
+            print(f"\n==== {title} ====")
+            stats = pstats.Stats(*profiles)
+            stats.sort_stats("tottime").print_stats(top)
+            stats.sort_stats("cumulative").print_stats(top)
+
+
+def _profile_worker_threads() -> list[Any]:
+    """Profile each ``run_blocking`` call made in the timed part (a profiler
+    per call, on its worker thread); returns the list they are gathered in."""
+    import cProfile
+
+    from harness_nb.core import blocking
+
+    gathered: list[Any] = []
+    tracked = blocking._tracked
+
+    def profiled(number: int, fn: Callable[[], Any]) -> Any:
+        if not _PROFILING:
+            return tracked(number, fn)
+        mine = cProfile.Profile()
+        gathered.append(mine)
+        mine.enable()
+        try:
+            return tracked(number, fn)
+        finally:
+            mine.disable()
+
+    blocking._tracked = profiled
+    return gathered
 
 
 def main() -> None:

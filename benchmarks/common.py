@@ -14,6 +14,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,7 @@ ECHO_STEP = {
     "tool_calls": [{"name": "echo", "arguments": {"text": "the quick brown fox jumps over the lazy dog " * 2}}],
 }
 FINAL_STEP = {"text": "Done: every step has been echoed."}
+SETTLE_S = 1.2  # past sandbox.snapshot.RACY_NS (1 s): the project's files count as settled
 
 
 def script(tool_turns: int) -> list[dict[str, Any]]:
@@ -121,14 +123,21 @@ def echo_tool(*, read_only: bool = True) -> Any:
 def notebook_project() -> Iterator[Path]:
     """A notebook project (``notebook_workdir``) in a temporary folder, with a HOME of its
     own beside it (the checkpoint store, the user's agent and skill folders): the figures do
-    not depend on what this machine's home holds, and nothing is left in it."""
+    not depend on what this machine's home holds, and nothing is left in it.
+
+    Yielded once its files are older than a checkpoint's racy window, as a project's files
+    are when an agent starts on it: a file changed within a second of a snapshot is read
+    again by the next one (``sandbox/snapshot.py``), so a project made a moment ago would
+    have every file read on every call."""
     with tempfile.TemporaryDirectory(prefix="bench-project-") as tmp:
         home = Path(tmp) / "home"
         home.mkdir()
         old = os.environ.get("HOME")
         os.environ["HOME"] = str(home)
         try:
-            yield notebook_workdir(Path(tmp))
+            workdir = notebook_workdir(Path(tmp))
+            time.sleep(SETTLE_S)
+            yield workdir
         finally:
             if old is not None:
                 os.environ["HOME"] = old
