@@ -11,11 +11,14 @@ Two pairs, each a harness side and the bare loop sending the same request:
   tool-calling turns (each ends with one more call that answers without tools).
 * ``harness`` / ``bare-full``: the full ``Harness`` as a notebook builds it (the built-in
   tools, the delegation, coordination and team tools, the skill tool and catalog, the
-  permission hook with an allow rule, checkpoints, secrets with a ``.env`` in the workdir,
-  offloading, the transcript) on a small notebook project, in 20-turn conversations that
-  call ``echo`` (a tool that could change files: judged, and checkpointed around) each
-  turn; a new conversation each time (``new_conversation``). Its bare loop sends the same
-  system prompt and tool list, captured from the harness's first request.
+  permission hook, checkpoints, secrets with a ``.env`` in the workdir, offloading, the
+  transcript) on a small notebook project, in 20-turn conversations that call the
+  read-only ``echo`` each turn, as an agent reading files does; a new conversation each
+  time (``new_conversation``). Its bare loop sends the same system prompt and tool list,
+  captured from the harness's first request.
+* ``harness-fx``: the same with an ``echo`` that could change files, allowed by a rule:
+  the workdir is checkpointed around every call (a snapshot after it, and one before when
+  inotify saw a change), as around ``bash`` or ``write_file``.
 
 Both run streamed and not, against the fake LLM server at zero latency. Every measurement
 is a fresh Python process (with a HOME of its own); the fake servers run in processes of
@@ -51,8 +54,8 @@ import common  # noqa: E402
 TURNS = (5, 20, 60)
 FULL_TURNS = (20,)
 CALLS_PER_MEASUREMENT = 120
-PAIRS = {"engine": "bare", "harness": "bare-full"}  # harness side -> its bare loop
-IMPLS = ("bare", "engine", "bare-full", "harness")
+PAIRS = {"engine": "bare", "harness": "bare-full", "harness-fx": "bare-full"}  # harness side -> its bare loop
+IMPLS = ("bare", "engine", "bare-full", "harness", "harness-fx")
 HARNESS_RATIO_TARGET = 1.25
 ENGINE_RATIO_TARGET = 1.10
 TARGET_TURNS = 20
@@ -105,8 +108,9 @@ async def measure_engine(url: str, turns: int, stream: bool, profiler: Any = Non
         await provider.aclose()
 
 
-def build_harness(url: str, workdir: Path, turns: int, stream: bool) -> Any:
-    """The full ``Harness`` as a notebook builds it, with ``echo`` allowed by a rule."""
+def build_harness(url: str, workdir: Path, turns: int, stream: bool, *, effectful: bool = False) -> Any:
+    """The full ``Harness`` as a notebook builds it, with ``echo`` (``effectful``: one that
+    could change files, allowed by a rule)."""
     from harness_nb import Harness
 
     return Harness(
@@ -115,15 +119,17 @@ def build_harness(url: str, workdir: Path, turns: int, stream: bool) -> Any:
         base_url=url,
         api_key=common.API_KEY,
         provider_options={"streaming": stream},
-        extra_tools=[common.echo_tool(read_only=False)],
-        allow=["echo"],
+        extra_tools=[common.echo_tool(read_only=not effectful)],
+        allow=["echo"] if effectful else [],
         max_turns=turns + 1,
     )
 
 
-async def measure_harness(url: str, turns: int, stream: bool, profiler: Any = None) -> dict[str, float]:
+async def measure_harness(
+    url: str, turns: int, stream: bool, profiler: Any = None, *, effectful: bool = False
+) -> dict[str, float]:
     with common.notebook_project() as workdir:
-        harness = build_harness(url, workdir, turns, stream)
+        harness = build_harness(url, workdir, turns, stream, effectful=effectful)
 
         async def conversation() -> int:
             harness.new_conversation()
@@ -199,8 +205,8 @@ def measurement(impl: str, url: str, turns: int, stream: bool, profiler: Any = N
     """The coroutine measuring ``impl``."""
     if impl == "engine":
         return measure_engine(url, turns, stream, profiler)
-    if impl == "harness":
-        return measure_harness(url, turns, stream, profiler)
+    if impl in ("harness", "harness-fx"):
+        return measure_harness(url, turns, stream, profiler, effectful=impl == "harness-fx")
     return measure_bare(url, turns, stream, profiler, json.loads(wire.read_text()) if wire else None)
 
 
@@ -236,7 +242,8 @@ def import_times(statement: str, repeat: int = IMPORT_REPEAT) -> list[float]:
 
 def configs() -> list[tuple[str, int, bool]]:
     """(harness side, turns, streamed) of every pair measured in a round."""
-    pairs = [("engine", turns) for turns in TURNS] + [("harness", turns) for turns in FULL_TURNS]
+    pairs = [("engine", turns) for turns in TURNS]
+    pairs += [(impl, turns) for impl in ("harness", "harness-fx") for turns in FULL_TURNS]
     return [(impl, turns, stream) for impl, turns in pairs for stream in (False, True)]
 
 
@@ -252,6 +259,8 @@ def drive(rounds: int) -> dict[str, Any]:
         for n in range(rounds):
             for impl, turns, stream in configs():
                 pair = (PAIRS[impl], impl)
+                if impl == "harness-fx":  # its bare loop's figures are those measured for ``harness``
+                    pair = (impl,)
                 # Interleaved: the two sides run back to back, alternating who goes first.
                 for side in pair if n % 2 == 0 else pair[::-1]:
                     figures = run_worker(side, urls[turns], turns, stream, wire)
@@ -319,14 +328,14 @@ def summarise(raw: dict[str, list[dict[str, float]]], rounds: int) -> dict[str, 
 
 def report(data: dict[str, Any]) -> None:
     print(f"\nbench_engine: medians of {data['rounds']} interleaved rounds, per LLM call (µs)\n")
-    head = f"{'side':<8} {'turns':>5} {'mode':<6} | {'bare cpu':>9} {'side cpu':>9} {'ratio':>6} | "
+    head = f"{'side':<10} {'turns':>5} {'mode':<6} | {'bare cpu':>9} {'side cpu':>9} {'ratio':>6} | "
     head += f"{'bare wall':>9} {'side wall':>9} {'ratio':>6}"
     print(head)
     print("-" * len(head))
     for r in data["rows"]:
         mode = "stream" if r["stream"] else "plain"
         print(
-            f"{r['impl']:<8} {r['turns']:>5} {mode:<6} | {r['bare_cpu_us']:>9.0f} {r['harness_cpu_us']:>9.0f} "
+            f"{r['impl']:<10} {r['turns']:>5} {mode:<6} | {r['bare_cpu_us']:>9.0f} {r['harness_cpu_us']:>9.0f} "
             f"{r['cpu_ratio']:>5.2f}x | {r['bare_wall_us']:>9.0f} {r['harness_wall_us']:>9.0f} {r['wall_ratio']:>5.2f}x"
         )
     print()
