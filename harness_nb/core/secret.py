@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, cast
 
-from .credential import config_format, credentials_in_text, named_config_files, read_config
+from .credential import config_format, credentials_in_text, named_config_files, names_config_file, read_config
 from .dotenv import MAX_BYTES as MAX_DOTENV_BYTES
 from .dotenv import DotenvScan, parse_dotenv, scan_dotenv
 from .fs import read_regular
@@ -223,6 +223,20 @@ class Secrets:
         for path in named_config_files(_argument_strings(arguments), workdir):
             found |= _dotenv_file(path) if config_format(path.name) == "dotenv" else read_config(path)
         return self.learn(found) or changed
+
+    def needs_files(self, arguments: str, *, wrote: bool) -> bool:
+        """Whether ``observe_call`` has files to look at for a call: it may have written one
+        (``wrote``: a ``.env`` among them), or its ``arguments`` name a configuration file.
+        Text only, so a call that needs neither is observed on the event loop
+        (``observe_output``) instead of waiting for a worker thread; the ``.env`` files are
+        then re-read on ``file_interval``, as before any scrub."""
+        return wrote or names_config_file(_argument_strings(arguments))
+
+    def observe_output(self, output: str) -> bool:
+        """Learn the credentials of the key/value pairs ``output`` shows: ``observe_call``
+        for a call that ``needs_files`` says has none to read. True when the secrets
+        changed."""
+        return self.learn(credentials_in_text(output))
 
     def clear(self) -> None:
         """Forget the keys added, the values learned and the folders watched (the
