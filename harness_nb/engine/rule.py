@@ -27,7 +27,8 @@ settings files (``SETTINGS_FILES``, ``permissions.allow`` / ``ask`` / ``deny``).
 untrusted input: at most ``MAX_SETTINGS_BYTES`` are read, never from a FIFO or device; bad
 JSON, a bad rule or an unexpected shape is one warning naming the file and the problem,
 and the file's other rules still count. Files are re-read when they change (their
-modification time, size or inode), checked with one ``stat`` each per decision.
+modification time, size or inode), checked with one ``stat`` each per decision — or, when
+inotify saw nothing change in their folders, not at all (``PermissionRules.unchanged``).
 """
 
 from __future__ import annotations
@@ -40,12 +41,14 @@ import os
 import re
 import stat
 import threading
+import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..core import ConfigError, ToolCall, ToolError
+from ..sandbox.watch import FolderWatch
 from ..tools.names import CLAUDE_TOOL_NAMES
 from ..tools.search import compile_glob
 from .command import parse_command
@@ -278,7 +281,12 @@ def parse_rules(rules: Iterable[Any], what: str) -> list[Rule]:
 
 
 class PermissionRules:
-    """The rules in force for one harness (see the module doc for their sources)."""
+    """The rules in force for one harness (see the module doc for their sources).
+
+    ``current`` re-states the settings files (a ``stat`` each, on a worker thread);
+    ``unchanged`` answers without the file system, from inotify watches on their folders
+    (``sandbox.watch``), when nothing can have changed since: then a decision that needs no
+    other file can be made on the event loop. ``close`` ends the watch."""
 
     def __init__(
         self,
@@ -297,7 +305,10 @@ class PermissionRules:
         self._allow = parse_rules(allow, "allow")
         self._deny = parse_rules(deny, "deny")
         self._files: dict[Path, tuple[tuple[int, int, int], RuleSet, list[str]]] = {}
+        self._from_files: tuple[RuleSet, ...] = ()  # what ``current`` last read, file by file
         self._lock = threading.Lock()  # decisions run on worker threads, several at once
+        self._watch: FolderWatch | None = None  # made by the first ``current``
+        self._quiet = False  # the watch covers every file and saw nothing since ``current``
 
     def configure(self, *, allow: Iterable[str] | None = None, deny: Iterable[str] | None = None) -> None:
         """Replace the rules given in code or ``%config`` (both checked before either changes)."""
@@ -325,19 +336,87 @@ class PermissionRules:
         """Every rule in force now (settings files re-read if they changed). Blocking: a
         ``stat`` per file, and a bounded read of a file that changed."""
         with self._lock:
-            allow = [Sourced(r, "this session", True) for r in self.session]
-            allow += [Sourced(r, self.origin, True) for r in self._allow]
-            deny = [Sourced(r, self.origin, True) for r in self._deny]
-            ask: list[Sourced] = []
+            if self._watch is None:
+                self._watch = FolderWatch()
+                weakref.finalize(self, self._watch.close)
+            self._watch.start_walk()  # what changes from here on, it reports
+            self._quiet = False
+            trusted = self._watch_folders(self._watch)  # watched before the files are read
+            from_files: list[RuleSet] = []
             warnings: list[str] = []
             for path, shown in self.files():
                 rules, problems = self._file(path, shown)
-                allow += rules.allow
-                ask += rules.ask
-                deny += rules.deny
+                from_files.append(rules)
                 warnings += problems
+            self._from_files = tuple(from_files)
             self.warnings = warnings
+            self._quiet = trusted and self._watch.working
+            return self._composed()
+
+    def unchanged(self) -> RuleSet | None:
+        """The rules in force, without the file system: the settings files as ``current``
+        last read them, when no event has come from their folders since and none of them
+        is a link whose change a folder's watch could miss. ``None`` when that cannot be
+        known (something changed, no inotify, ``current`` under way on another thread):
+        call ``current``. Never blocks."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            if not self._quiet or self._watch is None or self._watch.changed():
+                self._quiet = False  # until ``current`` has read them again
+                return None
+            return self._composed()
+        finally:
+            self._lock.release()
+
+    def close(self) -> None:
+        """End the watch on the settings files' folders (``unchanged`` then says ``None``)."""
+        with self._lock:
+            self._quiet = False
+            if self._watch is not None:
+                self._watch.close()
+
+    def _composed(self) -> RuleSet:
+        allow = [Sourced(r, "this session", True) for r in self.session]
+        allow += [Sourced(r, self.origin, True) for r in self._allow]
+        deny = [Sourced(r, self.origin, True) for r in self._deny]
+        ask: list[Sourced] = []
+        for rules in self._from_files:
+            allow += rules.allow
+            ask += rules.ask
+            deny += rules.deny
         return RuleSet(tuple(allow), tuple(ask), tuple(deny))
+
+    def _watch_folders(self, watch: FolderWatch) -> bool:
+        """Watch the folder of each settings file and the one above it (where the folder
+        itself is made, removed or renamed); whether the watches cover every file: not when
+        a folder above one is missing, or a file is a symbolic or hard link (written
+        through its other name, it changes without an event in these folders)."""
+        folders: dict[Path, None] = {}
+        trusted = True
+        for path, _shown in self.files():
+            folders.update(dict.fromkeys((path.parent, path.parent.parent)))
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                continue
+            except OSError:
+                trusted = False
+                continue
+            if stat.S_ISLNK(st.st_mode) or st.st_nlink > 1:
+                trusted = False
+        for folder in folders:
+            try:
+                fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            except OSError:
+                # a missing folder is seen being made from the one above it; the top one must be there
+                trusted = trusted and any(folder == p.parent for p, _shown in self.files())
+                continue
+            try:
+                watch.add(fd)
+            finally:
+                os.close(fd)
+        return trusted
 
     def _file(self, path: Path, shown: str) -> tuple[RuleSet, list[str]]:
         try:
