@@ -41,14 +41,13 @@ import os
 import re
 import stat
 import threading
-import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..core import ConfigError, ToolCall, ToolError
-from ..sandbox.watch import FolderWatch
+from ..sandbox.watch import ReadWatch, linked
 from ..tools.names import CLAUDE_TOOL_NAMES
 from ..tools.search import compile_glob
 from .command import parse_command
@@ -306,15 +305,17 @@ class PermissionRules:
         self._deny = parse_rules(deny, "deny")
         self._files: dict[Path, tuple[tuple[int, int, int], RuleSet, list[str]]] = {}
         self._from_files: tuple[RuleSet, ...] = ()  # what ``current`` last read, file by file
+        self._rules: RuleSet | None = None  # those with the session's and the code's, until one changes
         self._lock = threading.Lock()  # decisions run on worker threads, several at once
-        self._watch: FolderWatch | None = None  # made by the first ``current``
-        self._quiet = False  # the watch covers every file and saw nothing since ``current``
+        self._watch = ReadWatch()  # on the files' folders: whether ``current`` need run again
 
     def configure(self, *, allow: Iterable[str] | None = None, deny: Iterable[str] | None = None) -> None:
         """Replace the rules given in code or ``%config`` (both checked before either changes)."""
         new_allow = parse_rules(allow, "allow") if allow is not None else self._allow
         new_deny = parse_rules(deny, "deny") if deny is not None else self._deny
-        self._allow, self._deny = new_allow, new_deny
+        with self._lock:
+            self._allow, self._deny = new_allow, new_deny
+            self._rules = None
 
     def remember(self, rule: Rule) -> None:
         """Allow ``rule`` for the rest of this harness's life ("Approve for this session")."""
@@ -322,6 +323,7 @@ class PermissionRules:
             if rule in self.session:
                 return
             self.session.append(rule)
+            self._rules = None
         logger.info("approved for this session: %s", rule)
 
     def files(self) -> list[tuple[Path, str]]:
@@ -336,12 +338,12 @@ class PermissionRules:
         """Every rule in force now (settings files re-read if they changed). Blocking: a
         ``stat`` per file, and a bounded read of a file that changed."""
         with self._lock:
-            if self._watch is None:
-                self._watch = FolderWatch()
-                weakref.finalize(self, self._watch.close)
-            self._watch.start_walk()  # what changes from here on, it reports
-            self._quiet = False
-            trusted = self._watch_folders(self._watch)  # watched before the files are read
+            files = self.files()
+            # each file's folder and the one above (where the folder is made or removed),
+            # watched before the files are read
+            missing = self._watch.reading(f for path, _shown in files for f in (path.parent, path.parent.parent))
+            # a missing folder is seen being made from the one above it; the top one must be there
+            trusted = not any(linked(path) or path.parent.parent in missing for path, _shown in files)
             from_files: list[RuleSet] = []
             warnings: list[str] = []
             for path, shown in self.files():
@@ -349,8 +351,9 @@ class PermissionRules:
                 from_files.append(rules)
                 warnings += problems
             self._from_files = tuple(from_files)
+            self._rules = None
             self.warnings = warnings
-            self._quiet = trusted and self._watch.working
+            self._watch.read(trusted=trusted)
             return self._composed()
 
     def unchanged(self) -> RuleSet | None:
@@ -362,21 +365,18 @@ class PermissionRules:
         if not self._lock.acquire(blocking=False):
             return None
         try:
-            if not self._quiet or self._watch is None or self._watch.changed():
-                self._quiet = False  # until ``current`` has read them again
-                return None
-            return self._composed()
+            return self._composed() if self._watch.unchanged() else None
         finally:
             self._lock.release()
 
     def close(self) -> None:
         """End the watch on the settings files' folders (``unchanged`` then says ``None``)."""
         with self._lock:
-            self._quiet = False
-            if self._watch is not None:
-                self._watch.close()
+            self._watch.close()
 
     def _composed(self) -> RuleSet:
+        if self._rules is not None:
+            return self._rules
         allow = [Sourced(r, "this session", True) for r in self.session]
         allow += [Sourced(r, self.origin, True) for r in self._allow]
         deny = [Sourced(r, self.origin, True) for r in self._deny]
@@ -385,38 +385,8 @@ class PermissionRules:
             allow += rules.allow
             ask += rules.ask
             deny += rules.deny
-        return RuleSet(tuple(allow), tuple(ask), tuple(deny))
-
-    def _watch_folders(self, watch: FolderWatch) -> bool:
-        """Watch the folder of each settings file and the one above it (where the folder
-        itself is made, removed or renamed); whether the watches cover every file: not when
-        a folder above one is missing, or a file is a symbolic or hard link (written
-        through its other name, it changes without an event in these folders)."""
-        folders: dict[Path, None] = {}
-        trusted = True
-        for path, _shown in self.files():
-            folders.update(dict.fromkeys((path.parent, path.parent.parent)))
-            try:
-                st = os.lstat(path)
-            except FileNotFoundError:
-                continue
-            except OSError:
-                trusted = False
-                continue
-            if stat.S_ISLNK(st.st_mode) or st.st_nlink > 1:
-                trusted = False
-        for folder in folders:
-            try:
-                fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-            except OSError:
-                # a missing folder is seen being made from the one above it; the top one must be there
-                trusted = trusted and any(folder == p.parent for p, _shown in self.files())
-                continue
-            try:
-                watch.add(fd)
-            finally:
-                os.close(fd)
-        return trusted
+        self._rules = RuleSet(tuple(allow), tuple(ask), tuple(deny))
+        return self._rules
 
     def _file(self, path: Path, shown: str) -> tuple[RuleSet, list[str]]:
         try:
