@@ -344,7 +344,13 @@ _PATH_TOKEN = re.compile(r"[^\s'\"`;|&<>(){}=,:*?]+")
 def names_config_file(texts: Iterable[str]) -> bool:
     """Whether ``texts`` name a file of a known format, one ``named_config_files`` would
     look for (text only: no file is looked at)."""
-    return any(config_format(token) is not None for text in texts for token in _PATH_TOKEN.findall(text[:MAX_CONFIG_BYTES]))
+    for text in texts:
+        text = text[:MAX_CONFIG_BYTES]
+        if "." not in text and not any(name in text for name in _UNDOTTED):
+            continue  # no word of it can be such a name (see config_format)
+        if any(config_format(token) is not None for token in _PATH_TOKEN.findall(text)):
+            return True
+    return False
 
 
 def named_config_files(texts: Iterable[str], workdir: Path) -> list[Path]:

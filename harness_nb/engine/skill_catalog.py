@@ -404,9 +404,9 @@ class SkillCatalog:
         skill within ``max_chars``: descriptions are shortened first, then skills dropped
         with a line saying how many and how to list them. ``""`` when none is offered.
         The same skills always give the same text (no dates, no paths)."""
-        skills = self.offered()  # first: a catalog never read reads itself here
-        if self._section is not None and self._section[:2] == (self.version, max_chars):
-            return self._section[2]
+        if self._scanned and self._section is not None and self._section[:2] == (self.version, max_chars):
+            return self._section[2]  # asked for on every LLM call: the same text until a refresh changes it
+        skills = self.offered()  # a catalog never read reads itself here
         text = _catalog_text(skills, max_chars) if skills else ""
         self._section = (self.version, max_chars, text)
         return text
