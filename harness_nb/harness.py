@@ -778,7 +778,7 @@ class Harness:
 
     async def aclose(self) -> None:
         """Cancel background tasks, stop the MCP servers, close the providers' connections,
-        the checkpoints' and the settings files' watches and the transcript."""
+        the watches (checkpoints, settings files, skills) and the transcript."""
         if self.teams is not None:
             await self.teams.aclose()
         await self.tracker.aclose()
@@ -787,6 +787,7 @@ class Harness:
         if self.checkpointer is not None:
             await run_blocking(self.checkpointer.close)
         self.permissions.close()
+        self.skill_catalog.close()
         self.session.close()
 
     async def __aenter__(self) -> Harness:

@@ -127,6 +127,13 @@ class ReadWatch:
             weakref.finalize(self, self._watch.close)
         self._watch.start_walk()
         self._quiet = False
+        return self.reading_more(folders)
+
+    def reading_more(self, folders: Iterable[Path]) -> set[Path]:
+        """Watch ``folders`` too, found in the course of the read (before their files are
+        read). Returns those that are missing."""
+        if self._watch is None:
+            raise RuntimeError("reading_more before reading")
         missing = set()
         for folder in dict.fromkeys(folders):
             try:
