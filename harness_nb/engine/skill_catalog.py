@@ -47,8 +47,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..core import ConfigError
 from ..sandbox.watch import ReadWatch, linked
 from .frontmatter import FrontmatterRefused, load_frontmatter, split_frontmatter
@@ -139,6 +137,8 @@ def parse_skill(folder: Path, source: SkillSource = "project", *, root: Path | N
         )
     # padded with the lines above it, so that YAML's line numbers are the file's
     padding = "\n" * (text.removeprefix("\ufeff").replace("\r\n", "\n").split("---", 1)[0].count("\n") + 1)
+    import yaml  # loaded by load_frontmatter anyway; not at import
+
     try:
         data = load_frontmatter(padding + front)
     except FrontmatterRefused as exc:

@@ -39,7 +39,7 @@ from ..core import ConfigError, ProviderError, Usage, new_id
 from ..core.imports import shielded_imports
 from ..core.usage import usd
 from ..engine import BUDGET_STOPS, EARLY_STOPS, ApprovalChannel, ParentContext
-from ..providers.http import RetryPolicy
+from ..providers.retry import RetryPolicy
 from .definition import SubAgentDefinition
 from .runner import BudgetSpentError, SubagentRunner
 from .tracker import TaskEntry, TaskTracker

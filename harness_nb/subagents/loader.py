@@ -45,10 +45,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from ..core import NotRegularFileError, read_regular
+from ..engine.frontmatter import FrontmatterRefused, load_frontmatter
 from ..engine.skill import skill_name_problem
 from .definition import (
     CAMEL_NAMES,
@@ -63,7 +63,6 @@ from .definition import (
     normalize_tool_names,
     split_names,
 )
-from ..engine.frontmatter import FrontmatterRefused, load_frontmatter
 
 MAX_FILE_BYTES = 1024 * 1024
 MAX_FILES = 1000
@@ -282,6 +281,8 @@ def _split_frontmatter(text: str) -> tuple[str, str, int]:
 
 
 def _read_mapping(front: str, first_line: int, notes: list[str]) -> dict[Any, Any]:
+    import yaml  # loaded by load_frontmatter anyway; not at import
+
     try:
         loaded = load_frontmatter(front, first_line=first_line)
     except FrontmatterRefused as exc:
