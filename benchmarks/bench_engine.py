@@ -231,14 +231,14 @@ def run_worker(impl: str, url: str, turns: int, stream: bool, wire: Path) -> dic
 
 def import_times(statement: str, repeat: int = IMPORT_REPEAT) -> list[float]:
     """Seconds ``statement`` takes in fresh processes, with the bytecode of every module
-    cached as an installed package has it (a first, untimed, run writes what is missing:
-    an environment with PYTHONDONTWRITEBYTECODE set would otherwise compile harness_nb's
-    hundred-odd modules from source on every import, as no installed copy does)."""
+    cached as an installed package has it (``common.child_env``; a first, untimed, run
+    writes what is missing)."""
     code = f"import time; t = time.perf_counter(); {statement}; print(time.perf_counter() - t)"
-    env = {k: v for k, v in common.child_env().items() if k != "PYTHONDONTWRITEBYTECODE"}
     out = []
     for _ in range(repeat + 1):
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60, env=env)
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60, env=common.child_env()
+        )
         out.append(float(done.stdout))
     return out[1:]
 

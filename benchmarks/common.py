@@ -94,8 +94,12 @@ def server_process(command: Sequence[str]) -> Iterator[str]:
 
 
 def child_env() -> dict[str, str]:
-    """The environment for child processes: the repo importable, no real keys or URLs."""
+    """The environment for child processes: the repo importable, no real keys or URLs, and
+    bytecode written and read as for an installed package (with PYTHONDONTWRITEBYTECODE,
+    which this machine sets, every process compiled each module it imported from source,
+    those imported inside a clock too)."""
     env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     return env
 
