@@ -276,6 +276,22 @@ def test_a_call_names_config_files_relative_or_absolute(tmp_path: Path) -> None:
     assert not names_config_file(["grep -rn token src | sort", "notes.txt", "credentialsx", "env"])
 
 
+def test_a_call_names_a_config_file_however_its_json_spells_it() -> None:
+    """``needs_files`` reads the arguments' words without decoding JSON that has no
+    escape; a name next to an escaped quote or newline, or behind a \\u escape, is seen."""
+    secrets = Secrets(environ={})
+    for arguments in (
+        '{"path": "a.yaml"}',
+        json.dumps({"command": 'cat "a.yaml"'}),
+        json.dumps({"command": "cat a.yaml\nls"}),
+        '{"path": "\\u002eenv"}',
+        "not json: head settings.ini",
+    ):
+        assert secrets.needs_files(arguments, wrote=False), arguments
+    assert not secrets.needs_files(json.dumps({"text": "hello world", "n": 3}), wrote=False)
+    assert secrets.needs_files("{}", wrote=True)
+
+
 def test_values_learned_stay_known_for_the_session_and_are_bounded() -> None:
     secrets = Secrets(environ={})
     assert secrets.learn(["learned-value-123", "short", "true", "/", REDACTED, f"'{REDACTED}'"])

@@ -230,7 +230,10 @@ class Secrets:
         Text only, so a call that needs neither is observed on the event loop
         (``observe_output``) instead of waiting for a worker thread; the ``.env`` files are
         then re-read on ``file_interval``, as before any scrub."""
-        return wrote or names_config_file(_argument_strings(arguments))
+        if wrote:
+            return True
+        # JSON without a backslash holds its strings as they are: its words are read undecoded
+        return names_config_file([arguments] if "\\" not in arguments else _argument_strings(arguments))
 
     def observe_output(self, output: str) -> bool:
         """Learn the credentials of the key/value pairs ``output`` shows: ``observe_call``
