@@ -57,9 +57,9 @@ def wire_messages(
     image is a text placeholder in its result."""
     out = EncodedList()
     if system:
-        head, data = encoded_message("system", system)
+        head, encoded = encoded_message("system", system)
         out.append(head)
-        out.parts.append(data)
+        out.parts.append(encoded)
     key = f"openai:{empty_content}" if vision else f"openai:{empty_content}:text"
     key_json = f"{key}:json"
     with_images: list[ToolResultMessage] = []  # results of the current run that hold images
