@@ -38,6 +38,7 @@ Harness`` <= 150 ms in a fresh process (best of 7). Figures go to
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import subprocess
 import sys
@@ -166,7 +167,15 @@ def _check_run(result: Any, turns: int) -> None:
 
 
 async def _measured(conversation: Callable[[], Awaitable[int]], turns: int, profiler: Any) -> dict[str, float]:
-    """One untimed ``conversation`` (it returns its number of calls), then the timed ones."""
+    """One untimed ``conversation`` (it returns its number of calls), then the timed ones.
+
+    What the process holds by then is frozen out of the garbage collector's way, on every
+    side alike: CPython runs a full collection when the objects promoted since the last one
+    reach a quarter of those already old, so a process that imported less collects more
+    often, and the figure would move with the modules imported rather than the work per
+    call (a notebook kernel holds far more than any side here)."""
+    gc.collect()
+    gc.freeze()
     await conversation()
     with _timed(profiler) as clock:
         for _ in range(conversations_for(turns)):
