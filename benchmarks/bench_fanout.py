@@ -1,23 +1,33 @@
 """Does delegating to subagents in parallel really run them in parallel?
 
-    python benchmarks/bench_fanout.py             # 5 rounds, about a minute
-    python benchmarks/bench_fanout.py --rounds 7
+    python benchmarks/bench_fanout.py             # 5 rounds, about 2 minutes
+    python benchmarks/bench_fanout.py --rounds 3
 
-Eight subagents, each a conversation of five ``echo`` tool turns and a final answer (six
-LLM calls), against the fake LLM server with 100 ms of latency on every call, run two ways:
+Eight conversations, each of five ``echo`` tool turns and a final answer (six LLM calls),
+against the fake LLM server with 100 ms of latency on every call, run these ways:
 
+* bare, parallel / sequential: by hand with httpx (``common.bare_conversation``), under
+  ``asyncio.gather`` or one after another;
+* engine, parallel: eight ``AgentEngine`` runs under ``asyncio.gather``, the provider and the
+  engines built inside the clock;
 * harness, parallel: one call of the ``task`` tool in parallel mode (``tasks=[8 items]``,
-  ``max_concurrency=8``) on a ``Harness`` with the ``openai-compatible`` provider;
+  ``max_concurrency=8``) on a ``Harness`` built inside the clock, as a notebook builds it
+  (built-in tools, hooks, checkpoints, secrets) on a small notebook project;
 * harness, sequential: eight single ``task`` delegations, one after another;
-* bare, parallel / sequential: the same eight conversations by hand with httpx
-  (``common.bare_conversation``), under ``asyncio.gather`` or one after another.
+* harnesses, parallel: eight ``Harness`` objects, each built inside the clock on a notebook
+  project of its own, each running one conversation, under ``asyncio.gather``.
 
 The ``task`` tool is invoked the way the engine invokes it when the model asks for it
-(``harness_nb.tools.invoke`` with the main engine in the context), so no main-model call
-is timed on either side. Every measurement runs in a fresh process, streamed (the
-providers' default); the fake server runs in its own process. Reported: wall time of
-each, the speedup (sequential / parallel) per round and its median over rounds. Target
-(printed, never enforced): the harness's speedup at least 95 % of the bare loop's.
+(``harness_nb.tools.invoke`` with the main agent as the parent), so no main-model call
+is timed on either side. Every measurement runs in a fresh process (with a HOME of its
+own), streamed (the providers' default); the fake server runs in its own process.
+Reported: wall time of each; its share of the latency-bound ideal (six latencies for a
+parallel run, 48 for a sequential one), which not even the bare loop reaches (eight
+streams parsed on one client thread, served by one single-threaded fake server); its
+share of the ideal this machine allows, the bare loop's wall time for the same work in
+the same round over its own; and the speedups (sequential / parallel). Target (printed,
+never enforced; issue 19): the fan-out of 8 reaches at least 90 % of the bare loop's
+figure, for the ``task`` fan-out and for the eight harnesses, built inside the clock.
 Figures go to ``benchmarks/results/bench_fanout.json``.
 """
 
@@ -25,9 +35,9 @@ import argparse
 import asyncio
 import json
 import re
+import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -40,8 +50,16 @@ SUBAGENTS = 8
 TOOL_TURNS = 5
 LATENCY = 0.1
 CALLS_PER_SUBAGENT = TOOL_TURNS + 1
-TARGET = 0.95  # harness speedup / bare speedup
-MEASUREMENTS = ("bare/sequential", "bare/parallel", "harness/sequential", "harness/parallel")
+TARGET = 0.90  # the bare loop's wall time over the fan-out's, same round
+MEASUREMENTS = (
+    "bare/sequential",
+    "bare/parallel",
+    "engine/parallel",
+    "harness/sequential",
+    "harness/parallel",
+    "harnesses/parallel",
+)
+TARGETED = ("harness/parallel", "harnesses/parallel")
 
 
 # -- one measurement, in its own process -----------------------------------------------------
@@ -60,37 +78,98 @@ async def measure_bare(url: str, parallel: bool) -> float:
     return wall
 
 
-async def measure_harness(url: str, parallel: bool) -> float:
+async def measure_engine(url: str, parallel: bool) -> float:
+    from harness_nb.engine import AgentEngine, Limits, PromptBuilder
+    from harness_nb.providers.factory import create_provider
+    from harness_nb.tools import ToolRegistry
+
+    workdir = Path.cwd()
+    start = time.perf_counter()
+    provider = create_provider(f"openai-compatible/{common.MODEL}", base_url=url, api_key=common.API_KEY)
+    tools = ToolRegistry([common.echo_tool()])
+
+    async def conversation() -> int:
+        engine = AgentEngine(
+            provider,
+            tools,
+            prompt_builder=PromptBuilder(common.SYSTEM, workdir=workdir, environment=False),
+            limits=Limits(max_turns=CALLS_PER_SUBAGENT),
+        )
+        return (await engine.run(common.PROMPT)).tool_calls
+
+    try:
+        turns = await asyncio.gather(*(conversation() for _ in range(SUBAGENTS)))
+        wall = time.perf_counter() - start
+    finally:
+        await provider.aclose()
+    if turns != [TOOL_TURNS] * SUBAGENTS:
+        raise RuntimeError(f"the engines made {turns} tool calls")
+    return wall
+
+
+def build_harness(url: str, workdir: Path) -> Any:
+    """A ``Harness`` as a notebook builds one (everything on), with the ``echo`` tool (the
+    package imported before the clock starts, as the engine's side is)."""
     from harness_nb import Harness
+
+    return Harness(
+        f"openai-compatible/{common.MODEL}",
+        workdir=workdir,
+        base_url=url,
+        api_key=common.API_KEY,
+        extra_tools=[common.echo_tool()],
+        max_concurrency=SUBAGENTS,
+    )
+
+
+async def measure_harness(url: str, parallel: bool) -> float:
+    from harness_nb import Harness  # noqa: F401  (imported before the clock)
     from harness_nb.core import ToolCall
     from harness_nb.tools import ToolContext, invoke
 
-    with tempfile.TemporaryDirectory(prefix="bench-fanout-") as workdir:
-        harness = Harness(
-            model=f"openai-compatible/{common.MODEL}",
-            base_url=url,
-            api_key=common.API_KEY,
-            workdir=workdir,
-            tools=[common.echo_tool()],
-            max_concurrency=SUBAGENTS,
-            include_user_agents=False,
-        )
-        engine = harness._conversation.engine()
-        jobs = [{"subagent_type": "general-purpose", "prompt": f"Job {n}: {common.PROMPT}"} for n in range(SUBAGENTS)]
-        calls = [ToolCall(id="fanout", name="task", arguments=json.dumps({"tasks": jobs}))] if parallel else [
-            ToolCall(id=f"single-{n}", name="task", arguments=json.dumps(job)) for n, job in enumerate(jobs)
-        ]
+    jobs = [{"subagent_type": "general-purpose", "prompt": f"Job {n}: {common.PROMPT}"} for n in range(SUBAGENTS)]
+    calls = [ToolCall(id="fanout", name="task", arguments=json.dumps({"tasks": jobs}))] if parallel else [
+        ToolCall(id=f"single-{n}", name="task", arguments=json.dumps(job)) for n, job in enumerate(jobs)
+    ]
+    with common.notebook_project() as workdir:
+        start = time.perf_counter()
+        harness = build_harness(url, workdir)
         try:
-            start = time.perf_counter()
+            parent = harness.lead_context()
             outcomes = []
             for call in calls:
-                ctx = ToolContext(workdir=harness.workdir, call=call, engine=engine)
+                ctx = ToolContext(workdir=harness.workdir, call=call, tool=harness._parts.task_tool, parent=parent)
                 outcomes.append(await invoke(harness._parts.task_tool, call, ctx))
             wall = time.perf_counter() - start
             _check(outcomes, harness.tracker.list())
         finally:
             await harness.aclose()
     return wall
+
+
+async def measure_harnesses(url: str, parallel: bool) -> float:
+    """Eight harnesses, each on its own copy of the project, built and run inside the clock."""
+    from harness_nb import Harness  # noqa: F401  (imported before the clock)
+
+    with common.notebook_project() as first:
+        workdirs = [first]
+        for n in range(1, SUBAGENTS):
+            workdirs.append(first.with_name(f"project-{n}"))
+            shutil.copytree(first, workdirs[-1])
+        await asyncio.sleep(common.SETTLE_S)  # the copies settled too
+        start = time.perf_counter()
+        harnesses = [build_harness(url, workdir) for workdir in workdirs]
+        try:
+            results = await asyncio.gather(*(h.run(common.PROMPT) for h in harnesses))
+            wall = time.perf_counter() - start
+        finally:
+            await asyncio.gather(*(h.aclose() for h in harnesses))
+    if [r.tool_calls for r in results] != [TOOL_TURNS] * SUBAGENTS:
+        raise RuntimeError(f"the harnesses made {[r.tool_calls for r in results]} tool calls")
+    return wall
+
+
+MEASURE = {"bare": measure_bare, "engine": measure_engine, "harness": measure_harness, "harnesses": measure_harnesses}
 
 
 def _check(outcomes: list[Any], entries: list[Any]) -> None:
@@ -103,8 +182,7 @@ def _check(outcomes: list[Any], entries: list[Any]) -> None:
 
 def worker(measurement: str, url: str) -> None:
     impl, mode = measurement.split("/")
-    measure = measure_bare if impl == "bare" else measure_harness
-    print(json.dumps({"wall_s": asyncio.run(measure(url, mode == "parallel"))}))
+    print(json.dumps({"wall_s": asyncio.run(MEASURE[impl](url, mode == "parallel"))}))
 
 
 # -- the driver --------------------------------------------------------------------------------
@@ -112,7 +190,7 @@ def worker(measurement: str, url: str) -> None:
 
 def run_worker(measurement: str, url: str) -> float:
     command = [sys.executable, __file__, "--worker", measurement, "--url", url]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120, env=common.child_env())
+    done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=120, env=common.child_env())
     if done.returncode != 0:
         raise RuntimeError(f"{measurement} worker failed:\n{done.stderr}")
     return float(json.loads(done.stdout.splitlines()[-1])["wall_s"])
@@ -130,8 +208,8 @@ def drive(rounds: int) -> dict[str, Any]:
         impl: [s / p for s, p in zip(raw[f"{impl}/sequential"], raw[f"{impl}/parallel"], strict=True)]
         for impl in ("bare", "harness")
     }
-    relative = [h / b for h, b in zip(speedups["harness"], speedups["bare"], strict=True)]
     ideal_parallel = CALLS_PER_SUBAGENT * LATENCY
+    ideal = {m: ideal_parallel * (SUBAGENTS if m.endswith("sequential") else 1) for m in MEASUREMENTS}
     return {
         "rounds": rounds,
         "environment": common.environment(),
@@ -140,45 +218,49 @@ def drive(rounds: int) -> dict[str, Any]:
         "latency_s": LATENCY,
         "ideal": {"sequential_s": SUBAGENTS * ideal_parallel, "parallel_s": ideal_parallel, "speedup": SUBAGENTS},
         "wall_s": {m: common.median(v) for m, v in raw.items()},
+        # the share of the ideal reached: ideal wall time / measured wall time, per round
+        "of_ideal": {m: common.median([ideal[m] / w for w in v]) for m, v in raw.items()},
+        # ... and of the bare loop's figure for the same work in the same round
+        "of_bare": {
+            m: common.median([b / w for b, w in zip(raw[f"bare/{m.split('/')[1]}"], v, strict=True)])
+            for m, v in raw.items()
+        },
         "speedup": {impl: common.median(v) for impl, v in speedups.items()},
-        "harness_over_bare": common.median(relative),
-        "target_min": TARGET,
+        "target_min_of_bare": TARGET,
         "raw_wall_s": raw,
     }
 
 
 def report(data: dict[str, Any]) -> None:
-    ideal = data["ideal"]
     print(
-        f"\nbench_fanout: {data['subagents']} subagents x {data['tool_turns']} tool turns, "
+        f"\nbench_fanout: {data['subagents']} conversations x {data['tool_turns']} tool turns, "
         f"{data['latency_s'] * 1000:.0f} ms per LLM call; medians of {data['rounds']} rounds\n"
     )
-    print(f"{'':8} {'sequential':>11} {'parallel':>9} {'speedup':>8}")
-    for impl in ("bare", "harness"):
-        wall = data["wall_s"]
+    print(f"{'':20} {'wall':>7} {'of ideal':>9} {'of bare':>8}")
+    for m in MEASUREMENTS:
+        print(f"{m:20} {data['wall_s'][m]:>6.2f}s {data['of_ideal'][m] * 100:>8.0f}% {data['of_bare'][m] * 100:>7.0f}%")
+    ideal = data["ideal"]
+    print(f"{'ideal':20} {ideal['parallel_s']:>6.2f}s (parallel), {ideal['sequential_s']:.2f}s (sequential)")
+    print(f"speedups: bare {data['speedup']['bare']:.2f}x, harness {data['speedup']['harness']:.2f}x (ideal 8x)\n")
+    for m in TARGETED:
+        share = data["of_bare"][m]
         print(
-            f"{impl:8} {wall[impl + '/sequential']:>10.2f}s {wall[impl + '/parallel']:>8.2f}s "
-            f"{data['speedup'][impl]:>7.2f}x"
+            f"{common.verdict(share >= TARGET)}  {m}: {share * 100:.0f} % of the bare loop's figure "
+            f"(target >= {TARGET * 100:.0f} %); {data['of_ideal'][m] * 100:.0f} % of the latency-bound ideal"
         )
-    print(f"{'ideal':8} {ideal['sequential_s']:>10.2f}s {ideal['parallel_s']:>8.2f}s {ideal['speedup']:>7.2f}x\n")
-    ratio = data["harness_over_bare"]
-    print(
-        f"{common.verdict(ratio >= TARGET)}  harness speedup / bare speedup: {ratio:.3f} "
-        f"(target >= {TARGET}, i.e. within 5 %)"
-    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=5, help="rounds (at least 5)")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds (at least 3)")
     parser.add_argument("--worker", choices=MEASUREMENTS, help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         worker(args.worker, args.url)
         return
-    if args.rounds < 5:
-        parser.error("--rounds must be at least 5 (medians of fewer are too noisy)")
+    if args.rounds < 3:
+        parser.error("--rounds must be at least 3 (medians of fewer are too noisy)")
     started = time.perf_counter()
     data = drive(args.rounds)
     data["elapsed_s"] = time.perf_counter() - started

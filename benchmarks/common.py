@@ -14,6 +14,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,7 @@ ECHO_STEP = {
     "tool_calls": [{"name": "echo", "arguments": {"text": "the quick brown fox jumps over the lazy dog " * 2}}],
 }
 FINAL_STEP = {"text": "Done: every step has been echoed."}
+SETTLE_S = 1.2  # past sandbox.snapshot.RACY_NS (1 s): the project's files count as settled
 
 
 def script(tool_turns: int) -> list[dict[str, Any]]:
@@ -92,8 +94,12 @@ def server_process(command: Sequence[str]) -> Iterator[str]:
 
 
 def child_env() -> dict[str, str]:
-    """The environment for child processes: the repo importable, no real keys or URLs."""
+    """The environment for child processes: the repo importable, no real keys or URLs, and
+    bytecode written and read as for an installed package (with PYTHONDONTWRITEBYTECODE,
+    which this machine sets, every process compiled each module it imported from source,
+    those imported inside a clock too)."""
     env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     return env
 
@@ -103,16 +109,64 @@ def echo(text: str) -> str:
     return text
 
 
-def echo_tool() -> Any:
+def echo_tool(*, read_only: bool = True) -> Any:
     """The harness's tool: the same function as a harness_nb tool (imported only here, so
-    that the bare loop's processes never import harness_nb)."""
+    that the bare loop's processes never import harness_nb). Not ``read_only``, it is a tool
+    that could change files, as most of a notebook's are: the permission hook judges it and
+    the workdir is checkpointed around each call."""
     from harness_nb.tools import ToolContext, tool
 
     async def echo_(ctx: ToolContext, text: str) -> str:
         return echo(text)
 
     echo_.__doc__ = ECHO_DESCRIPTION
-    return tool(echo_, name="echo", read_only=True)
+    return tool(echo_, name="echo", read_only=read_only)
+
+
+@contextlib.contextmanager
+def notebook_project() -> Iterator[Path]:
+    """A notebook project (``notebook_workdir``) in a temporary folder, with a HOME of its
+    own beside it (the checkpoint store, the user's agent and skill folders): the figures do
+    not depend on what this machine's home holds, and nothing is left in it.
+
+    Yielded once its files are older than a checkpoint's racy window, as a project's files
+    are when an agent starts on it: a file changed within a second of a snapshot is read
+    again by the next one (``sandbox/snapshot.py``), so a project made a moment ago would
+    have every file read on every call."""
+    with tempfile.TemporaryDirectory(prefix="bench-project-") as tmp:
+        home = Path(tmp) / "home"
+        home.mkdir()
+        old = os.environ.get("HOME")
+        os.environ["HOME"] = str(home)
+        try:
+            workdir = notebook_workdir(Path(tmp))
+            time.sleep(SETTLE_S)
+            yield workdir
+        finally:
+            if old is not None:
+                os.environ["HOME"] = old
+
+
+def notebook_workdir(root: Path, name: str = "project") -> Path:
+    """A small notebook project under ``root``, as a full ``Harness`` meets one: a notebook,
+    data, code, a ``.env`` with a key, AGENTS.md and a project skill (40-odd files)."""
+    workdir = root / name
+    (workdir / "data").mkdir(parents=True)
+    (workdir / "src").mkdir()
+    (workdir / "AGENTS.md").write_text("# Project notes\n\nThe data is monthly sales; keep notebooks small.\n")
+    (workdir / ".env").write_text("OPENAI_API_KEY=sk-bench-0123456789abcdefghijklmnopqrstuvwxyz\n")
+    (workdir / "analysis.ipynb").write_text(json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    for n in range(12):
+        rows = "\n".join(f"2024-{m:02d},{n},{m * 100 + n}" for m in range(1, 13))
+        (workdir / "data" / f"sales_{n}.csv").write_text(f"month,region,amount\n{rows}\n")
+    for n in range(24):
+        (workdir / "src" / f"module_{n}.py").write_text(f'"""Module {n}."""\n\n\ndef f_{n}(x):\n    return x * {n}\n' * 8)
+    skill = workdir / ".claude" / "skills" / "summarise"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: summarise\ndescription: Summarise a CSV file's columns and ranges.\n---\n\nRead the file, then report.\n"
+    )
+    return workdir
 
 
 def bare_client(base_url: str) -> httpx.AsyncClient:
@@ -121,12 +175,15 @@ def bare_client(base_url: str) -> httpx.AsyncClient:
     )
 
 
-async def bare_conversation(client: httpx.AsyncClient, *, stream: bool, system: str = SYSTEM) -> int:
-    """One agent conversation by hand; returns the number of LLM calls it made."""
+async def bare_conversation(
+    client: httpx.AsyncClient, *, stream: bool, system: str = SYSTEM, tools: Sequence[dict[str, Any]] = (ECHO_TOOL,)
+) -> int:
+    """One agent conversation by hand; returns the number of LLM calls it made. ``system``
+    and ``tools`` are what it sends (the full harness's, to compare with a ``Harness``)."""
     messages: list[dict[str, Any]] = [{"role": "system", "content": system}, {"role": "user", "content": PROMPT}]
     calls = 0
     while True:
-        body: dict[str, Any] = {"model": MODEL, "messages": messages, "tools": [ECHO_TOOL]}
+        body: dict[str, Any] = {"model": MODEL, "messages": messages, "tools": list(tools)}
         if stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}

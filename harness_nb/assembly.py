@@ -158,7 +158,7 @@ class Parts:
 
     async def aclose(self) -> None:
         """Cancel background tasks, stop the MCP servers, close the providers' connections and
-        the checkpoints' watch."""
+        the watches (checkpoints, settings files, skills)."""
         if self.teams is not None:
             await self.teams.aclose()
         await self.tracker.aclose()
@@ -166,6 +166,8 @@ class Parts:
         await self.models.aclose()
         if self.checkpointer is not None:
             await run_blocking(self.checkpointer.close)
+        self.permissions.close()
+        self.skill_catalog.close()
 
     def applied(self, kit: Kit, settings: RunSettings) -> Kit:
         """The kit of ``settings``, replacing ``kit``; the parts that live across runs follow

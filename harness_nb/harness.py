@@ -280,7 +280,7 @@ class Harness:
 
     async def aclose(self) -> None:
         """Cancel background tasks, stop the MCP servers, close the providers' connections,
-        the checkpoints' watch and the transcript."""
+        the watches (checkpoints, settings files, skills) and the transcript."""
         await self._parts.aclose()
         self.session.close()
 

@@ -16,7 +16,7 @@ from harness_nb.sandbox.checkpoints.checkpoint import Checkpoints, store_folder
 from harness_nb.sandbox.checkpoints.effects import diff, shown_path
 from harness_nb.sandbox.checkpoints.gitstore import GitStore
 from harness_nb.sandbox.checkpoints.snapshot import Snapshotter, WalkLimits
-from harness_nb.sandbox.checkpoints.watch import FolderWatch
+from harness_nb.sandbox.watch import FolderWatch
 from checkpoint_support import git, plant_data, state
 
 

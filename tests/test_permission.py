@@ -603,6 +603,63 @@ async def test_a_changed_settings_file_is_read_again(workdir):
     assert isinstance(await decide(hook, workdir, "bash", command="make test"), Ask)
 
 
+def _deny(*rules: str) -> str:
+    return json.dumps({"permissions": {"deny": list(rules)}})
+
+
+async def test_settings_changed_between_two_calls_decide_the_second_even_unstated(workdir, tmp_path):
+    """A call with no path to judge is decided on the event loop, without re-stating the
+    settings files, while inotify sees nothing change in their folders: a file made in a
+    new folder, edited, or removed, here or in the home, still decides the next call."""
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    hook = PermissionHook(rules=PermissionRules(workdir, home=home), home=home)
+    read = ("read_file", {"path": "notes.md"})
+    for _ in range(2):  # the second is decided from the rules as the first read them
+        assert isinstance(await decide(hook, workdir, read[0], **read[1]), Allow)
+    write_settings(workdir / ".claude" / "settings.local.json", _deny("Read"))
+    assert isinstance(await decide(hook, workdir, read[0], **read[1]), Deny)
+    assert isinstance(await decide(hook, workdir, "ls", path="."), Deny)
+    (workdir / ".claude" / "settings.local.json").write_text(_deny("task"))
+    assert isinstance(await decide(hook, workdir, read[0], **read[1]), Allow)
+    assert isinstance(await decide(hook, workdir, "task", prompt="go"), Deny)
+    (workdir / ".claude" / "settings.local.json").unlink()
+    assert isinstance(await decide(hook, workdir, "task", prompt="go"), Allow)
+    write_settings(home / ".claude" / "settings.json", _deny("mcp__files"))
+    assert isinstance(await decide(hook, workdir, "mcp__files__upload", name="x"), Deny)
+
+
+@pytest.mark.parametrize("link", ["symlink", "hardlink"])
+async def test_a_settings_file_linked_from_elsewhere_is_stated_on_every_call(workdir, tmp_path, link):
+    """Written through another name, in a folder nobody watches, a linked settings file
+    changes without an event: its rules are read again for every decision."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shared = elsewhere / "settings.json"
+    shared.write_text("{}")
+    (workdir / ".claude").mkdir()
+    (os.symlink if link == "symlink" else os.link)(shared, workdir / ".claude" / "settings.json")
+    hook = PermissionHook(rules=PermissionRules(workdir))
+    for _ in range(2):
+        assert isinstance(await decide(hook, workdir, "task", prompt="go"), Allow)
+    shared.write_text(_deny("task"))
+    assert isinstance(await decide(hook, workdir, "task", prompt="go"), Deny)
+
+
+def test_unchanged_rules_are_known_without_the_file_system_until_their_folders_change(workdir):
+    rules = PermissionRules(workdir, deny=["run_python"])
+    assert rules.unchanged() is None, "nothing read yet"
+    first = rules.current()
+    assert rules.unchanged() == first
+    rules.remember(parse_rule("Bash(make)"))  # the session's rules are the harness's own: no file
+    assert [str(s.rule) for s in rules.unchanged().allow] == ["Bash(make)"]  # type: ignore[union-attr]
+    (workdir / "new.txt").write_text("x")  # anything in a watched folder
+    assert rules.unchanged() is None
+    assert rules.current() == rules.unchanged() != first
+    rules.close()
+    assert rules.unchanged() is None
+
+
 @pytest.mark.parametrize(
     ("content", "problem"),
     [

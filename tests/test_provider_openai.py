@@ -3,6 +3,8 @@ server's streamed and plain answers, the wire mapping, and the failure modes."""
 
 from __future__ import annotations
 
+import ssl
+import subprocess
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -367,3 +369,42 @@ async def test_tool_choice_option(setting: str, sent: str) -> None:
         await p.complete(ModelRequest(system="", messages=[UserMessage(content="no tools")]))
     assert srv.requests[0].body["tool_choice"] == sent
     assert "tool_choice" not in srv.requests[1].body  # never without tools (OpenAI rejects that)
+
+
+@pytest.fixture
+def self_signed(tmp_path: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 signed by itself, and its key (made by openssl)."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key
+
+
+async def test_a_provider_trusts_the_ca_file_set_when_it_is_made(
+    self_signed: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Providers share one TLS context (loading the CA bundle per provider cost each harness
+    about 20 ms), made again when SSL_CERT_FILE changes: a provider made before the server's
+    CA is named refuses the server, one made after reaches it."""
+    cert, key = self_signed
+    served = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    served.load_cert_chain(cert, key)
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    async with FakeLLMServer([{"text": "Hello over TLS."}], loop=True, tls=served) as server:
+        url = server.url + "/v1"
+        providers = [create_provider("openai-compatible/m", base_url=url, streaming=False, max_retries=0)]
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+        providers += [create_provider("openai-compatible/m", base_url=url, streaming=False) for _ in range(2)]
+        try:
+            with pytest.raises(ProviderError, match="(?i)certificate"):
+                await providers[0].complete(REQUEST)
+            for provider in providers[1:]:
+                assert (await provider.complete(REQUEST)).message.content == "Hello over TLS."
+        finally:
+            for provider in providers:
+                await provider.aclose()

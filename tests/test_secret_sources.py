@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +23,12 @@ from harness_nb.core.credential import (
     credentials_in_text,
     is_credential_key,
     named_config_files,
+    names_config_file,
 )
 from harness_nb.core.secret import REDACTED, SECRETS, Secrets, encodings
 from harness_nb.harness import Harness
 from harness_nb.testing import ScriptedProvider
+from harness_nb.tools import Tool, ToolContext, tool
 from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
 from sandbox_support import bwrap_sandbox
 
@@ -49,7 +52,13 @@ def _call(name: str, **arguments: Any) -> dict[str, Any]:
     return {"name": name, "arguments": arguments}
 
 
-async def _results(tmp_path: Path, *calls: dict[str, Any], sandboxed: bool = True) -> list[str]:
+async def _results(
+    tmp_path: Path,
+    *calls: dict[str, Any],
+    sandboxed: bool = True,
+    extra_tools: Sequence[Tool] = (),
+    checkpoints: bool = True,
+) -> list[str]:
     """Run one turn of ``calls`` per step (each after the one before), then return every
     tool result the model was sent, in order."""
     provider = ScriptedProvider([*({"tool_calls": [c]} for c in calls), {"text": "done"}])
@@ -59,6 +68,8 @@ async def _results(tmp_path: Path, *calls: dict[str, Any], sandboxed: bool = Tru
         approval_policy="never",
         include_user_agents=False,
         sandbox=bwrap_sandbox() if sandboxed else "off",
+        extra_tools=extra_tools,
+        checkpoints=checkpoints,
     )
     OPEN.append(h)
     result = await h.run("look at the settings")
@@ -160,6 +171,48 @@ async def test_a_dotenv_file_nine_folders_down_or_in_a_virtualenv_is_hidden_and_
     assert "deep-token-value-99" not in _sent([read_deep, read_venv, cat])
 
 
+FRESH_TOKEN = "fresh-token-7f3a9c2e5d"
+
+
+@tool(name="add_service")
+async def add_service(ctx: ToolContext, folder: str) -> str:
+    """Set up a service folder with its .env; says what token it made (a tool that changes files)."""
+    (ctx.workdir / folder).mkdir()
+    (ctx.workdir / folder / ".env").write_text(f"SERVICE_TOKEN={FRESH_TOKEN}\n")
+    return f"made {folder} with token {FRESH_TOKEN}"
+
+
+@tool(name="encoded", read_only=True)
+async def encoded(ctx: ToolContext, path: str) -> str:
+    """A file's bytes in base64 (a read-only tool)."""
+    return base64.b64encode((ctx.workdir / path).read_bytes()).decode()
+
+
+async def test_a_dotenv_a_call_wrote_is_read_before_its_result_is_scrubbed(tmp_path: Path) -> None:
+    """A call that may change files has the .env files read again before its result is
+    scrubbed, even one right after another call's (a read-only call's result is scrubbed
+    without that re-read): the token it wrote and shows bare is masked. (Checkpoints off:
+    they would revert the .env, a protected file, before the result is read.)"""
+    (tmp_path / "notes.txt").write_text("nothing secret\n")
+    read, made = await _results(
+        tmp_path,
+        _call("read_file", path="notes.txt"),
+        _call("add_service", folder="svc"),
+        extra_tools=[add_service],
+        checkpoints=False,
+    )
+    assert "nothing secret" in read
+    assert made == f"made svc with token {REDACTED}"
+
+
+async def test_a_config_file_a_read_only_call_names_is_read_first(configured: Path) -> None:
+    """A read-only call is observed without a worker thread only when it names no
+    configuration file: one that does has the file read first, so its encoded view of the
+    file is masked."""
+    (shown,) = await _results(configured, _call("encoded", path="settings.ini"), extra_tools=[encoded])
+    assert shown == REDACTED
+
+
 def test_credential_named_keys() -> None:
     for name in (
         "api_key", "apiKey", "API-KEY", "x-api-key", "password", "db_password", "PGPASSWORD", "passwd", "pwd",
@@ -231,6 +284,25 @@ def test_a_call_names_config_files_relative_or_absolute(tmp_path: Path) -> None:
         ["cat conf/app.yaml | base64; head settings.ini notes.txt missing.yaml", f"{tmp_path}/.env.prod"], tmp_path
     )
     assert named == [tmp_path / "conf/app.yaml", tmp_path / "settings.ini", tmp_path / ".env.prod"]
+    assert names_config_file(["cat ~/.aws/credentials"]) and names_config_file(["head _netrc"])
+    assert names_config_file(['{"path": "deploy/.env.local"}']) and names_config_file(["less app.YAML"])
+    assert not names_config_file(["grep -rn token src | sort", "notes.txt", "credentialsx", "env"])
+
+
+def test_a_call_names_a_config_file_however_its_json_spells_it() -> None:
+    """``needs_files`` reads the arguments' words without decoding JSON that has no
+    escape; a name next to an escaped quote or newline, or behind a \\u escape, is seen."""
+    secrets = Secrets(environ={})
+    for arguments in (
+        '{"path": "a.yaml"}',
+        json.dumps({"command": 'cat "a.yaml"'}),
+        json.dumps({"command": "cat a.yaml\nls"}),
+        '{"path": "\\u002eenv"}',
+        "not json: head settings.ini",
+    ):
+        assert secrets.needs_files(arguments, wrote=False), arguments
+    assert not secrets.needs_files(json.dumps({"text": "hello world", "n": 3}), wrote=False)
+    assert secrets.needs_files("{}", wrote=True)
 
 
 def test_values_learned_stay_known_for_the_session_and_are_bounded() -> None:

@@ -138,6 +138,43 @@ async def test_a_skill_added_between_runs_is_in_the_next_runs_prompt(workdir: Pa
     assert third == second  # nothing changed on disk: the same prompt
 
 
+async def test_a_skill_changed_in_any_way_between_runs_is_in_the_next_runs_prompt(workdir: Path) -> None:
+    """A run re-reads the skill folders only when inotify saw something change in them
+    since they were last read: an edited SKILL.md, one made in a folder that had none, a
+    skill removed, and a SKILL.md linked to a file that changes where no folder is watched
+    (so it is read on every run) each show in the next run's prompt."""
+    skills = workdir / ".claude" / "skills"
+    (skills / "plots").mkdir()  # no SKILL.md yet
+    store = write_skill(skills / ".store", "maps", simple("maps", "Draw maps."))  # a hidden folder is never listed
+
+    def link() -> None:
+        (skills / "maps").mkdir()
+        os.link(store / "SKILL.md", skills / "maps" / "SKILL.md")
+
+    changes = [
+        lambda: None,
+        lambda: (skills / "csv-cleaning" / "SKILL.md").write_text(simple("csv-cleaning", "Tidy CSV files, edited.")),
+        lambda: (skills / "plots" / "SKILL.md").write_text(simple("plots", "Plot things.")),
+        lambda: (skills / "plots" / "SKILL.md").unlink(),
+        link,
+        lambda: (store / "SKILL.md").write_text(simple("maps", "Draw maps, linked and edited.")),
+        lambda: None,
+    ]
+    async with FakeLLMServer([{"text": "ok"}] * len(changes)) as srv:
+        h = harness(workdir, srv.url)
+        for change in changes:
+            change()
+            await h.run("go")
+    prompts = [system_text(r.body) for r in srv.requests]
+    assert "- csv-cleaning: Clean messy CSV files." in prompts[0] and "plots" not in prompts[0]
+    assert "- csv-cleaning: Tidy CSV files, edited." in prompts[1] and "plots" not in prompts[1]
+    assert "- plots: Plot things." in prompts[2]
+    assert "plots" not in prompts[3] and "maps" not in prompts[3]
+    assert "- maps: Draw maps." in prompts[4]
+    assert "- maps: Draw maps, linked and edited." in prompts[5]
+    assert prompts[6] == prompts[5]
+
+
 async def test_an_unknown_skill_is_a_tool_error_naming_the_close_ones(workdir: Path) -> None:
     steps = [skill_call(name="csv-clean"), skill_call(name="../../etc/passwd"), skill_call(), {"text": "ok"}]
     async with FakeLLMServer(steps) as srv:

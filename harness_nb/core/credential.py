@@ -127,12 +127,15 @@ _BY_NAME = {
     ".netrc": "netrc", "_netrc": "netrc", ".pgpass": "pgpass", "credentials": "ini", ".npmrc": "ini",
     ".pypirc": "ini", ".boto": "ini", ".s3cfg": "ini",
 }  # fmt: skip
+_UNDOTTED = tuple(name for name in _BY_NAME if "." not in name)  # dotenv names all have one
 
 
 def config_format(name: str) -> str | None:
     """The format of a file called ``name`` (a path or a bare name) whose credentials this
     module reads: ``json``, ``toml``, ``yaml``, ``ini``, ``netrc``, ``pgpass``, ``dotenv``;
     ``None`` for any other file."""
+    if "." not in name and not name.endswith(_UNDOTTED):
+        return None  # most words of a command: every other name known has a dot
     base = os.path.basename(name)
     if base in _BY_NAME:
         return _BY_NAME[base]
@@ -336,6 +339,18 @@ def _value(pair: re.Match[str], text: str, *, strict: bool) -> str:
 # -- files a call names -----------------------------------------------------------------------
 
 _PATH_TOKEN = re.compile(r"[^\s'\"`;|&<>(){}=,:*?]+")
+
+
+def names_config_file(texts: Iterable[str]) -> bool:
+    """Whether ``texts`` name a file of a known format, one ``named_config_files`` would
+    look for (text only: no file is looked at)."""
+    for text in texts:
+        text = text[:MAX_CONFIG_BYTES]
+        if "." not in text and not any(name in text for name in _UNDOTTED):
+            continue  # no word of it can be such a name (see config_format)
+        if any(config_format(token) is not None for token in _PATH_TOKEN.findall(text)):
+            return True
+    return False
 
 
 def named_config_files(texts: Iterable[str], workdir: Path) -> list[Path]:

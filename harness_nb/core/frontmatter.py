@@ -18,9 +18,8 @@ carries a message that names the problem and the fix.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
-
-import yaml
 
 from .error import FrontmatterError
 
@@ -38,34 +37,40 @@ YAML_MAX_DEPTH = 20
 """Deepest nesting of lists and mappings accepted in frontmatter."""
 
 
-class _BoundedLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing aliases and deep nesting as it composes nodes."""
+@functools.cache
+def _bounded_loader() -> Any:
+    """PyYAML's safe loader, refusing aliases and deep nesting as it composes nodes (made
+    at the first use: PyYAML is imported only when some frontmatter is read)."""
+    import yaml
 
-    def __init__(self, stream: str, first_line: int) -> None:
-        super().__init__(stream)
-        self._depth = 0
-        self._first_line = first_line  # the file's line number of the stream's first line
+    class _BoundedLoader(yaml.SafeLoader):
+        def __init__(self, stream: str, first_line: int) -> None:
+            super().__init__(stream)
+            self._depth = 0
+            self._first_line = first_line  # the file's line number of the stream's first line
 
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            raise FrontmatterError(
-                f"YAML alias *{event.anchor} at line {event.start_mark.line + self._first_line}: aliases are "
-                "not allowed in agent files (they can expand a few bytes into gigabytes); "
-                "write the value out in full"
-            )
-        self._depth += 1
-        try:
-            if self._depth > YAML_MAX_DEPTH:
-                mark = self.peek_event().start_mark
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
                 raise FrontmatterError(
-                    f"YAML nested more than {YAML_MAX_DEPTH} levels deep at line "
-                    f"{mark.line + self._first_line}; agent frontmatter is a few flat keys "
-                    "(name, description, tools, ...)"
+                    f"YAML alias *{event.anchor} at line {event.start_mark.line + self._first_line}: aliases are "
+                    "not allowed in agent files (they can expand a few bytes into gigabytes); "
+                    "write the value out in full"
                 )
-            return super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
+            self._depth += 1
+            try:
+                if self._depth > YAML_MAX_DEPTH:
+                    mark = self.peek_event().start_mark
+                    raise FrontmatterError(
+                        f"YAML nested more than {YAML_MAX_DEPTH} levels deep at line "
+                        f"{mark.line + self._first_line}; agent frontmatter is a few flat keys "
+                        "(name, description, tools, ...)"
+                    )
+                return super().compose_node(parent, index)
+            finally:
+                self._depth -= 1
+
+    return _BoundedLoader
 
 
 def load_frontmatter(text: str, *, first_line: int = 1) -> Any:
@@ -79,7 +84,7 @@ def load_frontmatter(text: str, *, first_line: int = 1) -> Any:
             f"frontmatter is {size:,} bytes; it is limited to {FRONTMATTER_MAX_BYTES // 1024} "
             "KiB — put long text (the agent's prompt) in the body, below the closing '---'"
         )
-    loader = _BoundedLoader(text, first_line)
+    loader = _bounded_loader()(text, first_line)
     try:
         return loader.get_single_data()
     finally:

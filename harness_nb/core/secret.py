@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, cast
 
-from .credential import config_format, credentials_in_file, credentials_in_text, named_config_files, read_config
+from .credential import config_format, credentials_in_file, credentials_in_text, named_config_files, names_config_file, read_config
 from .dotenv import MAX_BYTES as MAX_DOTENV_BYTES
 from .dotenv import DotenvScan, parse_dotenv, scan_dotenv
 from .fs import read_regular
@@ -241,6 +241,23 @@ class Secrets:
         be shown (``file_credentials``): a rewind's diff shows a file's past content, which
         no tool may have read. True when something new was learned."""
         return self.learn(file_credentials(name, text))
+
+    def needs_files(self, arguments: str, *, wrote: bool) -> bool:
+        """Whether ``observe_call`` has files to look at for a call: it may have written one
+        (``wrote``: a ``.env`` among them), or its ``arguments`` name a configuration file.
+        Text only, so a call that needs neither is observed on the event loop
+        (``observe_output``) instead of waiting for a worker thread; the ``.env`` files are
+        then re-read on ``file_interval``, as before any scrub."""
+        if wrote:
+            return True
+        # JSON without a backslash holds its strings as they are: its words are read undecoded
+        return names_config_file([arguments] if "\\" not in arguments else _argument_strings(arguments))
+
+    def observe_output(self, output: str) -> bool:
+        """Learn the credentials of the key/value pairs ``output`` shows: ``observe_call``
+        for a call that ``needs_files`` says has none to read. True when the secrets
+        changed."""
+        return self.learn(credentials_in_text(output))
 
     def clear(self) -> None:
         """Forget the keys added, the values learned and the folders watched (the

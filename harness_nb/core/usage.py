@@ -45,18 +45,14 @@ class Usage(BaseModel):
         return self.prompt_tokens + self.output_tokens
 
     def add(self, other: Usage) -> None:
-        """Add ``other`` into this usage in place (costs add when either is known)."""
-        self.input_tokens += other.input_tokens
-        self.output_tokens += other.output_tokens
-        self.cache_read_tokens += other.cache_read_tokens
-        self.cache_write_tokens += other.cache_write_tokens
-        self.turns += other.turns
-        self.tool_calls += other.tool_calls
-        self.wall_time += other.wall_time
-        self.unreported_calls += other.unreported_calls
-        self.unpriced_calls += other.unpriced_calls
+        """Add ``other`` into this usage in place (costs add when either is known). The
+        fields are summed in the instance's dict: every LLM call adds to every account up
+        to the harness's, and pydantic's checked assignment cost more than the sums."""
+        mine, theirs = self.__dict__, other.__dict__
+        for name in _SUMMED:
+            mine[name] += theirs[name]
         if other.cost is not None:
-            self.cost = (self.cost or 0.0) + other.cost
+            mine["cost"] = (self.cost or 0.0) + other.cost
 
     def priced(self, model: str) -> Usage:
         """This usage with ``cost`` from the built-in prices of ``model`` (see
@@ -96,3 +92,9 @@ class Usage(BaseModel):
 def usd(amount: float) -> str:
     """``$0.0123``, ``$12.35``: four decimals below a dollar, two above."""
     return f"${amount:,.2f}" if abs(amount) >= 1 else f"${amount:.4f}"
+
+
+_SUMMED = (
+    "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "turns", "tool_calls",
+    "wall_time", "unreported_calls", "unpriced_calls",
+)  # fmt: skip

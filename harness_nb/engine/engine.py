@@ -3,9 +3,10 @@
 One turn: put waiting injections (finished background tasks, mailbox messages) into the
 conversation, call the model (streaming text out as events), run the tool calls of its
 answer concurrently, append the results, repeat until the model answers without tool
-calls or a limit stops the run. Events go to a sink callback; ``run_stream`` turns that
-into an async iterator. Before each call the conversation's ``ContextKeeper`` keeps the
-request within the model's context window (``compaction/keeper.py``).
+calls or a limit stops the run. Events go to a sink callback (a run given none builds
+none of its per-call events); ``run_stream`` turns that into an async iterator. Before each
+call the conversation's ``ContextKeeper`` keeps the request within the model's context
+window (``compaction/keeper.py``).
 
 The engine holds what a conversation keeps between runs (its session, prompt, context
 keeper and prompt tally); what belongs to one run — provider, limits, approval channel,
@@ -231,7 +232,8 @@ class AgentEngine:
                     turns += 1
                     self._bill(response, context, budget, emit, turns=1, tool_calls=len(response.message.tool_calls))
                     message = self.session.append(response.message)  # as stored: scrubbed
-                    emit(TurnFinished(turn=turns, usage=account.snapshot(), agent=self.agent))
+                    if emit is not _UNHEARD:  # the events of every call: not built for nobody
+                        emit(TurnFinished(turn=turns, usage=account.snapshot(), agent=self.agent))
                     if message.content:
                         final = message.content
                     if not message.tool_calls:
@@ -395,7 +397,7 @@ class AgentEngine:
         """Send ``request``: streamed as text deltas, or as one answer."""
         if not provider.streaming:
             response = await provider.complete(request)
-            if response.message.content:
+            if response.message.content and emit is not _UNHEARD:
                 emit(TextDelta(text=response.message.content, agent=self.agent))
             return response
         result: ModelResponse | None = None
@@ -404,7 +406,8 @@ class AgentEngine:
         async with contextlib.aclosing(provider.stream(request)) as stream:
             async for item in stream:
                 if isinstance(item, TextChunk):
-                    emit(TextDelta(text=item.text, agent=self.agent))
+                    if emit is not _UNHEARD:
+                        emit(TextDelta(text=item.text, agent=self.agent))
                 else:
                     result = item
         if result is None:
@@ -460,7 +463,8 @@ class AgentEngine:
         context: RunContext,
         order: CallOrder,
     ) -> ToolResultMessage:
-        emit(ToolCallStarted(call=call, agent=self.agent))
+        if emit is not _UNHEARD:
+            emit(ToolCallStarted(call=call, agent=self.agent))
         tool = self._tools(context).get(call.name)
         ctx = ToolContext(
             workdir=self.workdir,
@@ -483,17 +487,18 @@ class AgentEngine:
         # Bounded here, where every tool's result (a kernel plot, an MCP screenshot) passes.
         images, left_out = bound_images(outcome.images)
         content = f"{outcome.content}\n{left_out}".strip() if left_out else outcome.content
-        emit(
-            ToolCallFinished(
-                call=call,
-                result=content,
-                is_error=outcome.is_error,
-                duration=outcome.duration,
-                images=images,
-                displays=outcome.displays,
-                agent=self.agent,
+        if emit is not _UNHEARD:
+            emit(
+                ToolCallFinished(
+                    call=call,
+                    result=content,
+                    is_error=outcome.is_error,
+                    duration=outcome.duration,
+                    images=images,
+                    displays=outcome.displays,
+                    agent=self.agent,
+                )
             )
-        )
         return ToolResultMessage(
             tool_call_id=call.id, name=call.name, content=content, is_error=outcome.is_error, images=images
         )
@@ -589,9 +594,16 @@ def _with_unique_call_ids(response: ModelResponse) -> ModelResponse:
     return response.model_copy(update={"message": message})
 
 
+def _unheard(event: Event) -> None:
+    """The sink of a run nobody listens to."""
+
+
+_UNHEARD: EventSink = _unheard
+
+
 def _safe_sink(sink: EventSink | None) -> EventSink:
     if sink is None:
-        return lambda _event: None
+        return _UNHEARD  # the loop skips building its per-call events for it
 
     def emit(event: Event) -> None:
         try:

@@ -227,14 +227,20 @@ class RedactSecretsHook(Hook):
     must not leak a key. ``secrets`` is the process's ``SECRETS`` unless given. Before every
     result the secrets learn what the call read (``Secrets.observe_call``: the ``.env``
     files again, the configuration files it names, the key/value pairs it shows), off the
-    event loop."""
+    event loop — or on it, for a call that could not have written a file and names no
+    configuration file: then only its output is read (``Secrets.needs_files``), without
+    the hop to a worker thread."""
 
     def __init__(self, secrets: Secrets | None = None) -> None:
         self.secrets = secrets if secrets is not None else SECRETS
 
     async def after_tool(self, call: ToolCall, outcome: ToolOutcome, ctx: ToolContext) -> ToolOutcome:
+        wrote = ctx.tool is None or ctx.tool.effectful  # as the checkpoints judge it
         try:
-            await run_blocking(self.secrets.observe_call, call.arguments, outcome.content, ctx.workdir)
+            if self.secrets.needs_files(call.arguments, wrote=wrote):
+                await run_blocking(self.secrets.observe_call, call.arguments, outcome.content, ctx.workdir)
+            else:
+                self.secrets.observe_output(outcome.content)
         except Exception:  # learning less must never lose the result: scrub with what is known
             log.exception("could not learn the credentials %s read", call.name)
         clean = self.secrets.scrub(outcome.content)

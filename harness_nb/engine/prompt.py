@@ -69,9 +69,10 @@ class PromptBuilder:
 
     async def refresh(self, tools: ToolRegistry | None = None) -> None:
         """Re-read the skills that changed on disk (off the event loop), so the next
-        ``build`` lists them."""
+        ``build`` lists them: at the start of every run, unless the catalog knows without
+        the file system that nothing changed (``SkillCatalog.unchanged``)."""
         catalog = catalog_of(tools)
-        if catalog is not None:
+        if catalog is not None and not catalog.unchanged():
             await run_blocking(catalog.refresh)
 
     def _assemble(self, catalog: str, folders: list[Path]) -> str:

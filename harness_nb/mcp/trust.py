@@ -51,8 +51,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from filelock import FileLock, Timeout
-
 from ..core import ConfigError, read_regular
 from ..core.secret import SECRETS
 from .config import PROJECT_FILE, ServerConfig, ServerEntry, StdioServer
@@ -236,6 +234,8 @@ class TrustStore:
         if self.path is None:
             yield
             return
+        from filelock import FileLock, Timeout  # at the first write, not when harness_nb is imported
+
         self.path.parent.mkdir(parents=True, exist_ok=True)
         lock = FileLock(self.path.with_name(f".{self.path.name}.lock"), timeout=LOCK_TIMEOUT)
         try:

@@ -69,7 +69,7 @@ from ..sandbox.protected import places_around
 from ..tools import ToolContext, ToolOutcome, write_target
 from ..tools.path import display_path
 from .mode import PERMISSION_MODES, POLICIES, PermissionMode, Policy
-from .rule import PermissionRules, RuleSet, Sourced, first_match
+from .rule import PATH_TOOLS, PermissionRules, RuleSet, Sourced, first_match
 from .shell.parser import Script, parse_command
 from .shell.policy import PROTECTED, Place, Reason, assess, command_texts, each_command, protected_write
 
@@ -156,25 +156,32 @@ class PermissionHook(Hook):
     # ------------------------------------------------------------------ the decision
     async def before_tool(self, call: ToolCall, ctx: ToolContext) -> Decision:
         """``decide`` on harness_nb's worker threads: it reads settings files and looks at
-        the file system (bounded, but not for the kernel's event loop)."""
+        the file system (bounded, but not for the kernel's event loop) — or here, when the
+        settings files cannot have changed (``PermissionRules.unchanged``) and the call has
+        no path to look at (``_needs_no_files``): most read-only calls."""
+        rules = self.rules.unchanged() if self.rules is not None else RuleSet()
+        if rules is not None and _needs_no_files(call, ctx, rules):
+            return self.decide(call, ctx, rules=rules)
         try:
             return await run_blocking(self.decide, call, ctx)
         except ToolError as exc:  # every worker stuck: ask rather than guess
             return Ask(f"cannot check the call now ({exc})", "high")
 
-    def decide(self, call: ToolCall, ctx: ToolContext) -> Decision:
-        """Allow, Deny or Ask for ``call`` (see the module doc for the order)."""
-        decision = self._decide(call, ctx)
+    def decide(self, call: ToolCall, ctx: ToolContext, *, rules: RuleSet | None = None) -> Decision:
+        """Allow, Deny or Ask for ``call`` (see the module doc for the order), by ``rules``
+        (``None``: those in force now, the settings files re-stated)."""
+        decision = self._decide(call, ctx, rules)
         if self.mode == "dontAsk" and isinstance(decision, Ask):
             return Deny(f"would ask ({decision.reason}), and this agent never asks (permissionMode: dontAsk)")
         return decision
 
-    def _decide(self, call: ToolCall, ctx: ToolContext) -> Decision:
+    def _decide(self, call: ToolCall, ctx: ToolContext, rules: RuleSet | None) -> Decision:
         try:
             args = call.parsed_arguments()
         except ValueError:
             args = {}  # the tool boundary reports them; name-only rules still apply
-        rules = self.rules.current() if self.rules is not None else RuleSet()
+        if rules is None:
+            rules = self.rules.current() if self.rules is not None else RuleSet()
         workdir = ctx.workdir
         if call.name == "bash" and isinstance(args.get("command"), str):
             return self._bash(call, args["command"], rules, ctx)
@@ -346,6 +353,25 @@ class PermissionHook(Hook):
                 self.written[target] = self.written.get(target, created)
         self._existed.pop(call.id, None)
         return outcome
+
+
+def _needs_no_files(call: ToolCall, ctx: ToolContext, rules: RuleSet) -> bool:
+    """Whether ``decide`` looks at no file for ``call`` under ``rules``: not ``bash`` (its
+    command is judged against the workdir), not a file tool (where it writes), not a tool
+    that may write a ``path`` argument (protected paths), and no rule with a path pattern
+    about its tool (matched against the resolved path)."""
+    tool = ctx.tool
+    if tool is None or call.name == "bash" or call.name in FILE_TOOLS:
+        return False
+    if not tool.read_only:
+        try:
+            if isinstance(call.parsed_arguments().get("path"), str):
+                return False
+        except ValueError:
+            pass  # no path to judge: the tool boundary reports the arguments
+    if call.name in PATH_TOOLS:
+        return not any(s.rule.spec is not None and s.rule.covers(call.name) for s in (*rules.deny, *rules.ask, *rules.allow))
+    return True
 
 
 def _bash_match(rules: Iterable[Sourced], texts: list[str]) -> Sourced | None:

@@ -27,7 +27,8 @@ settings files (``SETTINGS_FILES``, ``permissions.allow`` / ``ask`` / ``deny``).
 untrusted input: at most ``MAX_SETTINGS_BYTES`` are read, never from a FIFO or device; bad
 JSON, a bad rule or an unexpected shape is one warning naming the file and the problem,
 and the file's other rules still count. Files are re-read when they change (their
-modification time, size or inode), checked with one ``stat`` each per decision.
+modification time, size or inode), checked with one ``stat`` each per decision — or, when
+inotify saw nothing change in their folders, not at all (``PermissionRules.unchanged``).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import ConfigError, ToolCall, ToolError
+from ..sandbox.watch import ReadWatch, linked
 from ..tools.names import CLAUDE_TOOL_NAMES
 from ..tools.search import compile_glob
 from .shell.parser import parse_command
@@ -278,7 +280,12 @@ def parse_rules(rules: Iterable[Any], what: str) -> list[Rule]:
 
 
 class PermissionRules:
-    """The rules in force for one harness (see the module doc for their sources)."""
+    """The rules in force for one harness (see the module doc for their sources).
+
+    ``current`` re-states the settings files (a ``stat`` each, on a worker thread);
+    ``unchanged`` answers without the file system, from inotify watches on their folders
+    (``sandbox.watch``), when nothing can have changed since: then a decision that needs no
+    other file can be made on the event loop. ``close`` ends the watch."""
 
     def __init__(
         self,
@@ -297,13 +304,18 @@ class PermissionRules:
         self._allow = parse_rules(allow, "allow")
         self._deny = parse_rules(deny, "deny")
         self._files: dict[Path, tuple[tuple[int, int, int], RuleSet, list[str]]] = {}
+        self._from_files: tuple[RuleSet, ...] = ()  # what ``current`` last read, file by file
+        self._rules: RuleSet | None = None  # those with the session's and the code's, until one changes
         self._lock = threading.Lock()  # decisions run on worker threads, several at once
+        self._watch = ReadWatch()  # on the files' folders: whether ``current`` need run again
 
     def configure(self, *, allow: Iterable[str] | None = None, deny: Iterable[str] | None = None) -> None:
         """Replace the rules given in code or ``%config`` (both checked before either changes)."""
         new_allow = parse_rules(allow, "allow") if allow is not None else self._allow
         new_deny = parse_rules(deny, "deny") if deny is not None else self._deny
-        self._allow, self._deny = new_allow, new_deny
+        with self._lock:
+            self._allow, self._deny = new_allow, new_deny
+            self._rules = None
 
     def remember(self, rule: Rule) -> None:
         """Allow ``rule`` for the rest of this harness's life ("Approve for this session")."""
@@ -311,6 +323,7 @@ class PermissionRules:
             if rule in self.session:
                 return
             self.session.append(rule)
+            self._rules = None
         logger.info("approved for this session: %s", rule)
 
     def files(self) -> list[tuple[Path, str]]:
@@ -325,19 +338,55 @@ class PermissionRules:
         """Every rule in force now (settings files re-read if they changed). Blocking: a
         ``stat`` per file, and a bounded read of a file that changed."""
         with self._lock:
-            allow = [Sourced(r, "this session", True) for r in self.session]
-            allow += [Sourced(r, self.origin, True) for r in self._allow]
-            deny = [Sourced(r, self.origin, True) for r in self._deny]
-            ask: list[Sourced] = []
+            files = self.files()
+            # each file's folder and the one above (where the folder is made or removed),
+            # watched before the files are read
+            missing = self._watch.reading(f for path, _shown in files for f in (path.parent, path.parent.parent))
+            # a missing folder is seen being made from the one above it; the top one must be there
+            trusted = not any(linked(path) or path.parent.parent in missing for path, _shown in files)
+            from_files: list[RuleSet] = []
             warnings: list[str] = []
             for path, shown in self.files():
                 rules, problems = self._file(path, shown)
-                allow += rules.allow
-                ask += rules.ask
-                deny += rules.deny
+                from_files.append(rules)
                 warnings += problems
+            self._from_files = tuple(from_files)
+            self._rules = None
             self.warnings = warnings
-        return RuleSet(tuple(allow), tuple(ask), tuple(deny))
+            self._watch.read(trusted=trusted)
+            return self._composed()
+
+    def unchanged(self) -> RuleSet | None:
+        """The rules in force, without the file system: the settings files as ``current``
+        last read them, when no event has come from their folders since and none of them
+        is a link whose change a folder's watch could miss. ``None`` when that cannot be
+        known (something changed, no inotify, ``current`` under way on another thread):
+        call ``current``. Never blocks."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            return self._composed() if self._watch.unchanged() else None
+        finally:
+            self._lock.release()
+
+    def close(self) -> None:
+        """End the watch on the settings files' folders (``unchanged`` then says ``None``)."""
+        with self._lock:
+            self._watch.close()
+
+    def _composed(self) -> RuleSet:
+        if self._rules is not None:
+            return self._rules
+        allow = [Sourced(r, "this session", True) for r in self.session]
+        allow += [Sourced(r, self.origin, True) for r in self._allow]
+        deny = [Sourced(r, self.origin, True) for r in self._deny]
+        ask: list[Sourced] = []
+        for rules in self._from_files:
+            allow += rules.allow
+            ask += rules.ask
+            deny += rules.deny
+        self._rules = RuleSet(tuple(allow), tuple(ask), tuple(deny))
+        return self._rules
 
     def _file(self, path: Path, shown: str) -> tuple[RuleSet, list[str]]:
         try:

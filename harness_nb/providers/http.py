@@ -12,13 +12,14 @@ Never retried: any other 4xx, and anything after the first event of a stream.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import email.utils
+import functools
 import json
 import logging
-import random
+import os
+import ssl
 import time
 from collections.abc import (
     AsyncGenerator,
@@ -41,6 +42,7 @@ from ..core.secret import SECRETS
 from ..core import ProviderError, StreamCutError, ToolCall
 from .base import ModelRequest, ModelResponse, Provider, StreamItem, TextChunk
 from .options import ProviderOptions
+from .retry import RetryPolicy
 from .window import context_length_error
 from .wire import encode_body
 
@@ -50,29 +52,6 @@ log = logging.getLogger("harness_nb.providers")
 DEFAULT_TIMEOUT = httpx.Timeout(300.0, connect=10.0)
 _RETRYABLE_KINDS = frozenset({"overloaded_error", "rate_limit_error", "api_error", "server_error"})
 _T = TypeVar("_T")
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How often and how patiently to retry a request that may succeed on a later try.
-
-    Retry ``n`` (0-based) waits ``base_delay * 2**n`` capped at ``max_delay``, jittered into
-    ``[d/2, d]`` so that many clients do not retry in lockstep. A server's ``Retry-After``
-    replaces that wait, up to ``max_retry_after``. ``sleep`` is injectable for tests.
-    """
-
-    max_retries: int = 3
-    base_delay: float = 0.5
-    max_delay: float = 20.0
-    max_retry_after: float = 60.0
-    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
-
-    def delay(self, attempt: int, retry_after: float | None = None) -> float:
-        """Seconds to wait before retry number ``attempt``."""
-        if retry_after is not None:
-            return min(max(retry_after, 0.0), self.max_retry_after)
-        ceiling = min(self.max_delay, self.base_delay * 2**attempt)
-        return ceiling * (0.5 + random.random() / 2)
 
 
 class Assembler(Protocol):
@@ -233,6 +212,19 @@ class EventStream:
         await self._response.aclose()
 
 
+def tls_context() -> ssl.SSLContext:
+    """The TLS context providers verify servers with, as httpx makes it (certifi's CA
+    bundle, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set), made once for each value of
+    those variables instead of once per provider: loading the bundle costs about 20 ms of
+    CPU, which every harness, and every subagent on a model of its own, paid again."""
+    return _tls_context_for(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+
+
+@functools.lru_cache(maxsize=4)
+def _tls_context_for(cafile: str | None, capath: str | None) -> ssl.SSLContext:
+    return httpx.create_ssl_context()  # reads the same two variables
+
+
 class HTTPProvider(Provider):
     """A provider reached over HTTP with one ``httpx.AsyncClient``.
 
@@ -269,7 +261,9 @@ class HTTPProvider(Provider):
         timeout = DEFAULT_TIMEOUT
         if options.timeout is not None:
             timeout = httpx.Timeout(options.timeout, connect=min(10.0, options.timeout))
-        self._client = httpx.AsyncClient(base_url=self.base_url, transport=transport, timeout=timeout)
+        self._client = httpx.AsyncClient(
+            base_url=self.base_url, transport=transport, timeout=timeout, verify=tls_context()
+        )
 
     # -- to be provided by a vendor --------------------------------------------------------
 

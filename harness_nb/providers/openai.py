@@ -33,7 +33,7 @@ from .effort import openai_effort
 from .http import HTTPProvider, Payload, RetryPolicy, stream_cut
 from .options import EmptyContent, ProviderOptions
 from .window import known_window, probe_window
-from .wire import EncodedList, to_json
+from .wire import EncodedList, encoded_message, to_json
 
 STOP_REASONS = {
     "stop": "end_turn",
@@ -57,9 +57,9 @@ def wire_messages(
     image is a text placeholder in its result."""
     out = EncodedList()
     if system:
-        head = {"role": "system", "content": system}
+        head, encoded = encoded_message("system", system)
         out.append(head)
-        out.parts.append(to_json(head))
+        out.parts.append(encoded)
     key = f"openai:{empty_content}" if vision else f"openai:{empty_content}:text"
     key_json = f"{key}:json"
     with_images: list[ToolResultMessage] = []  # results of the current run that hold images

@@ -9,6 +9,7 @@ values as usual (for reading and for tests) plus the stored encoding of each, wh
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping
 from functools import partial
@@ -16,7 +17,7 @@ from typing import Any
 
 from ..core import escape_surrogates_in_json
 
-__all__ = ["EncodedList", "encode_body", "to_json"]
+__all__ = ["EncodedList", "encode_body", "encoded_message", "to_json"]
 
 # Compact, like httpx's own ``json=`` encoding.
 _dumps = partial(json.dumps, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -43,12 +44,29 @@ class EncodedList(list[Any]):
 
 def encode_body(body: Mapping[str, Any]) -> bytes:
     """``body`` as compact JSON. An ``EncodedList`` value is joined from its stored parts
-    (unless it was changed after they were made, then it is encoded afresh)."""
+    (unless it was changed after they were made, then it is encoded afresh); the keys and
+    the plain values every request repeats (the model, ``"auto"``, ``true``) are encoded
+    once per process."""
     fields = []
     for key, value in body.items():
         if isinstance(value, EncodedList) and len(value.parts) == len(value):
             data = b"[" + b",".join(value.parts) + b"]"
+        elif value is None or type(value) in (str, bool, int):
+            data = _plain_json(value)
         else:
             data = to_json(value)
-        fields.append(to_json(key) + b":" + data)
+        fields.append(_plain_json(key) + b":" + data)
     return b"{" + b",".join(fields) + b"}"
+
+
+@functools.lru_cache(maxsize=512)
+def _plain_json(value: str | bool | int | None) -> bytes:
+    return to_json(value)
+
+
+@functools.lru_cache(maxsize=64)
+def encoded_message(role: str, content: str) -> tuple[dict[str, Any], bytes]:
+    """``{"role": role, "content": content}`` and its encoding, made once for each text: a
+    system prompt (a few KB) repeats unchanged in every request of a conversation."""
+    form = {"role": role, "content": content}
+    return form, to_json(form)

@@ -19,6 +19,8 @@ and the list of paths only the person may change.
   CPU time).
 - ``protected.py``: ``protection(rel)``, the one list of protected paths that the
   permission hook, the sandbox and the checkpoints all consult.
+- ``watch.py``: inotify — ``FolderWatch`` (whether a checkpoint's walk is needed) and
+  ``ReadWatch`` (whether files read before, the settings files and the skills, may have changed).
 - ``checkpoints/``: ``Checkpoints``, the workdir checkpointed around every call that can
   change files — what each call did, rewind and undo, protected paths reverted (its
   ``__init__`` says which module holds what).

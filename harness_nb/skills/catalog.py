@@ -31,7 +31,9 @@ harness_nb pre-approves no tool because a skill file asks for it.
 ``refresh()`` is stat-based and cheap: it lists the folders and stats each ``SKILL.md``,
 and re-reads only files whose modification time, size or inode changed; ``version`` grows
 whenever what the catalog holds changes, so a prompt built from it is rebuilt then and only
-then (a stable system prompt keeps the provider's prompt cache warm).
+then (a stable system prompt keeps the provider's prompt cache warm). ``unchanged()`` says,
+without the file system, when a refresh would find nothing new: inotify (``ReadWatch``) saw
+no event in the folders it listed since, so a run need not send the refresh to a worker.
 """
 
 from __future__ import annotations
@@ -45,10 +47,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..core import ConfigError
 from ..core.frontmatter import FrontmatterError, load_frontmatter, split_frontmatter
+from ..sandbox.watch import ReadWatch, linked
 from .skill import SKILL_FOLDERS, SkillSource, read_skill_file, skill_name_problem
 
 __all__ = [
@@ -136,6 +137,8 @@ def parse_skill(folder: Path, source: SkillSource = "project", *, root: Path | N
         )
     # padded with the lines above it, so that YAML's line numbers are the file's
     padding = "\n" * (text.removeprefix("\ufeff").replace("\r\n", "\n").split("---", 1)[0].count("\n") + 1)
+    import yaml  # loaded by load_frontmatter anyway; not at import
+
     try:
         data = load_frontmatter(padding + front)
     except FrontmatterError as exc:
@@ -311,6 +314,7 @@ class SkillCatalog:
         self._scanned = False
         self._section: tuple[int, int, str] | None = None  # (version, budget, text)
         self._lock = threading.Lock()
+        self._watch = ReadWatch()  # on every folder the last refresh listed
 
     def refresh(self) -> int:
         """Re-read the skills that changed on disk; return ``version``."""
@@ -319,8 +323,12 @@ class SkillCatalog:
             found: dict[Path, _Found] = {}
             skills: list[Skill] = []
             winners: dict[str, Path] = {}
+            # a skill folder, the one holding it, and the two above (where those are made)
+            missing = self._watch.reading(f for _s, root in self.folders for f in (root, root.parent, root.parent.parent))
+            trusted = not any(root.parent.parent in missing for _s, root in self.folders)
             for source, root in self.folders:
                 for folder, key in self._candidates(root, notes):
+                    trusted = trusted and not linked(folder / "SKILL.md")
                     known = self._found.get(folder)
                     if known is None or known.key != key:
                         known = _Found(key, parse_skill(folder, source, root=root))
@@ -338,11 +346,29 @@ class SkillCatalog:
                 self.version += 1
             self._found = found
             self._scanned = True
+            self._watch.read(trusted=trusted)
             return self.version
+
+    def unchanged(self) -> bool:
+        """Whether ``refresh`` would find nothing new, known without the file system (see
+        the module docstring); false when it cannot be known. Never blocks."""
+        if not self._lock.acquire(blocking=False):
+            return False
+        try:
+            return self._scanned and self._watch.unchanged()
+        finally:
+            self._lock.release()
+
+    def close(self) -> None:
+        """End the watch on the skill folders (``unchanged`` is then always false)."""
+        with self._lock:
+            self._watch.close()
 
     def _candidates(self, root: Path, notes: list[str]) -> Iterator[tuple[Path, tuple[int, int, int, int]]]:
         """The folders under ``root`` holding a ``SKILL.md`` (names sorted, at most
-        ``SKILLS_MAX_PER_FOLDER``), each with the ``stat`` key of its ``SKILL.md``."""
+        ``SKILLS_MAX_PER_FOLDER``), each with the ``stat`` key of its ``SKILL.md``. Every
+        folder listed is watched before its ``SKILL.md`` is looked at (one may be made
+        in a folder that has none yet)."""
         try:
             with os.scandir(root) as entries:
                 names = sorted(e.name for e in entries if not e.name.startswith(".") and e.is_dir())
@@ -354,6 +380,7 @@ class SkillCatalog:
         if len(names) > SKILLS_MAX_PER_FOLDER:
             notes.append(f"{root}: {len(names):,} folders; only the first {SKILLS_MAX_PER_FOLDER} (by name) are read")
             names = names[:SKILLS_MAX_PER_FOLDER]
+        self._watch.reading_more(root / name for name in names)
         for name in names:
             folder = root / name
             try:
@@ -404,9 +431,9 @@ class SkillCatalog:
         skill within ``max_chars``: descriptions are shortened first, then skills dropped
         with a line saying how many and how to list them. ``""`` when none is offered.
         The same skills always give the same text (no dates, no paths)."""
-        skills = self.offered()  # first: a catalog never read reads itself here
-        if self._section is not None and self._section[:2] == (self.version, max_chars):
-            return self._section[2]
+        if self._scanned and self._section is not None and self._section[:2] == (self.version, max_chars):
+            return self._section[2]  # asked for on every LLM call: the same text until a refresh changes it
+        skills = self.offered()  # a catalog never read reads itself here
         text = _catalog_text(skills, max_chars) if skills else ""
         self._section = (self.version, max_chars, text)
         return text

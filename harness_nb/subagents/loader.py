@@ -45,7 +45,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from ..core import NotRegularFileError, read_regular
@@ -282,6 +281,8 @@ def _split_frontmatter(text: str) -> tuple[str, str, int]:
 
 
 def _read_mapping(front: str, first_line: int, notes: list[str]) -> dict[Any, Any]:
+    import yaml  # loaded by load_frontmatter anyway; not at import
+
     try:
         loaded = load_frontmatter(front, first_line=first_line)
     except FrontmatterError as exc:

@@ -23,13 +23,15 @@ import tempfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from filelock import FileLock, Timeout
 from pydantic import BaseModel, Field, ValidationError
 
 from ..core import Usage
 from ..core.secret import SECRETS
+
+if TYPE_CHECKING:
+    from filelock import FileLock
 
 log = logging.getLogger("harness_nb.team")
 
@@ -83,6 +85,8 @@ class RosterStore:
 
     def lock(self, team: str) -> FileLock:
         """The cross-process lock of ``team``'s folder (creates the folder)."""
+        from filelock import FileLock  # at the first team, not when harness_nb is imported
+
         self.team_dir(team).mkdir(parents=True, exist_ok=True)
         return FileLock(self.folder / f".{team}.lock", timeout=LOCK_TIMEOUT)
 
@@ -91,6 +95,8 @@ class RosterStore:
         them replaces the entry of its name; members the file has and ``members`` lacks
         (another kernel's) are kept. Written atomically. Raises ``OSError`` when the lock
         cannot be had within ``LOCK_TIMEOUT``."""
+        from filelock import Timeout
+
         ours = list(members)
         try:
             with self.lock(team):

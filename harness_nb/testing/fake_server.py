@@ -73,6 +73,7 @@ import asyncio
 import contextlib
 import json
 import signal
+import ssl
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -122,8 +123,9 @@ class FakeLLMServer:
     script forever; ``per_conversation`` picks steps by the conversation's own turn count;
     ``strict`` rejects what llama.cpp rejects; ``context_window``, ``server`` and
     ``report_window`` enforce and report a context window (see the module doc);
-    ``cache_min_tokens`` is the shortest prompt prefix its prompt cache keeps. When the
-    script runs out the server answers 400 saying so."""
+    ``cache_min_tokens`` is the shortest prompt prefix its prompt cache keeps; ``tls`` (a
+    server-side ``ssl.SSLContext``) serves HTTPS. When the script runs out the server
+    answers 400 saying so."""
 
     steps: Sequence[Mapping[str, Any] | Callable[[Any], Mapping[str, Any]]] = ()
     latency: float = 0.0
@@ -137,6 +139,7 @@ class FakeLLMServer:
     server: Literal["openai", "vllm", "llamacpp"] = "openai"
     report_window: bool = True
     cache_min_tokens: int = DEFAULT_MIN_TOKENS
+    tls: ssl.SSLContext | None = None
     requests: list[ReceivedRequest] = field(default_factory=list)
     info_requests: list[ReceivedRequest] = field(default_factory=list)
 
@@ -150,8 +153,8 @@ class FakeLLMServer:
 
     @property
     def url(self) -> str:
-        """``http://127.0.0.1:<port>``."""
-        return f"http://{self.host}:{self.port}"
+        """``http://127.0.0.1:<port>`` (``https://`` with ``tls``)."""
+        return f"{'https' if self.tls is not None else 'http'}://{self.host}:{self.port}"
 
     def add(self, *steps: Mapping[str, Any] | Callable[[Any], Mapping[str, Any]]) -> None:
         """Append steps to the script."""
@@ -166,7 +169,7 @@ class FakeLLMServer:
 
     async def start(self) -> None:
         """Listen on ``host:port`` (port 0 picks a free one)."""
-        self._server = await asyncio.start_server(self._connection, self.host, self.port)
+        self._server = await asyncio.start_server(self._connection, self.host, self.port, ssl=self.tls)
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def aclose(self) -> None:

@@ -24,7 +24,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
-import regex
 from pydantic import Field
 
 from ..core import ToolError, escape_name, open_regular, run_blocking
@@ -153,6 +152,8 @@ def compile_glob(pattern: str) -> Any:
             f"glob pattern is {len(pattern):,} characters; at most {PATTERN_MAX_CHARS} are "
             "accepted — use a shorter pattern and put the folder in `path`"
         )
+    import regex  # at the first pattern, not when harness_nb is imported
+
     try:
         return regex.compile(_translate(pattern))
     except regex.error as exc:  # e.g. a brace pair cut in half by a [set]
@@ -262,6 +263,8 @@ async def glob(
 def _compile_regex(pattern: str, ignore_case: bool) -> Any:
     """``pattern`` compiled with the ``regex`` module; a pattern Python's ``re`` rejects is
     refused with ``re``'s message (the one the model knows), unless ``regex`` takes it."""
+    import regex
+
     flags = regex.IGNORECASE if ignore_case else 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # "possible nested set" and such

@@ -5,7 +5,7 @@ rewind and undo, protected paths reverted (the trust issue's "effects, not text"
   before a call, the effects after it, ``rewind`` / ``undo``, protected paths reverted.
 - ``snapshot.py``: a snapshot of the workdir, hashing only what changed; ``walk.py`` the
   bounded, breadth-first walk it takes; ``manifest.py`` what a snapshot records;
-  ``watch.py`` inotify, telling whether a walk is needed at all.
+  ``../watch.py`` (inotify) tells whether a walk is needed at all.
 - ``effects.py``: what changed, in words for the model and the person.
 - ``restore.py``: putting paths back without following symlinks; ``rewind.py``: what
   going back does, and its diff (credential values masked).

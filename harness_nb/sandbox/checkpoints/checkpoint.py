@@ -68,7 +68,7 @@ from .restore import Restorer
 from .rewind import Rewind, rewind_diff
 from .manifest import Entry, Manifest
 from .snapshot import WALK_LIMITS, Snapshotter, WalkLimits
-from .watch import FolderWatch
+from ..watch import FolderWatch
 
 __all__ = [
     "DEFAULT_MAX_FILE_MB",

@@ -62,7 +62,7 @@ from pathlib import Path
 from .gitstore import GitStore
 from .manifest import Manifest
 from .walk import CACHE_DIRS, DIR_FLAGS, WALK_LIMITS, Walk, WalkLimits
-from .watch import FolderWatch
+from ..watch import FolderWatch
 
 __all__ = [
     "CACHE_DIRS",

@@ -22,10 +22,14 @@ import ctypes
 import ctypes.util
 import errno
 import os
+import stat
 import sys
 import threading
+import weakref
+from collections.abc import Iterable
+from pathlib import Path
 
-__all__ = ["FolderWatch"]
+__all__ = ["FolderWatch", "ReadWatch", "linked"]
 
 _IN_MODIFY, _IN_ATTRIB, _IN_CLOSE_WRITE = 0x2, 0x4, 0x8
 _IN_MOVED_FROM, _IN_MOVED_TO, _IN_CREATE, _IN_DELETE = 0x40, 0x80, 0x100, 0x200
@@ -96,6 +100,81 @@ class FolderWatch:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+
+
+class ReadWatch:
+    """Whether files read from some folders may have changed since they were read, known
+    without the file system: for what a cache keeps of a few files (the settings files'
+    rules, the skill catalog) so that the event loop can use it without a worker thread.
+
+    ``reading(folders)`` starts watching the folders before their files are read,
+    ``read(trusted=...)`` says the read is done, ``unchanged()`` then says whether no event
+    has come from them since: a file written, created, deleted or moved in one, or the
+    folder itself. ``trusted``: the watched folders show every change to what was read — not
+    so when a file read is a link to one elsewhere (written through its other name, it
+    changes without an event here), or a folder is missing that is not watched from the
+    one above. Without inotify, ``unchanged`` is always false. Not thread-safe: call it
+    under the lock its owner reads under."""
+
+    def __init__(self) -> None:
+        self._watch: FolderWatch | None = None
+        self._quiet = False
+
+    def reading(self, folders: Iterable[Path]) -> set[Path]:
+        """A read begins: watch ``folders`` from now on. Returns those that are missing."""
+        if self._watch is None:
+            self._watch = FolderWatch()
+            weakref.finalize(self, self._watch.close)
+        self._watch.start_walk()
+        self._quiet = False
+        return self.reading_more(folders)
+
+    def reading_more(self, folders: Iterable[Path]) -> set[Path]:
+        """Watch ``folders`` too, found in the course of the read (before their files are
+        read). Returns those that are missing."""
+        if self._watch is None:
+            raise RuntimeError("reading_more before reading")
+        missing = set()
+        for folder in dict.fromkeys(folders):
+            try:
+                fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NONBLOCK | os.O_CLOEXEC)
+            except OSError:
+                missing.add(folder)
+                continue
+            try:
+                self._watch.add(fd)
+            finally:
+                os.close(fd)
+        return missing
+
+    def read(self, *, trusted: bool) -> None:
+        """The read that ``reading`` began is done."""
+        self._quiet = trusted and self._watch is not None and self._watch.working
+
+    def unchanged(self) -> bool:
+        """Whether nothing read can have changed since ``read`` (false from the first event
+        until the next read). Never blocks: one read of the event queue."""
+        if not self._quiet or self._watch is None or self._watch.changed():
+            self._quiet = False
+            return False
+        return True
+
+    def close(self) -> None:
+        self._quiet = False
+        if self._watch is not None:
+            self._watch.close()
+
+
+def linked(path: Path) -> bool:
+    """Whether ``path`` is a symbolic link or a file with more than one name (a ``ReadWatch``
+    on its folder would miss a change made through the other)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True  # cannot tell: count it as one
+    return stat.S_ISLNK(st.st_mode) or (not stat.S_ISDIR(st.st_mode) and st.st_nlink > 1)
 
 
 def _libc() -> ctypes.CDLL | None:
