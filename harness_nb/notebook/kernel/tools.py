@@ -44,11 +44,13 @@ def _clip(text: str, limit: int = MAX_CHARS) -> str:
     return text[:limit] + f"\n[… {len(text) - limit:,} more characters not shown]"
 
 
-def _shape(value: Any) -> str:
-    shape = getattr(value, "shape", None)
-    if isinstance(shape, tuple):
-        return "×".join(str(n) for n in shape)
+def size_text(value: Any) -> str:
+    """A value's size in a few characters: its shape (``365×4``), else its length (``len 3``),
+    else nothing (an object whose ``shape`` or ``len`` fails has none)."""
     try:
+        shape = getattr(value, "shape", None)
+        if isinstance(shape, tuple):
+            return "×".join(str(n) for n in shape)
         return f"len {len(value)}"
     except Exception:
         return ""
@@ -62,7 +64,7 @@ def _is_user_variable(name: str, value: Any, hidden: Any) -> bool:
     )
 
 
-def _user_variables(shell: Any) -> list[str]:
+def user_variables(shell: Any) -> list[str]:
     """The names of the notebook's own variables, sorted."""
     hidden = getattr(shell, "user_ns_hidden", {})
     return sorted(n for n, v in list(shell.user_ns.items()) if _is_user_variable(n, v, hidden))
@@ -136,10 +138,10 @@ def kernel_tools(shell: Any, *, history: CellHistory, proposals: CellProposals) 
         """List the variables in the notebook's namespace: name, type and size (shape or length).
         Use inspect_variable to look at one in detail."""
         rows = []
-        names = _user_variables(shell)
+        names = user_variables(shell)
         for name in names:
             value = shell.user_ns[name]
-            size = "(value masked)" if is_credential_key(name) else _shape(value)
+            size = "(value masked)" if is_credential_key(name) else size_text(value)
             rows.append(f"{name}: {type(value).__name__} {size}".rstrip())
         learn_credentials(shell.user_ns, names)
         return _clip("\n".join(rows)) if rows else "(no variables yet)"
@@ -153,7 +155,7 @@ def kernel_tools(shell: Any, *, history: CellHistory, proposals: CellProposals) 
         """Look at one variable: its type, shape and dtypes, the head of a DataFrame or the
         start of an array, length and a preview for others. Output is bounded."""
         if name not in shell.user_ns:
-            known = _user_variables(shell)
+            known = user_variables(shell)
             raise ToolError(f"no variable {name!r} in the notebook; variables: {', '.join(known) or '(none)'}")
         learn_credentials(shell.user_ns, [name])
         return describe(shell.user_ns[name], rows, name)
@@ -171,7 +173,7 @@ def kernel_tools(shell: Any, *, history: CellHistory, proposals: CellProposals) 
         try:
             return run_code(shell.user_ns, code, shell=shell, timeout=limits.tool_timeout)
         finally:  # what it printed is scrubbed after this: the credentials it set are known by then
-            learn_credentials(shell.user_ns, _user_variables(shell))
+            learn_credentials(shell.user_ns, user_variables(shell))
 
     return [list_variables, inspect_variable, run_python, notebook_history_tool(history), propose_cell_tool(proposals)]
 
