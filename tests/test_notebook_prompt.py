@@ -4,12 +4,14 @@ the same for every call of one run (the provider's prompt cache keeps it)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 from notebook_support import HARNESS, kernel_json, notebook
 
 from harness_nb.notebook.prompt import NOTEBOOK_PROMPT, STATE_MAX_CHARS
+from harness_nb.testing import FakeLLMServer
 
 pytestmark = pytest.mark.kernel
 
@@ -69,3 +71,56 @@ async def test_the_kernel_section_stays_bounded_however_many_variables_there_are
     assert len(section) <= STATE_MAX_CHARS + 200, len(section)
     assert "Variables (500): variable_with_a_long_name_000 (int)" in section
     assert section.rstrip().endswith("more.") and "variable_with_a_long_name_499" not in section
+
+
+def _size(value: Any) -> int:
+    """Bytes of ``value`` as the OpenAI provider encodes it (compact UTF-8 JSON)."""
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+
+
+def _tool_names(body: dict[str, Any]) -> list[str]:
+    return [t["function"]["name"] for t in body.get("tools", [])]
+
+
+async def test_the_default_main_request_is_lean_and_offers_only_tools_that_can_be_used(tmp_path):
+    """In a kernel with the default settings, the main agent's first request to a real HTTP
+    server carries at most 6 KB of tool schemas and 9 KB in all. No tool is offered that
+    cannot be used: no ``skill`` without a skill, no team tools with teams off, no
+    ``task_output`` / ``task_stop`` / ``send_message`` before a background task; once one
+    has been started they are offered, and ``skill`` once a skill is installed."""
+    steps = [
+        {"match": "hi there", "text": "Hello."},
+        {
+            "match": "in the background",
+            "tool_calls": [
+                {"name": "task", "arguments": {"subagent_type": "explore", "prompt": "count the csv files", "background": True}}
+            ],
+        },
+        {"match": "count the csv files", "text": "3 files."},
+        {"match": "in the background", "text": "Started it."},
+        {"match": "anything else", "text": "No."},
+    ]
+    with FakeLLMServer(steps).in_thread() as srv:
+        async with notebook(tmp_path, env={"OPENAI_BASE_URL": srv.url + "/v1", "OPENAI_API_KEY": "sk-test"}) as k:
+            await k.run("%config HarnessNB.model = 'openai-compatible/test-model'")
+            await k.run("import pandas as pd\nsales = pd.DataFrame({'region': ['north', 'south'], 'revenue': [1.0, 2.0]})")
+            await k.run("%%agent\nhi there")
+            await k.run("%%agent\nstart a check in the background")
+            await k.run(f"await {HARNESS}.tracker.wait('bg-1', 20)")
+            skill = tmp_path / ".claude" / "skills" / "tidy-data"
+            skill.mkdir(parents=True)
+            (skill / "SKILL.md").write_text("---\nname: tidy-data\ndescription: Tidy a table.\n---\nMelt it.\n")
+            await k.run("%%agent\nanything else?")
+    bodies = [r.body for r in srv.requests]
+    first = bodies[0]
+    tools, whole = _size(first["tools"]), _size(first)
+    print(f"\nfirst main request: {whole:,} bytes, of which tools {tools:,} ({len(first['tools'])} tools)")
+    for tool in first["tools"]:
+        print(f"  {tool['function']['name']}: {_size(tool):,}")
+    assert tools <= 6_144, f"the tools are {tools:,} bytes"
+    assert whole <= 9_216, f"the first request is {whole:,} bytes"
+    assert not {"skill", "team_create", "task_output", "task_stop", "send_message"} & set(_tool_names(first))
+    assert {"run_python", "propose_cell", "inspect_variable", "task"} <= set(_tool_names(first))
+    last = next(b for b in reversed(bodies) if "anything else?" in json.dumps(b))
+    assert {"task_output", "task_stop", "send_message", "skill"} <= set(_tool_names(last))
+    assert "team_create" not in _tool_names(last)

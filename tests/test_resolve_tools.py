@@ -36,7 +36,7 @@ def resolve_tools(defn: SubAgentDefinition, names: list[str]) -> list[str]:
 
 
 def test_the_harness_flags_every_coordination_tool(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    h = Harness(workdir=tmp_path)
+    h = Harness(workdir=tmp_path, teams=True)
     flagged = {t.name for t in h.tools if t.coordination}
     assert flagged == {"task", "task_output", "task_stop", "send_message", "team_create"}
     assert resolve(agent(), h.tools) == [t.name for t in h.tools if not t.coordination]

@@ -565,7 +565,7 @@ async def test_send_message_steers_a_running_background_subagent(tmp_path):
     result = await h.run("go")
     outs = tool_results(result.messages)
     assert outs[1] == "delivered to bg-1 (general-purpose); it reads it at its next turn"
-    assert outs[2] == "error: unknown recipient 'bg-7'; valid: bg-1, team-lead"
+    assert outs[2] == "error: unknown recipient 'bg-7'; valid: bg-1"
     await h.tracker.wait("bg-1", 5)
     second = [r for r in provider.requests if r.agent == "general-purpose"][1]
     assert second.messages[-1] == UserMessage(content="only look at 2024")

@@ -313,6 +313,10 @@ def test_builtin_tools_are_fresh_complete_and_flagged() -> None:
     assert sorted(t.name for t in first if t.read_only) == sorted(READ_ONLY_TOOLS)
     registry = ToolRegistry(first)
     for spec in registry.specs():
-        assert spec.description and spec.parameters["type"] == "object"
-        for prop in spec.parameters["properties"].values():
-            assert prop["description"], f"{spec.name} has a parameter without a description"
+        assert spec.description and "\n" not in spec.description and spec.parameters["type"] == "object"
+        assert "additionalProperties" not in spec.parameters and "title" not in spec.parameters
+        for name, prop in spec.parameters["properties"].items():
+            assert "title" not in prop and "anyOf" not in prop, f"{spec.name}.{name}: {prop}"
+    # every schema goes with every call: the seven together stay small
+    sent = len(json.dumps([s.model_dump() for s in registry.specs()], separators=(",", ":")))
+    assert sent <= 3_200, sent

@@ -228,12 +228,10 @@ def notebook_history_tool(history: CellHistory) -> Tool:
     @tool(name="notebook_history", read_only=True)
     async def notebook_history(
         ctx: ToolContext,
-        last: Annotated[int, Field(description="How many of the latest cells to show.", ge=1, le=MAX_CELLS)] = 10,
+        last: Annotated[int, Field(ge=1, le=MAX_CELLS)] = 10,
     ) -> str:
-        """The cells the person ran most recently in this notebook, oldest first: In [n]
-        with its source, the value it showed (Out[n]) and, for a cell that raised, the
-        exception and its traceback. Use it to see what they did and what failed. Bounded;
-        printed text and plots are not included, and prompts to agents are marked."""
+        """The person's latest cells, oldest first: source, Out[n] and tracebacks (not
+        printed text or plots)."""
         return history.render(last)
 
     return notebook_history

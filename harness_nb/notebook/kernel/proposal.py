@@ -109,16 +109,14 @@ class CellProposals:
 def propose_cell_tool(proposals: CellProposals) -> Tool:
     """``propose_cell`` bound to ``proposals``."""
 
-    @tool(name="propose_cell", read_only=True)
+    @tool(name="propose_cell", read_only=True, foreground_only=True)
     async def propose_cell(
         ctx: ToolContext,
-        code: Annotated[str, Field(description="The Python code of the new cell.")],
-        explanation: Annotated[str, Field(description="One or two lines on what the cell does; it becomes its leading comment.")],
+        code: str,
+        explanation: Annotated[str, Field(description="A line; the cell's leading comment.")],
     ) -> str:
-        """Put code into a new notebook cell below this one, for the person to review and
-        run. It does NOT run the code and you will not see its output; use it for code the
-        person should own (a fix, the next analysis step). Several calls make several
-        cells, in order."""
+        """Add a cell below for the person to review and run. It is not run: you will not
+        see its output."""
         proposal = proposals.propose(code, explanation)
         where = (
             "it appears below the cell running now (or, if none is, the next one to run) when that cell finishes"

@@ -135,8 +135,7 @@ def kernel_tools(shell: Any, *, history: CellHistory, proposals: CellProposals) 
 
     @tool(name="list_variables", read_only=True)
     async def list_variables(ctx: ToolContext) -> str:
-        """List the variables in the notebook's namespace: name, type and size (shape or length).
-        Use inspect_variable to look at one in detail."""
+        """List the notebook's variables: name, type, shape or length."""
         rows = []
         names = user_variables(shell)
         for name in names:
@@ -149,26 +148,21 @@ def kernel_tools(shell: Any, *, history: CellHistory, proposals: CellProposals) 
     @tool(name="inspect_variable", read_only=True)
     async def inspect_variable(
         ctx: ToolContext,
-        name: Annotated[str, Field(description="The variable's name, e.g. df.")],
-        rows: Annotated[int, Field(description="Rows or items to preview.", ge=1, le=50)] = 5,
+        name: str,
+        rows: Annotated[int, Field(description="Rows to preview.", ge=1, le=50)] = 5,
     ) -> str:
-        """Look at one variable: its type, shape and dtypes, the head of a DataFrame or the
-        start of an array, length and a preview for others. Output is bounded."""
+        """Look at a variable without running code: type, shape, dtypes, first rows, missing
+        values."""
         if name not in shell.user_ns:
             known = user_variables(shell)
             raise ToolError(f"no variable {name!r} in the notebook; variables: {', '.join(known) or '(none)'}")
         learn_credentials(shell.user_ns, [name])
         return describe(shell.user_ns[name], rows, name)
 
-    @tool(name="run_python")
-    async def run_python(
-        ctx: ToolContext,
-        code: Annotated[str, Field(description="Python code to run in the notebook's namespace.")],
-    ) -> ToolOutput:
-        """Run Python code in the notebook's namespace (variables persist, like a cell). Returns
-        what it printed, what it displayed and the value of its last expression; matplotlib
-        figures it draws are shown in the notebook and, when you can take images, to you. Keep
-        it short: it blocks the kernel while it runs, and is interrupted at the tool timeout."""
+    @tool(name="run_python", foreground_only=True)
+    async def run_python(ctx: ToolContext, code: str) -> ToolOutput:
+        """Run Python in the notebook's namespace, as an unseen cell: what it prints and
+        displays, its last value, a status line; figures are shown to the person and you."""
         limits = ctx.parent.limits if isinstance(ctx.parent, ParentContext) else Limits()
         try:
             return run_code(shell.user_ns, code, shell=shell, timeout=limits.tool_timeout)
