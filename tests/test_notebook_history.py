@@ -7,9 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from harness_nb.notebook.kernel.history import FIX_PROMPT, HISTORY_CHARS, TRACEBACK_CHARS, refers_to_error
-from harness_nb.testing.kernel_driver import Cell, KernelDriver
 from notebook_support import (
     CONTROLLER,
     HARNESS,
@@ -22,6 +19,9 @@ from notebook_support import (
     tool_results,
     wait_for_widget_text,
 )
+
+from harness_nb.notebook.kernel.history import FIX_PROMPT, HISTORY_CHARS, TRACEBACK_CHARS, refers_to_error
+from harness_nb.testing.kernel_driver import Cell, KernelDriver
 
 pytestmark = pytest.mark.kernel
 
@@ -169,8 +169,8 @@ async def test_proposed_cells_appear_below_one_after_another(tmp_path):
     """``propose_cell`` runs nothing and asks nothing. Its cells come as ``set_next_input``
     payloads, one per execute reply (all a frontend makes a cell of): the first in the
     agent cell's reply, each next one in the reply of the proposal above it, once that one
-    ran without error. The run view shows "proposed a cell below"; the model is told it
-    was proposed, not run."""
+    ran without error. The model is told, in one sentence, which proposal it is, its
+    length, that it did not run and where it will appear."""
     script = {
         "agents": {
             "main": [
@@ -189,14 +189,18 @@ async def test_proposed_cells_appear_below_one_after_another(tmp_path):
         run = await k.run("%%agent\nwrite me the next steps")
         assert result_text(run) == "Two cells are below."
         assert await kernel_json(k, "'ratio' in globals() or 'doubled' in globals()") is False
-        assert await wait_for_widget_text(k, "proposed a cell below: ratio = 1 / zero")
+        assert await wait_for_widget_text(k, "Agent proposal 1 (2 lines) was not run")
 
         (first,) = _next_inputs(run)
         assert first["replace"] is False
         assert first["text"] == "# Agent proposal 1: Divide by zero.\n# It is the step you asked for.\nratio = 1 / zero\nratio"
         results = tool_results((await model_requests(k, "main"))[1])
-        assert results[0].startswith("proposed a cell below: ratio = 1 / zero\nAgent proposal 1, not run")
-        assert "appears below Agent proposal 1 when the person runs that one" in results[1]
+        assert results == [
+            "Agent proposal 1 (2 lines) was not run: it appears below the cell running now when it ends (or below "
+            "the next cell run, if none is running), for the person to review and run.",
+            "Agent proposal 2 (1 line) was not run: it appears below Agent proposal 1 once the person runs that one, "
+            "for the person to review and run.",
+        ]
 
         # The person runs the proposal: it fails, so the next one waits (a failed reply's
         # payload is dropped by the frontend); other cells do not release it.

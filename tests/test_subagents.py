@@ -23,7 +23,7 @@ from harness_nb.core import (
 from harness_nb.engine import Approved, Ask, Denied, Hook
 from harness_nb.harness import Harness
 from harness_nb.providers.scripted import ScriptedProvider
-from harness_nb.subagents import SubAgentDefinition, TaskStatus
+from harness_nb.subagents import BACKGROUND_DENIED, SubAgentDefinition, TaskStatus
 from harness_nb.tools import ToolContext, tool
 from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
 
@@ -240,7 +240,7 @@ async def test_background_approvals_fail_closed_by_default(tmp_path):
     assert entry.status is TaskStatus.COMPLETED
     child = [r for r in provider.requests if r.agent == "general-purpose"][1]
     assert tool_results(child.messages) == [
-        "error: the call was denied: background subagent: no approval channel, denied. Do not retry it unchanged."
+        f"error: the call was denied: {BACKGROUND_DENIED}. Do not retry it unchanged."
     ]
     assert asked == []
 

@@ -77,7 +77,9 @@ class SkillTool(Tool):
         if skill is not None and skill.refused is not None:
             raise ToolError(f"skill {name!r} cannot be used: {skill.refused}")
         if skill is not None and not skill.model_invocable:
-            raise ToolError(f"skill {name!r} is marked disable-model-invocation: only a person loads it")
+            raise ToolError(
+                f"skill {name!r} is marked disable-model-invocation: only a person loads it; go on without it"
+            )
         if skill is None:
             names = [s.name for s in self.catalog.offered()]
             if not names:

@@ -95,7 +95,10 @@ from .narrowing import effective_mode, memory_only_writes, resolve_tools
 
 log = logging.getLogger("harness_nb.subagents")
 
-BACKGROUND_DENIED = "background subagent: no approval channel, denied"
+BACKGROUND_DENIED = (
+    "you run in the background, where nobody can approve a call; do without it, or say in your report what "
+    "needs the person's approval"
+)
 DEFAULT_SUBAGENT_PROMPT = (
     "You are a subagent: finish the task you are given with the tools you have, then reply "
     "with a concise report of what you found or changed (with file paths)."

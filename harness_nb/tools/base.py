@@ -364,8 +364,11 @@ async def invoke(t: Tool, call: ToolCall, ctx: ToolContext) -> ToolOutcome:
     try:
         params = t.Params.model_validate(raw)
     except ValidationError as exc:
+        fields = ", ".join(t.Params.model_fields) or "none"
         return ToolOutcome(
-            f"error: bad arguments for {t.name}: {_validation_message(exc)}", True
+            f"error: bad arguments for {t.name}: {_validation_message(exc)}; call it again with arguments "
+            f"its schema allows ({fields})",
+            True,
         )
     try:
         content = await t.run(params, ctx)
@@ -373,7 +376,10 @@ async def invoke(t: Tool, call: ToolCall, ctx: ToolContext) -> ToolOutcome:
         return ToolOutcome(escape_surrogates(f"error: {exc}"), True, time.perf_counter() - start)
     except Exception as exc:  # a crashing tool must not crash the loop
         return ToolOutcome(
-            escape_surrogates(f"error: {t.name} failed: {type(exc).__name__}: {exc}"),
+            escape_surrogates(
+                f"error: {t.name} failed: {type(exc).__name__}: {exc} (a fault in the tool, not in the call: "
+                "do it another way, or tell the person)"
+            ),
             True,
             time.perf_counter() - start,
         )

@@ -184,16 +184,23 @@ def _open(target: Target, dir_fd: int, path: str, missing_hint: str) -> BinaryIO
         raise ToolError(f"{path!r} is a folder, not a file; use ls to list it") from None
     except NotRegularFileError:
         # Never opened: reading a named pipe would block its worker thread for ever.
-        raise ToolError(f"{path!r} is not a regular file (a device, pipe or socket)") from None
+        raise ToolError(
+            f"{path!r} is not a regular file (a device, pipe or socket): only regular files are read"
+        ) from None
     except OSError as exc:
         raise ToolError(f"cannot read {path!r}: {exc.strerror or exc}") from None
 
 
 def _read(target: Target, path: str, offset: int, limit: int | None) -> str:
+    """The numbered lines from ``offset`` (``limit`` of them, at most ``READ_MAX_LINES`` and
+    ``READ_MAX_CHARS``), then a note when not all of the file was shown: "truncated" only
+    when the tool cut, "lines A–B of N" when the caller's own ``offset`` / ``limit`` chose
+    the part."""
     max_lines = limit or READ_MAX_LINES
     shown: list[str] = []
     used = 0
     total = 0
+    cut = False  # by this tool's own bounds, not by the caller's limit
     hint = "check the name with ls or glob"
     with (
         _in_folder(target, path, "read", hint) as dir_fd,
@@ -214,6 +221,7 @@ def _read(target: Target, path: str, offset: int, limit: int | None) -> str:
             text = _numbered(total, *line)
             # Always show at least one line, even past the character cap.
             if len(shown) >= max_lines or (shown and used + len(text) > READ_MAX_CHARS):
+                cut = limit is None or len(shown) < limit
                 total += _count_lines_left(f)
                 break
             shown.append(text)
@@ -226,11 +234,10 @@ def _read(target: Target, path: str, offset: int, limit: int | None) -> str:
             f"use an offset from 1 to {total}"
         )
     last = offset + len(shown) - 1
-    if last < total:
-        shown.append(
-            f"[truncated: showing lines {offset}–{last} of {total}; "
-            "use offset/limit to read more]"
-        )
+    if cut:
+        shown.append(f"[truncated: showing lines {offset}–{last} of {total}; use offset/limit to read more]")
+    elif offset > 1 or last < total:
+        shown.append(f"[lines {offset}–{last} of {total}]")
     return "\n".join(shown)
 
 
