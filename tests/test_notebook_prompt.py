@@ -11,6 +11,7 @@ import pytest
 from notebook_support import HARNESS, kernel_json, notebook
 
 from harness_nb.notebook.prompt import NOTEBOOK_PROMPT, STATE_MAX_CHARS
+from harness_nb.subagents.agent_map import MAP_ROW_PROMPT
 from harness_nb.testing import FakeLLMServer
 
 pytestmark = pytest.mark.kernel
@@ -73,6 +74,10 @@ async def test_the_kernel_section_stays_bounded_however_many_variables_there_are
     assert section.rstrip().endswith("more.") and "variable_with_a_long_name_499" not in section
 
 
+def _task(agent: str, prompt: str, **more: Any) -> dict[str, Any]:
+    return {"name": "task", "arguments": {"subagent_type": agent, "prompt": prompt, **more}}
+
+
 def _size(value: Any) -> int:
     """Bytes of ``value`` as the OpenAI provider encodes it (compact UTF-8 JSON)."""
     return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
@@ -93,7 +98,7 @@ async def test_the_default_main_request_is_lean_and_offers_only_tools_that_can_b
         {
             "match": "in the background",
             "tool_calls": [
-                {"name": "task", "arguments": {"subagent_type": "explore", "prompt": "count the csv files", "background": True}}
+                _task("explore", "count the csv files", background=True)
             ],
         },
         {"match": "count the csv files", "text": "3 files."},
@@ -103,7 +108,7 @@ async def test_the_default_main_request_is_lean_and_offers_only_tools_that_can_b
     with FakeLLMServer(steps).in_thread() as srv:
         async with notebook(tmp_path, env={"OPENAI_BASE_URL": srv.url + "/v1", "OPENAI_API_KEY": "sk-test"}) as k:
             await k.run("%config HarnessNB.model = 'openai-compatible/test-model'")
-            await k.run("import pandas as pd\nsales = pd.DataFrame({'region': ['north', 'south'], 'revenue': [1.0, 2.0]})")
+            await k.run("import pandas as pd\nsales = pd.DataFrame({'region': ['north', 'south'], 'revenue': [1, 2]})")
             await k.run("%%agent\nhi there")
             await k.run("%%agent\nstart a check in the background")
             await k.run(f"await {HARNESS}.tracker.wait('bg-1', 20)")
@@ -124,3 +129,57 @@ async def test_the_default_main_request_is_lean_and_offers_only_tools_that_can_b
     last = next(b for b in reversed(bodies) if "anything else?" in json.dumps(b))
     assert {"task_output", "task_stop", "send_message", "skill"} <= set(_tool_names(last))
     assert "team_create" not in _tool_names(last)
+
+
+async def _requests(k: Any, agent: str) -> list[dict[str, Any]]:
+    """The scripted model's requests for ``agent``: system prompt, tool names, last user text."""
+    found: list[dict[str, Any]] = await kernel_json(
+        k,
+        f"[{{'system': r.system, 'tools': [t.name for t in r.tools], 'prompt': r.messages[0].content}} "
+        f"for r in {HARNESS}.provider.requests if r.agent == {agent!r}]",
+    )
+    return found
+
+
+async def test_subagents_nobody_watches_get_no_kernel_or_notebook_tools_and_a_prompt_for_their_role(tmp_path):
+    """A background general-purpose subagent and the rows of a map hold neither
+    ``run_python`` (it would block the person's kernel) nor ``propose_cell`` (a cell the
+    main agent never sees); a foreground one holds both. The background one's prompt says
+    how it runs; a map row's prompt asks for the answer alone, as the row template does,
+    instead of the general-purpose "concise report"."""
+    script = {
+        "agents": {
+            "main": [
+                {
+                    "tool_calls": [
+                        _task("general-purpose", "check the data"),
+                        _task("general-purpose", "audit the data", background=True),
+                    ],
+                },
+                {"text": "Checked, and the audit runs."},
+            ],
+            "general-purpose": [
+                {"match": "check the data", "text": "Fine."},
+                {"match": "audit the data", "text": "Audited."},
+                {"match": "Ticket: refund", "text": "billing"},
+                {"match": "Ticket: late", "text": "shipping"},
+            ],
+        }
+    }
+    async with notebook(tmp_path, script) as k:
+        await k.run("%%agent\ncheck now and audit in the background")
+        await k.run(f"await {HARNESS}.tracker.wait('bg-1', 20)")
+        await k.run("tickets = ['refund', 'late']")
+        template = "Route to one team: billing or shipping. Answer with the team only. Ticket: {value}"
+        await k.run(f'%agent map --over tickets "{template}"')
+        requests = await _requests(k, "general-purpose")
+    by_prompt = {r["prompt"].split(". Ticket: ")[-1]: r for r in requests}
+    foreground, background = by_prompt["check the data"], by_prompt["audit the data"]
+    assert {"run_python", "propose_cell", "read_file"} <= set(foreground["tools"])
+    for unwatched in (background, by_prompt["refund"], by_prompt["late"]):
+        assert "read_file" in unwatched["tools"]
+        assert not {"run_python", "propose_cell"} & set(unwatched["tools"]), unwatched["tools"]
+    assert "You run in the background" in background["system"] and "are denied" in background["system"]
+    assert "You run in the background" not in foreground["system"]
+    row = by_prompt["refund"]["system"]
+    assert row.startswith(MAP_ROW_PROMPT) and "concise report" not in row
