@@ -21,6 +21,7 @@ from notebook_support import (
 )
 
 from harness_nb.notebook.kernel.history import FIX_PROMPT, HISTORY_CHARS, TRACEBACK_CHARS, refers_to_error
+from harness_nb.testing import FakeLLMServer
 from harness_nb.testing.kernel_driver import Cell, KernelDriver
 
 pytestmark = pytest.mark.kernel
@@ -214,3 +215,30 @@ async def test_proposed_cells_appear_below_one_after_another(tmp_path):
         assert _next_inputs(await k.run(second["text"])) == []
         assert await kernel_json(k, "doubled") == 0.5
         assert await kernel_json(k, f"len({HARNESS}.provider.requests)") == 2
+
+
+async def test_fix_sends_the_columns_and_dtypes_of_the_tables_the_failing_line_names(tmp_path):
+    """``weather["precip"]`` fails with a KeyError: ``%fix`` sends the model, over HTTP,
+    the columns and dtypes ``weather`` had when the line failed — the right name is one
+    step away without a look — and only the tables that line names (``sales`` is not)."""
+    with FakeLLMServer([{"text": "Use precipitation_mm."}, {"text": "Same column."}]).in_thread() as srv:
+        async with notebook(tmp_path, env={"OPENAI_BASE_URL": srv.url + "/v1", "OPENAI_API_KEY": "sk-test"}) as k:
+            await k.run("%config HarnessNB.model = 'openai-compatible/test-model'")
+            await k.run(
+                "import pandas as pd\n"
+                "weather = pd.DataFrame({'date': pd.to_datetime(['2024-01-01', '2024-01-02']),"
+                " 'temp_c': [1.5, 2.0], 'precipitation_mm': [0.0, 3.2], 'station': ['a', 'b']})\n"
+                "sales = pd.DataFrame({'revenue': [1, 2]})"
+            )
+            wide = "wide = pd.DataFrame({f'c{i}': [i] for i in range(100)})"
+            failed = await k.run(f"{wide}\ntotal = weather['precip'].sum() + wide['nope'].sum()", check=False)
+            assert error_name(failed) == "KeyError"
+            await k.run("%fix")
+            await k.run("%%agent\nwhy does this error happen?")
+    prompts = [r.body["messages"][-1]["content"] for r in srv.requests]
+    for prompt in prompts:
+        tables = prompt[prompt.index("--- the tables its failing line names, as they were ---") :]
+        assert "weather: DataFrame 2×4\n  date: datetime64" in tables
+        assert "temp_c: float64, precipitation_mm: float64, station: " in tables
+        assert "wide: DataFrame 1×100\n  c0: int64" in tables and "c39: int64, … and 60 more" in tables
+        assert "sales" not in tables and tables.endswith("--- end of notebook context ---")

@@ -33,6 +33,7 @@ from ...tools import Tool, ToolContext, ToolOutput, tool
 from .credential_variable import MASKED, MAX_NODES, learn_credentials, mask_text, masked, masked_frame
 from .history import CellHistory, notebook_history_tool
 from .proposal import CellProposals, propose_cell_tool
+from .table import table_shape
 from .watchdog import Stopped, TimedOut, Watchdog
 
 MAX_CHARS = 4_000
@@ -300,18 +301,6 @@ def _noting_tables(shell: Any) -> Iterator[_TableShapes]:
         yield noted
     finally:
         formatters.pop(noted.format_type, None)
-
-
-def table_shape(value: Any) -> str:
-    """``DataFrame 365×4`` for a two-dimensional table with columns (pandas, polars, …);
-    ``""`` for anything else."""
-    try:
-        shape = getattr(value, "shape", None)
-        if isinstance(shape, tuple) and len(shape) == 2 and hasattr(value, "columns"):
-            return f"{type(value).__name__} {shape[0]}×{shape[1]}"
-    except Exception:  # a broken property must not break the status line
-        pass
-    return ""
 
 
 def _interrupted(exc: KeyboardInterrupt, timeout: float | None, printed: str, stuck_for: float | None) -> str:
