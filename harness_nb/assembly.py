@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .core import ConfigError, new_id, run_blocking
@@ -31,6 +31,7 @@ from .engine import (
     Hook,
     HookRegistry,
     Injector,
+    MainPrompt,
     MemorySession,
     OffloadHook,
     ParentContext,
@@ -39,7 +40,6 @@ from .engine import (
     RunContext,
     UsageAccount,
 )
-from .engine.prompt import MAIN_SYSTEM_PROMPT
 from .engine.resume import SessionSummary, list_sessions, read_session
 from .mcp import TRUST_FILE, McpManager, ServerEntry, TrustStore
 from .permissions.hook import PermissionHook
@@ -90,7 +90,9 @@ class Parts:
     """The parts of one harness (see the module doc). ``fixed_tools`` is the tool pool
     without MCP tools; ``own_tools`` the names of the tool objects given, offered whatever
     the ``tools`` setting names; ``later_hooks`` every hook after the permission hook;
-    ``protected`` the agent folders inside the workdir (only the person changes them)."""
+    ``protected`` the agent folders inside the workdir (only the person changes them);
+    ``main_prompt`` the main agent's built-in prompt (the ``system_prompt`` setting
+    replaces its text)."""
 
     workdir: Path
     sandbox: Sandbox
@@ -111,6 +113,7 @@ class Parts:
     own_tools: tuple[str, ...]
     later_hooks: tuple[Hook, ...]
     protected: tuple[Path, ...]
+    main_prompt: MainPrompt = field(default_factory=MainPrompt)
 
     @property
     def state_dir(self) -> Path:
@@ -144,7 +147,10 @@ class Parts:
         """The main agent's engine over ``session`` (the kit's tools, hooks and limits are only
         the defaults of a run given no context: each run passes its own)."""
         settings = kit.settings
-        prompt = PromptBuilder(settings.system_prompt or MAIN_SYSTEM_PROMPT, workdir=self.workdir, skills=settings.skills)
+        main = self.main_prompt
+        prompt = PromptBuilder(
+            settings.system_prompt or main.text, workdir=self.workdir, skills=settings.skills, state=main.state
+        )
         return AgentEngine(
             provider, kit.tools, hooks=kit.hooks, session=session, prompt_builder=prompt, limits=settings.limits,
             workdir=self.workdir, agent="main", injectors=self.injectors,
@@ -222,6 +228,7 @@ def assemble(
     builtins: bool = True,
     extra_tools: Iterable[Tool] = (),
     hooks: Iterable[Hook] = (),
+    main_prompt: MainPrompt | None = None,
 ) -> Parts:
     """The parts of a harness on ``workdir`` built with ``settings`` (its ``built`` ones
     stay for its life). ``settings_now`` gives the settings in force (the providers made
@@ -229,7 +236,8 @@ def assemble(
     outside a run inherits). ``provider`` is a model object given (recorded like the ones
     made, never changed); ``api_key`` and ``base_url`` apply to the harness's own model;
     ``sandbox`` a sandbox object (else one is made from the sandbox settings); ``tools``
-    tool objects given, which replace the built-ins unless ``builtins``."""
+    tool objects given, which replace the built-ins unless ``builtins``; ``main_prompt`` the
+    main agent's built-in system prompt."""
     folder = Path(workdir).expanduser().resolve()
     if not folder.is_dir():
         raise ConfigError(f"workdir {folder} is not a folder; create it or pass another")
@@ -332,6 +340,7 @@ def assemble(
         own_tools=tuple(t.name for t in tools),
         later_hooks=tuple(later),
         protected=protected,
+        main_prompt=main_prompt or MainPrompt(),
     )
 
 

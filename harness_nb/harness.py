@@ -22,7 +22,7 @@ from typing_extensions import Unpack
 
 from .assembly import Conversation, assemble
 from .core import Compacted, ConfigError, Event, Usage, run_blocking
-from .engine import ApprovalChannel, EventSink, Hook, MemorySession, ParentContext, RunContext, RunResult
+from .engine import ApprovalChannel, EventSink, Hook, MainPrompt, MemorySession, ParentContext, RunContext, RunResult
 from .engine.resume import SessionSummary
 from .mcp import McpTool
 from .providers.base import Provider
@@ -42,7 +42,8 @@ class Harness:
     setting) and objects (replacing the built-ins); ``sandbox``: a mode or a ``Sandbox``.
     Not settings: ``approval``, the async ``(call, reason, risk) -> Approved | Denied`` asked
     when a call needs a person (none: denied); ``extra_tools``; ``hooks``; ``api_key`` and
-    ``base_url`` of its own model. Each run's ``RunContext`` is fixed as it starts:
+    ``base_url`` of its own model; ``main_prompt``, the main agent's built-in system prompt
+    (the notebook's speaks of cells and the kernel). Each run's ``RunContext`` is fixed as it starts:
     ``configure`` / ``apply`` change later runs only, never one under way or the background
     work it launched."""
 
@@ -59,6 +60,7 @@ class Harness:
         api_key: str | None = None,
         base_url: str | None = None,
         sandbox: SandboxMode | Sandbox | None = None,
+        main_prompt: MainPrompt | None = None,
         **changes: Any,
     ) -> None:
         given = None if tools is None else list(tools)
@@ -73,7 +75,7 @@ class Harness:
         parts = assemble(
             workdir, settings, settings_now=lambda: self.settings, lead=self.lead_context, provider=provider,
             api_key=api_key, base_url=base_url, sandbox=box, tools=objects, builtins=given is None or bool(names),
-            extra_tools=extra_tools, hooks=hooks,
+            extra_tools=extra_tools, hooks=hooks, main_prompt=main_prompt,
         )
         self._parts, self._kit = parts, parts.kit(settings)
         self._conversation = Conversation(

@@ -373,8 +373,12 @@ class RunSettings:
         metadata=about("Keep each conversation in .harness_nb/sessions/<id>.jsonl (to resume).", built=True),
     )
     teams: bool = field(
-        default=True,
-        metadata=about("Let the main agent start teams of long-lived teammates (task with team_name).", built=True),
+        default=False,
+        metadata=about(
+            "Let the main agent start teams of long-lived teammates (team_create, task with team_name); off, their "
+            "tools are not offered (every schema offered goes with every call).",
+            built=True,
+        ),
     )
     subagents: SubagentSettings = field(default_factory=SubagentSettings)
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)

@@ -308,7 +308,7 @@ async def test_background_true_is_the_default_run_mode(tmp_path: Path) -> None:
     h, server = await run_with(tmp_path, steps)
     assert [e.background for e in h.tracker.list()] == [False]
     (task,) = [t["function"] for t in server.requests[0].body["tools"] if t["function"]["name"] == "task"]
-    assert "- slow: The slow agent. (runs in the background unless background=false)" in task["description"]
+    assert "- slow: The slow agent. (background by default)" in task["description"]
 
 
 # ---------------------------------------------------------------------- memory

@@ -82,7 +82,7 @@ def _drive(nb: NotebookPage) -> None:
         if i == fix:
             # The proposal is a new cell right below, not run; running it fixes `amount`.
             expect(nb.value(at)).to_contain_text("I proposed a cell below")
-            expect(cell).to_contain_text("proposed a cell below")
+            expect(cell).to_contain_text("Agent proposal 1 (2 lines) was not run")
             proposal = nb.cell(at + 1)
             expect(proposal.locator(".jp-InputArea")).to_contain_text(
                 '# Agent proposal 1: amount holds text such as "$12.50"'

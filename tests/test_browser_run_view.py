@@ -173,7 +173,7 @@ PURPLE = "#6a1b9a"  # Claude Code's "purple", the checker's colour
 
 CELLS = [
     '%load_ext harness_nb\n%config HarnessNB.model = "scripted/scripts/run_view.yaml"\n'
-    '%config HarnessNB.background_approvals = "ask"',
+    '%config HarnessNB.background_approvals = "ask"\n%config HarnessNB.teams = True',
     "%%agent\nWhat is in data.csv?",
     "%%agent\nRemove the scratch folder, then list the regions in Python.",
     "%%agent\nHave the checker look at data.csv.",

@@ -130,7 +130,7 @@ async def test_tool_errors_unknown_tools_and_bad_arguments_become_results():
     assert result.final_text == "Recovered."
     outs = [m for m in engine.session.messages if isinstance(m, ToolResultMessage)]
     assert all(o.is_error for o in outs)
-    assert outs[0].content == "error: explode failed: RuntimeError: kaboom"
+    assert outs[0].content.startswith("error: explode failed: RuntimeError: kaboom (a fault in the tool")
     assert outs[1].content == "error: unknown tool 'nosuch'; available tools: echo, explode"
     assert outs[2].content.startswith("error: arguments are not valid JSON")
     assert "text: Field required" in outs[3].content and "wrong: Extra inputs are not permitted" in outs[3].content

@@ -306,6 +306,18 @@ def test_run_trial_runs_a_task_notebook_and_summarise_counts_its_requests(tmp_pa
     first = json.loads((requests / "req-0001.json").read_bytes())
     tools_bytes = len(json.dumps(first["tools"], ensure_ascii=False, separators=(",", ":")).encode())
     system_bytes = len(first["messages"][0]["content"].encode())
+    per_request = [
+        {
+            "n": n,
+            "conversation": "C1",
+            "role": "main agent",
+            "bytes": sizes[n - 1],
+            "tools_bytes": tools_bytes,
+            "tools": len(first["tools"]),
+            "system_bytes": system_bytes,
+        }
+        for n in (1, 2)
+    ]
     assert task == {
         "task": "01-tiny",
         "verdict": "",
@@ -324,9 +336,14 @@ def test_run_trial_runs_a_task_notebook_and_summarise_counts_its_requests(tmp_pa
         "max_tools_bytes": tools_bytes,
         "first_system_bytes": system_bytes,
         "max_system_bytes": system_bytes,
+        "per_request": per_request,
     }
     assert total["task"] == "**all**" and total["requests"] == 2 and total["tool_errors"] == {"read_file": 1}
     table = subprocess.run(
         [sys.executable, str(TRIAL / "summarise.py"), str(out)], capture_output=True, text=True, check=True
     )
     assert f"| 01-tiny | – | 2 | 0 | 0 | 1 | 2/0 | 3 | 1 | {sizes[0]:,} |" in table.stdout
+    command = [sys.executable, str(TRIAL / "summarise.py"), str(out), "--requests"]
+    listed = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    line = f"| req-0002 | C1 | main agent | {sizes[1]:,} | {tools_bytes:,} | {len(first['tools'])} | {system_bytes:,} |"
+    assert f"| 01-tiny {line}" in listed

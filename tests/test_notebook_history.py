@@ -7,9 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from harness_nb.notebook.kernel.history import FIX_PROMPT, HISTORY_CHARS, TRACEBACK_CHARS, refers_to_error
-from harness_nb.testing.kernel_driver import Cell, KernelDriver
 from notebook_support import (
     CONTROLLER,
     HARNESS,
@@ -22,6 +19,10 @@ from notebook_support import (
     tool_results,
     wait_for_widget_text,
 )
+
+from harness_nb.notebook.kernel.history import FIX_PROMPT, HISTORY_CHARS, TRACEBACK_CHARS, refers_to_error
+from harness_nb.testing import FakeLLMServer
+from harness_nb.testing.kernel_driver import Cell, KernelDriver
 
 pytestmark = pytest.mark.kernel
 
@@ -169,8 +170,8 @@ async def test_proposed_cells_appear_below_one_after_another(tmp_path):
     """``propose_cell`` runs nothing and asks nothing. Its cells come as ``set_next_input``
     payloads, one per execute reply (all a frontend makes a cell of): the first in the
     agent cell's reply, each next one in the reply of the proposal above it, once that one
-    ran without error. The run view shows "proposed a cell below"; the model is told it
-    was proposed, not run."""
+    ran without error. The model is told, in one sentence, which proposal it is, its
+    length, that it did not run and where it will appear."""
     script = {
         "agents": {
             "main": [
@@ -189,14 +190,18 @@ async def test_proposed_cells_appear_below_one_after_another(tmp_path):
         run = await k.run("%%agent\nwrite me the next steps")
         assert result_text(run) == "Two cells are below."
         assert await kernel_json(k, "'ratio' in globals() or 'doubled' in globals()") is False
-        assert await wait_for_widget_text(k, "proposed a cell below: ratio = 1 / zero")
+        assert await wait_for_widget_text(k, "Agent proposal 1 (2 lines) was not run")
 
         (first,) = _next_inputs(run)
         assert first["replace"] is False
         assert first["text"] == "# Agent proposal 1: Divide by zero.\n# It is the step you asked for.\nratio = 1 / zero\nratio"
         results = tool_results((await model_requests(k, "main"))[1])
-        assert results[0].startswith("proposed a cell below: ratio = 1 / zero\nAgent proposal 1, not run")
-        assert "appears below Agent proposal 1 when the person runs that one" in results[1]
+        assert results == [
+            "Agent proposal 1 (2 lines) was not run: it appears below the cell running now when it ends (or below "
+            "the next cell run, if none is running), for the person to review and run.",
+            "Agent proposal 2 (1 line) was not run: it appears below Agent proposal 1 once the person runs that one, "
+            "for the person to review and run.",
+        ]
 
         # The person runs the proposal: it fails, so the next one waits (a failed reply's
         # payload is dropped by the frontend); other cells do not release it.
@@ -210,3 +215,30 @@ async def test_proposed_cells_appear_below_one_after_another(tmp_path):
         assert _next_inputs(await k.run(second["text"])) == []
         assert await kernel_json(k, "doubled") == 0.5
         assert await kernel_json(k, f"len({HARNESS}.provider.requests)") == 2
+
+
+async def test_fix_sends_the_columns_and_dtypes_of_the_tables_the_failing_line_names(tmp_path):
+    """``weather["precip"]`` fails with a KeyError: ``%fix`` sends the model, over HTTP,
+    the columns and dtypes ``weather`` had when the line failed — the right name is one
+    step away without a look — and only the tables that line names (``sales`` is not)."""
+    with FakeLLMServer([{"text": "Use precipitation_mm."}, {"text": "Same column."}]).in_thread() as srv:
+        async with notebook(tmp_path, env={"OPENAI_BASE_URL": srv.url + "/v1", "OPENAI_API_KEY": "sk-test"}) as k:
+            await k.run("%config HarnessNB.model = 'openai-compatible/test-model'")
+            await k.run(
+                "import pandas as pd\n"
+                "weather = pd.DataFrame({'date': pd.to_datetime(['2024-01-01', '2024-01-02']),"
+                " 'temp_c': [1.5, 2.0], 'precipitation_mm': [0.0, 3.2], 'station': ['a', 'b']})\n"
+                "sales = pd.DataFrame({'revenue': [1, 2]})"
+            )
+            wide = "wide = pd.DataFrame({f'c{i}': [i] for i in range(100)})"
+            failed = await k.run(f"{wide}\ntotal = weather['precip'].sum() + wide['nope'].sum()", check=False)
+            assert error_name(failed) == "KeyError"
+            await k.run("%fix")
+            await k.run("%%agent\nwhy does this error happen?")
+    prompts = [r.body["messages"][-1]["content"] for r in srv.requests]
+    for prompt in prompts:
+        tables = prompt[prompt.index("--- the tables its failing line names, as they were ---") :]
+        assert "weather: DataFrame 2×4\n  date: datetime64" in tables
+        assert "temp_c: float64, precipitation_mm: float64, station: " in tables
+        assert "wide: DataFrame 1×100\n  c0: int64" in tables and "c39: int64, … and 60 more" in tables
+        assert "sales" not in tables and tables.endswith("--- end of notebook context ---")

@@ -56,7 +56,8 @@ async def test_a_plot_reaches_the_cell_and_the_model_and_a_dataframe_is_html_in_
         assert image["media_type"] == "image/png" and image["width"] and image["height"] and image["bytes"] > 1000
         # matplotlib makes its folders in $HOME, which lies in these tests' workdir: effects
         (plotted,) = tool_results(second)
-        assert without_effects(plotted) == "plotted\n<Figure size 400x300 with 1 Axes>"
+        assert without_effects(plotted) == "plotted\n<Figure size 400x300 with 1 Axes>\nstatus: ok"
         table_text = tool_results(third)[1]
         assert "city" in table_text and "Oslo" in table_text and "<table" not in table_text
+        assert without_effects(table_text).endswith("\nstatus: ok · displayed DataFrame 2×2")
         assert len(tool_images(third)) == 1, "the plot's image stays with its own result"

@@ -10,8 +10,15 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
-
-from notebook_support import error_name, model_requests, notebook, result_text, tool_results, wait_for_widget_text
+from notebook_support import (
+    error_name,
+    kernel_json,
+    model_requests,
+    notebook,
+    result_text,
+    tool_results,
+    wait_for_widget_text,
+)
 
 pytestmark = pytest.mark.kernel
 
@@ -78,7 +85,7 @@ async def test_inspect_variable_is_bounded_and_run_python_asks(tmp_path):
         assert "nothing_here" in missing and "big, numbers, point, table" in missing
         for result in (listing, point, numbers, table, big):
             assert len(result) <= 4_100, len(result)
-        assert tool_results(requests[2])[-1] == "set\n42"
+        assert tool_results(requests[2])[-1] == "set\n42\nstatus: ok"
 
 
 @pytest.mark.skipif(
@@ -145,7 +152,7 @@ async def test_credential_named_variables_and_mapping_keys_are_masked(tmp_path):
     assert pwd.startswith("type: str\nvalue: [redacted]")
     assert creds.startswith("type: dict\nkeys: ['user', 'token']\nvalue: [redacted]")
     assert "'host': 'localhost'" in config and "'password': [redacted]" in config
-    assert printed == "[redacted] {'user': 'ann', 'token': '[redacted]'}"
+    assert printed == "[redacted] {'user': 'ann', 'token': '[redacted]'}\nstatus: ok"
     for result in (listing, password, pwd, creds, config, printed):
         assert not any(secret in result for secret in secrets if secret != "abc"), result
     assert "abc" not in pwd
@@ -281,3 +288,32 @@ async def test_the_stop_button_stops_run_python_code_that_never_ends(tmp_path):
         await k.finished(run, timeout=60)
         assert run.status == "error" and error_name(run) in ("CancelledError", "KeyboardInterrupt"), k.error(run)
         assert result_text(await k.run("1 + 1")) == "2"
+
+
+async def test_run_python_ends_with_a_status_line_naming_the_tables_it_showed(tmp_path):
+    """A run that worked ends ``status: ok`` with the shape of each table it displayed (by
+    ``display`` and as its last value); one that raised ends with the exception and its
+    line, after a traceback of the code's own frames with their source lines. The formatter
+    that notes the shapes is gone once the call is over."""
+    frame = "pd.DataFrame({'temp_c': [1.0, 2.0, 3.0], 'precipitation_mm': [0, 1, 2]})"
+    shows = f"weather = {frame}\ndisplay(weather.head(2))\nweather"
+    script = {
+        "agents": {
+            "main": [
+                {"tool_calls": [{"name": "run_python", "arguments": {"code": shows}}]},
+                {"tool_calls": [{"name": "run_python", "arguments": {"code": "total = 1\nweather['precip'].mean()"}}]},
+                {"text": "Done."},
+            ]
+        }
+    }
+    async with notebook(tmp_path, script) as k:
+        await k.run("%config HarnessNB.approval_policy = 'never'\nimport pandas as pd")
+        await k.run("%%agent\nload the weather")
+        formatters = await kernel_json(k, "sorted(get_ipython().display_formatter.formatters)")
+        _, shown, failed = await model_requests(k, "main")
+    assert tool_results(shown)[-1].endswith("\nstatus: ok · displayed DataFrame 2×2, DataFrame 3×2")
+    error = tool_results(failed)[-1]
+    assert error.startswith("error: Traceback") and "weather['precip'].mean()" in error
+    assert "harness_nb" not in error, "the harness's own frames are not the model's business"
+    assert error.endswith("\nstatus: raised KeyError: 'precip' at line 2; the lines before it ran")
+    assert not [f for f in formatters if "harness" in f]

@@ -36,7 +36,7 @@ def resolve_tools(defn: SubAgentDefinition, names: list[str]) -> list[str]:
 
 
 def test_the_harness_flags_every_coordination_tool(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    h = Harness(workdir=tmp_path)
+    h = Harness(workdir=tmp_path, teams=True)
     flagged = {t.name for t in h.tools if t.coordination}
     assert flagged == {"task", "task_output", "task_stop", "send_message", "team_create"}
     assert resolve(agent(), h.tools) == [t.name for t in h.tools if not t.coordination]
@@ -125,3 +125,18 @@ def test_a_grandchild_never_holds_more_than_its_parent(
     grandchild = resolve_tools(second, child)
     assert set(grandchild) <= set(child) <= set(parent)
     assert resolve_tools(first, child) == child  # resolving again is stable
+
+
+def test_an_unwatched_subagent_gets_kernel_and_notebook_tools_only_when_its_file_names_them() -> None:
+    """``run_python`` blocks the person's kernel and ``propose_cell`` writes into their
+    notebook: a subagent nobody follows (background, map row, teammate) inherits neither;
+    its agent file can still ask for one by name; a foreground one inherits both."""
+    tools = [
+        *named_tools(["read_file", "bash"]),
+        FunctionTool(_noop, name="run_python", foreground_only=True),
+        FunctionTool(_noop, name="propose_cell", foreground_only=True),
+    ]
+    assert resolve(agent(), tools, watched=False) == ["read_file", "bash"]
+    assert resolve(agent(), tools) == ["read_file", "bash", "run_python", "propose_cell"]
+    assert resolve(agent(tools=["read_file", "run_python"]), tools, watched=False) == ["read_file", "run_python"]
+    assert resolve(agent(disallowedTools=["bash"]), tools, watched=False) == ["read_file"]

@@ -57,7 +57,7 @@ def test_run_code_draws_new_figures_and_closes_them() -> None:
 
     namespace: dict[str, Any] = {}
     output = run_code(namespace, "import matplotlib.pyplot as plt\nplt.plot([1, 2])\nprint('drawn')\n41 + 1")
-    assert output.text == "drawn\n42\n<Figure size 640x480 with 1 Axes>"
+    assert output.text == "drawn\n42\n<Figure size 640x480 with 1 Axes>\nstatus: ok"
     (image,) = output.images
     assert image.media_type == "image/png" and image.width and base64.b64decode(image.data).startswith(b"\x89PNG")
     assert [set(d.data) for d in output.displays] == [{"image/png", "text/plain"}]

@@ -328,7 +328,7 @@ async def test_the_skill_tool_refuses_an_unusable_or_hidden_skill(tmp_path: Path
     write_skill(skills, "hidden", "---\nname: hidden\ndescription: People only.\ndisable-model-invocation: true\n---\nx\n")
     tool = SkillTool(SkillCatalog(tmp_path))
     assert await call(tool, tmp_path, name="nodesc") == "error: skill 'nodesc' cannot be used: no description in the frontmatter: the model picks a skill by its description, so SKILL.md needs 'description: what it does and when to use it'"
-    assert await call(tool, tmp_path, name="hidden") == "error: skill 'hidden' is marked disable-model-invocation: only a person loads it"
+    assert await call(tool, tmp_path, name="hidden") == "error: skill 'hidden' is marked disable-model-invocation: only a person loads it; go on without it"
 
 
 def test_the_project_wins_over_the_user_and_the_loser_is_listed_as_shadowed(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from harness_nb.core import (
 from harness_nb.engine import Approved, Ask, Denied, Hook
 from harness_nb.harness import Harness
 from harness_nb.providers.scripted import ScriptedProvider
-from harness_nb.subagents import SubAgentDefinition, TaskStatus
+from harness_nb.subagents import BACKGROUND_DENIED, SubAgentDefinition, TaskStatus
 from harness_nb.tools import ToolContext, tool
 from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
 
@@ -240,7 +240,7 @@ async def test_background_approvals_fail_closed_by_default(tmp_path):
     assert entry.status is TaskStatus.COMPLETED
     child = [r for r in provider.requests if r.agent == "general-purpose"][1]
     assert tool_results(child.messages) == [
-        "error: the call was denied: background subagent: no approval channel, denied. Do not retry it unchanged."
+        f"error: the call was denied: {BACKGROUND_DENIED}. Do not retry it unchanged."
     ]
     assert asked == []
 
@@ -565,7 +565,7 @@ async def test_send_message_steers_a_running_background_subagent(tmp_path):
     result = await h.run("go")
     outs = tool_results(result.messages)
     assert outs[1] == "delivered to bg-1 (general-purpose); it reads it at its next turn"
-    assert outs[2] == "error: unknown recipient 'bg-7'; valid: bg-1, team-lead"
+    assert outs[2] == "error: unknown recipient 'bg-7'; valid: bg-1"
     await h.tracker.wait("bg-1", 5)
     second = [r for r in provider.requests if r.agent == "general-purpose"][1]
     assert second.messages[-1] == UserMessage(content="only look at 2024")

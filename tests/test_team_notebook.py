@@ -40,6 +40,7 @@ SCRIPT = {
 
 async def test_spawn_from_a_cell_message_later_and_see_the_answer_in_the_team_view(tmp_path):
     async with notebook(tmp_path, SCRIPT) as k:
+        await k.run("%config HarnessNB.teams = True")
         spawn = await k.run("%%agent\nStart a teammate that watches the data folder.")
         assert result_text(spawn) == "Alice has joined the analysis team."
 
@@ -78,6 +79,9 @@ async def test_spawn_from_a_cell_message_later_and_see_the_answer_in_the_team_vi
 
 async def test_team_magic_errors_are_clear(tmp_path):
     async with notebook(tmp_path, SCRIPT) as k:
+        off = await k.run("%team", check=False)
+        assert "teams are off: turn them on with %config HarnessNB.teams = True" in k.error(off)
+        await k.run("%config HarnessNB.teams = True")
         cell = await k.run("%team send bob hello", check=False)
         assert cell.status == "error"
         assert "bob" in k.error(cell) and "UsageError" in k.error(cell)

@@ -53,14 +53,25 @@ async def test_read_last_line_without_newline_counts(tmp_path: Path) -> None:
 
 
 async def test_read_line_range_notes_what_was_shown(tmp_path: Path) -> None:
+    """The part the model asked for (its own offset and limit) is "lines A–B of N", never
+    "truncated": nothing was cut that it did not choose to leave out."""
     lines = [f"line {i}" for i in range(1, 11)]
     (tmp_path / "a.txt").write_text("\n".join(lines) + "\n")
     outcome = await run(read_file, tmp_path, path="a.txt", offset=3, limit=4)
-    assert outcome.content == numbered(3, lines[2:6]) + (
-        "\n[truncated: showing lines 3–6 of 10; use offset/limit to read more]"
-    )
+    assert outcome.content == numbered(3, lines[2:6]) + "\n[lines 3–6 of 10]"
     tail = await run(read_file, tmp_path, path="a.txt", offset=8)
-    assert tail.content == numbered(8, lines[7:])
+    assert tail.content == numbered(8, lines[7:]) + "\n[lines 8–10 of 10]"
+    whole = await run(read_file, tmp_path, path="a.txt", limit=10)
+    assert whole.content == numbered(1, lines)
+    beyond = await run(read_file, tmp_path, path="a.txt", offset=9, limit=50)
+    assert beyond.content == numbered(9, lines[8:]) + "\n[lines 9–10 of 10]"
+
+
+async def test_read_says_truncated_when_its_own_bound_cut_a_limit_the_model_set(tmp_path: Path) -> None:
+    # 400 lines of 1000 chars: the model asks for 350, the 256 KiB cap stops it first
+    (tmp_path / "wide.txt").write_text(("x" * 1000 + "\n") * 400)
+    outcome = await run(read_file, tmp_path, path="wide.txt", limit=350)
+    assert "[truncated: showing lines 1–" in outcome.content and outcome.content.endswith("of 400; use offset/limit to read more]")
 
 
 async def test_read_caps_lines_by_default(tmp_path: Path) -> None:
@@ -123,7 +134,7 @@ async def test_read_and_edit_refuse_a_named_pipe_instead_of_blocking(tmp_path: P
         await run(read_file, tmp_path, path="pipe"),
         await run(edit_file, tmp_path, path="pipe", old_string="a", new_string="b"),
     ):
-        assert outcome.content == "error: 'pipe' is not a regular file (a device, pipe or socket)"
+        assert outcome.content == "error: 'pipe' is not a regular file (a device, pipe or socket): only regular files are read"
 
 
 # bad arguments become readable outcomes
@@ -143,7 +154,7 @@ async def test_non_json_arguments_are_an_error_outcome(tmp_path: Path) -> None:
         ({}, "error: bad arguments for read_file: path: Field required"),
         ({"path": "a", "limit": 0}, "limit: Input should be greater than or equal to 1"),
         ({"path": "a", "offset": "x"}, "offset: Input should be a valid integer"),
-        ({"path": "a", "lines": 3}, "lines: Extra inputs are not permitted"),
+        ({"path": "a", "lines": 3}, "lines: Extra inputs are not permitted; call it again with arguments its schema allows (path, offset, limit)"),
     ],
 )
 async def test_schema_failures_are_error_outcomes(
@@ -313,6 +324,10 @@ def test_builtin_tools_are_fresh_complete_and_flagged() -> None:
     assert sorted(t.name for t in first if t.read_only) == sorted(READ_ONLY_TOOLS)
     registry = ToolRegistry(first)
     for spec in registry.specs():
-        assert spec.description and spec.parameters["type"] == "object"
-        for prop in spec.parameters["properties"].values():
-            assert prop["description"], f"{spec.name} has a parameter without a description"
+        assert spec.description and "\n" not in spec.description and spec.parameters["type"] == "object"
+        assert "additionalProperties" not in spec.parameters and "title" not in spec.parameters
+        for name, prop in spec.parameters["properties"].items():
+            assert "title" not in prop and "anyOf" not in prop, f"{spec.name}.{name}: {prop}"
+    # every schema goes with every call: the seven together stay small
+    sent = len(json.dumps([s.model_dump() for s in registry.specs()], separators=(",", ":")))
+    assert sent <= 3_200, sent

@@ -2,6 +2,7 @@
 
     python benchmarks/model_trial/summarise.py RUN            # RUN: run_trial.py's --out
     python benchmarks/model_trial/summarise.py RUN --json     # the same figures as JSON
+    python benchmarks/model_trial/summarise.py RUN --requests # and a line per request
     python benchmarks/model_trial/summarise.py --compare BEFORE AFTER
 
 RUN is a trial's folder (its ``requests/<task>/`` folders, and ``results/<task>/verdict.md``
@@ -15,6 +16,9 @@ where someone has judged the task) or one relay folder. Per task:
 - request bytes: the first request (the main agent's first, when there is one), the
   largest, the total; the ``tools`` and the system prompt of that first request, and their
   largest;
+- per request (``--requests``, and always in ``--json``): its conversation and role, its
+  bytes, the bytes and number of its ``tools`` and the bytes of its system prompt — where
+  the schemas re-sent on every call weigh, request by request;
 - the verdict: the first line of ``results/<task>/verdict.md`` (``right``, ``partly``,
   ``wrong``), if written.
 
@@ -34,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from conversation import Conversations, first_line
-from exchange import Sizes, call_names, messages_of, system_text, text_of
+from exchange import Sizes, call_names, messages_of, system_text, text_of, tools_of
 
 _REQUEST = re.compile(r"req-(\d+)\.json")
 
@@ -60,6 +64,7 @@ class TaskSummary:
     max_tools_bytes: int = 0
     first_system_bytes: int = 0
     max_system_bytes: int = 0
+    per_request: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def calls(self) -> int:
@@ -94,6 +99,7 @@ def _index(folder: Path, numbers: list[int]) -> dict[int, dict[str, Any]]:
             "bytes": sizes.request,
             "tools_bytes": sizes.tools,
             "system_bytes": sizes.system,
+            "tools": len(tools_of(body) or []),
         }
     return rows
 
@@ -137,6 +143,8 @@ def summarise_task(folder: Path, name: str, verdict: str = "") -> TaskSummary:
     s.total_bytes = sum(b for b, _, _ in sizes)
     s.max_tools_bytes = max(t for _, t, _ in sizes)
     s.max_system_bytes = max(y for _, _, y in sizes)
+    keys = ("n", "conversation", "role", "bytes", "tools_bytes", "tools", "system_bytes")
+    s.per_request = [{key: index[n].get(key) for key in keys} for n in numbers]
     return s
 
 
@@ -185,7 +193,7 @@ def summarise_run(run: Path) -> list[TaskSummary]:
 def overall(summaries: Sequence[TaskSummary]) -> TaskSummary:
     """All tasks together: counts and totals added, largest sizes the largest, first sizes
     the largest first request of any task."""
-    total = TaskSummary("**all**")
+    total = TaskSummary("**all**")  # no per-request lines: each task has its own
     for s in summaries:
         total.requests += s.requests
         total.refused += s.refused
@@ -280,6 +288,28 @@ def report(summaries: Sequence[TaskSummary]) -> str:
     return "\n".join(text) + "\n"
 
 
+REQUEST_COLUMNS = ("task", "request", "conversation", "role", "bytes", "tools B", "tools", "system B")
+
+
+def requests_table(summaries: Sequence[TaskSummary]) -> str:
+    """A line per request of every task: its sizes, the ``tools`` first."""
+    rows = [
+        [
+            s.task,
+            f"req-{r['n']:04d}",
+            str(r.get("conversation") or "–"),
+            str(r.get("role") or "–"),
+            f"{r.get('bytes') or 0:,}",
+            f"{r.get('tools_bytes') or 0:,}",
+            str(r.get("tools") if r.get("tools") is not None else "–"),
+            f"{r.get('system_bytes') or 0:,}",
+        ]
+        for s in summaries
+        for r in s.per_request
+    ]
+    return table(REQUEST_COLUMNS, rows) + "\n"
+
+
 def compare(before: Sequence[TaskSummary], after: Sequence[TaskSummary]) -> str:
     """The two runs side by side, ``before → after`` in each cell."""
     old = {s.task: s for s in [*before, overall(before)]}
@@ -298,6 +328,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Summarise a model trial's requests.")
     parser.add_argument("run", type=Path, nargs="?", help="a trial's --out folder, or one relay folder")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--requests", action="store_true", help="add a line per request (bytes, tools, system)")
     parser.add_argument("--compare", type=Path, nargs=2, metavar=("BEFORE", "AFTER"), help="two runs side by side")
     args = parser.parse_args(argv)
     if args.compare:
@@ -312,6 +343,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(data, indent=1))
     else:
         sys.stdout.write(report(summaries))
+        if args.requests:
+            sys.stdout.write("\nPer request:\n\n" + requests_table(summaries))
     return 0
 
 

@@ -33,7 +33,7 @@ from .hook import (
     RunTool,
 )
 from .limits import Limits, RunResult
-from .prompt import PromptBuilder
+from .prompt import MainPrompt, PromptBuilder
 from .session import MemorySession
 
 __all__ = [
@@ -56,6 +56,7 @@ __all__ = [
     "HookRegistry",
     "Injector",
     "Limits",
+    "MainPrompt",
     "MemorySession",
     "OffloadHook",
     "ParentContext",

@@ -25,9 +25,10 @@ from ..textview import TextView, terminal_approval
 from ..tools import Sandbox
 from .config import HarnessNB
 from .kernel.history import CellHistory
-from .kernel.tools import kernel_tools
 from .kernel.proposal import CellProposals
 from .kernel.queued_cells import QueuedCells
+from .kernel.tools import kernel_tools
+from .prompt import notebook_prompt
 from .widgets.approval import ApprovalCard, PendingApprovals, WaitingCards
 from .widgets.map_view import MapView
 from .widgets.reply import AgentReply, MarkdownText
@@ -162,13 +163,13 @@ class NotebookHarness:
     def _build(self, workdir: str, settings: RunSettings) -> Harness:
         """A new harness for ``settings`` (``ConfigError`` when they cannot work)."""
         box = settings.sandbox
+        kernel = self.config.kernel_tools  # the notebook's prompt speaks of the kernel tools
         return Harness(
             workdir=workdir,
             settings=settings,
-            extra_tools=kernel_tools(self.shell, history=self.history, proposals=self.proposals)
-            if self.config.kernel_tools
-            else [],
+            extra_tools=kernel_tools(self.shell, history=self.history, proposals=self.proposals) if kernel else [],
             sandbox=Sandbox.create(box.mode, network=box.network, hidden=_connection_file(), limits=box.limits),
+            main_prompt=notebook_prompt(self.shell) if kernel else None,
         )
 
     def close(self) -> None:

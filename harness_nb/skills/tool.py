@@ -36,12 +36,8 @@ _WALK_MAX_ENTRIES = 2000  # entries looked at while listing, whatever the folder
 class SkillParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field("", description="The skill's name, as the Skills list shows it. Leave it out to list every skill.")
-    file: str = Field(
-        "",
-        description="A file of the skill, as its file list shows it (e.g. references/format.md): "
-        "read that file instead of the skill's instructions.",
-    )
+    name: str = Field("", description="As the Skills list names it.")
+    file: str = Field("", description="Read this file of the skill instead, e.g. references/format.md.")
 
 
 class SkillTool(Tool):
@@ -49,16 +45,18 @@ class SkillTool(Tool):
 
     name = "skill"
     description = (
-        "Load a skill: its instructions (the body of its SKILL.md), its folder and the list of "
-        "files beside it. Call it with a skill's name from the Skills list in the system prompt "
-        "before doing a task the skill covers, then follow the instructions. With `file`, read one "
-        "of the skill's files (a reference, a script). Without a name: list every skill."
+        "Load a skill from the Skills list in the system prompt before a task it covers, then "
+        "follow its instructions: you get them, its folder and its files."
     )
     Params = SkillParams
     read_only = True
 
     def __init__(self, catalog: SkillCatalog) -> None:
         self.catalog = catalog
+
+    def usable(self) -> bool:
+        """Offered only when a skill is (the prompt lists them then)."""
+        return bool(self.catalog.offered())
 
     async def run(self, params: Any, ctx: ToolContext) -> str:
         await run_blocking(self.catalog.refresh)
@@ -79,7 +77,9 @@ class SkillTool(Tool):
         if skill is not None and skill.refused is not None:
             raise ToolError(f"skill {name!r} cannot be used: {skill.refused}")
         if skill is not None and not skill.model_invocable:
-            raise ToolError(f"skill {name!r} is marked disable-model-invocation: only a person loads it")
+            raise ToolError(
+                f"skill {name!r} is marked disable-model-invocation: only a person loads it; go on without it"
+            )
         if skill is None:
             names = [s.name for s in self.catalog.offered()]
             if not names:

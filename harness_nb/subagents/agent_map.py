@@ -20,6 +20,11 @@ How the rows run:
   it is spent, the rows not yet started are not started, each with that reason.
 - **Interrupts.** Cancelling the map cancels the rows running and keeps every finished
   row: ``AgentMap.result()`` (``Harness.last_map``) has them, the others marked as not run.
+- **What a row's agent is told.** Its answer becomes a cell of a column, so its prompt says
+  so (``row_definition``): a built-in agent's report-writing prompt is replaced by
+  ``MAP_ROW_PROMPT``, an agent file's gets ``MAP_ROW_NOTE`` after it. Rows run side by
+  side with nobody following them: like background tasks, they get no tool that blocks
+  the kernel or writes into the notebook unless the agent file names it.
 
 Results come back in row order (``MapResult``), as a list, or as a pandas column with the
 errors beside it (``series()``, ``frame()``). Progress (``MapProgress``: done, failed,
@@ -42,15 +47,45 @@ from ..engine import ApprovalChannel, ParentContext
 from ..engine.limits import BUDGET_STOPS, EARLY_STOPS
 from ..providers.http import RetryPolicy
 from .definition import SubAgentDefinition
-from .runner import SubagentRunner
+from .runner import DEFAULT_SUBAGENT_PROMPT, SubagentRunner
 from .tracker import TaskEntry, TaskTracker
 
-__all__ = ["AgentMap", "MapHandle", "MapOptions", "MapProgress", "MapResult", "MapRow", "map_rows", "start_map"]
+__all__ = [
+    "MAP_ROW_NOTE",
+    "MAP_ROW_PROMPT",
+    "AgentMap",
+    "MapHandle",
+    "MapOptions",
+    "MapProgress",
+    "MapResult",
+    "MapRow",
+    "map_rows",
+    "row_definition",
+    "start_map",
+]
 
 MAX_VALUE_CHARS = 20_000
 """Most characters of one row's value put into its prompt (the rest is cut, and said so)."""
 
 NOT_RUN_INTERRUPTED = "not run: the map was interrupted"
+
+MAP_ROW_NOTE = (
+    "Your final message becomes this row's value in the result column, exactly as you write it: give just what "
+    "the task asks for, in the form it asks for (a word, a number, a sentence), with nothing before or after it."
+)
+MAP_ROW_PROMPT = (
+    "The task below was written once for every row of a table and filled in with this row's values. "
+    f"{MAP_ROW_NOTE} Use tools only when the task needs them."
+)
+
+
+def row_definition(definition: SubAgentDefinition) -> SubAgentDefinition:
+    """``definition`` as a map row runs it (see the module doc)."""
+    if definition.source == "builtin":
+        prompt = MAP_ROW_PROMPT
+    else:
+        prompt = f"{definition.system_prompt or DEFAULT_SUBAGENT_PROMPT}\n\n{MAP_ROW_NOTE}"
+    return definition.model_copy(update={"system_prompt": prompt})
 
 
 class MapOptions(TypedDict, total=False):
@@ -279,6 +314,7 @@ class AgentMap:
         check_template(template, self.rows[0] if self.rows else None)
         self.runner = runner
         self.definition = definition
+        self.row = row_definition(definition)
         self.template = template
         self.parent = parent
         self.concurrency = concurrency
@@ -367,7 +403,7 @@ class AgentMap:
             self._report()
             try:
                 result = await self.runner.run(
-                    self.definition, prompt, self.parent, task_id=f"{self.id}-{position + 1}", account=account
+                    self.row, prompt, self.parent, task_id=f"{self.id}-{position + 1}", account=account, watched=False
                 )
             except BudgetSpentError as exc:
                 self._stopped = f"not run: {exc}"

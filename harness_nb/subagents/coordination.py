@@ -1,7 +1,12 @@
 """The main agent's tools for background work: ``task_output``, ``task_stop`` and
 ``send_message``. ``send_message`` routes through a ``MessageRouter``: the tracker's route
 (a running background subagent takes the message at its next turn) and, when teams are on,
-the team's route (mailboxes)."""
+the team's route (mailboxes).
+
+They are offered once there is something to use them on (``Tool.usable``): ``task_output``
+and ``task_stop`` once a background task has been started, ``send_message`` once there is
+someone to write to. Until then their schemas would only weigh down every call; after,
+they stay, so the offered set changes once and the prompt cache survives."""
 
 from __future__ import annotations
 
@@ -61,15 +66,21 @@ class MessageRouter:
 def coordination_tools(tracker: TaskTracker, router: MessageRouter) -> list[Tool]:
     """Fresh ``task_output``, ``task_stop`` and ``send_message`` tools bound to one harness."""
 
-    @tool(name="task_output", coordination=True, long_running=True, read_only=True)
+    def started() -> bool:
+        return any(e.background for e in tracker.list())
+
+    def recipients() -> bool:
+        return any(route.names() for route in router.routes)
+
+    @tool(name="task_output", coordination=True, long_running=True, read_only=True, usable=started)
     async def task_output(
         ctx: ToolContext,
-        task_id: Annotated[str, Field(description="The id a background task returned, e.g. bg-1.")],
-        block: Annotated[bool, Field(description="Wait for the task to finish.")] = False,
-        timeout: Annotated[float, Field(description="Seconds to wait when blocking.", ge=0, le=600)] = 60,
+        task_id: Annotated[str, Field(description="e.g. bg-1")],
+        block: Annotated[bool, Field(description="Wait for it to end.")] = False,
+        timeout: Annotated[float, Field(ge=0, le=600)] = 60,
     ) -> str:
-        """Read a background task's result, or its status while it runs. With block=true, wait
-        up to `timeout` seconds; if it is still running then, you get a status snapshot."""
+        """A background task's status, or its report once it ended (which also arrives by
+        itself at your next step)."""
         try:
             entry = tracker.get(task_id)
         except UnknownNameError as exc:
@@ -81,11 +92,8 @@ def coordination_tools(tracker: TaskTracker, router: MessageRouter) -> list[Tool
         entry.delivered = True  # read here, so not injected again later
         return finished_task(entry)
 
-    @tool(name="task_stop", coordination=True)
-    async def task_stop(
-        ctx: ToolContext,
-        task_id: Annotated[str, Field(description="The id of the task to stop.")],
-    ) -> str:
+    @tool(name="task_stop", coordination=True, usable=started)
+    async def task_stop(ctx: ToolContext, task_id: str) -> str:
         """Stop a running background task."""
         try:
             entry = tracker.get(task_id)
@@ -96,14 +104,14 @@ def coordination_tools(tracker: TaskTracker, router: MessageRouter) -> list[Tool
         tracker.cancel(task_id)
         return f"task {task_id} ({entry.agent}) cancelled"
 
-    @tool(name="send_message", coordination=True)
+    @tool(name="send_message", coordination=True, usable=recipients)
     async def send_message(
         ctx: ToolContext,
-        to: Annotated[str, Field(description="A background task id (bg-1), a teammate's name or team-lead.")],
-        message: Annotated[str, Field(description="The message text.")],
+        to: Annotated[str, Field(description="A running background task's id, or a teammate's name.")],
+        message: str,
     ) -> str:
-        """Send a message: to a running background subagent (it reads it at its next turn, to
-        steer it) or to a teammate's mailbox."""
+        """Message a running background subagent (it reads it at its next step) or a
+        teammate."""
         try:
             return await router.send(to, message, ctx.agent)
         except UnknownNameError as exc:

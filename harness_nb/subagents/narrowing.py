@@ -47,11 +47,14 @@ def effective_mode(defn: SubAgentDefinition, *, allow_bypass: bool = False) -> t
     return mode, None
 
 
-def resolve_tools(defn: SubAgentDefinition, parent_tools: Iterable[Tool]) -> list[str]:
+def resolve_tools(defn: SubAgentDefinition, parent_tools: Iterable[Tool], *, watched: bool = True) -> list[str]:
     """The names of the tools a subagent may use, in the parent's order.
 
     ``(allowlist ∩ parent_tools, or parent_tools when there is no allowlist)
-    − disallowed_tools − coordination tools``. Entries may be patterns (``names_tool``:
+    − disallowed_tools − coordination tools``; a subagent that runs unwatched (not
+    ``watched``: in the background, as a map row, as a teammate) gets a ``foreground_only``
+    tool — one that blocks the person's kernel or writes into their notebook — only when
+    its allowlist names it. Entries may be patterns (``names_tool``:
     globs such as ``kernel_*`` or ``mcp__github__*``, an MCP server's name), in either
     list. An agent with ``memory`` also gets the
     file tools (``MEMORY_TOOLS``) its parent has, writing only in its memory folder when
@@ -69,6 +72,8 @@ def resolve_tools(defn: SubAgentDefinition, parent_tools: Iterable[Tool]) -> lis
     result: list[str] = []
     for t in parent_tools:
         if t.coordination or any(names_tool(d, t.name) for d in defn.disallowed_tools) or t.name in result:
+            continue
+        if t.foreground_only and not watched and not any(names_tool(a, t.name) for a in defn.tools or ()):
             continue
         if plan and not (t.read_only or t.name == "bash" or (defn.memory and t.name in WRITE_TOOLS)):
             continue

@@ -49,20 +49,12 @@ numbers (path/to/file.py:42) and variable names, quoting a line or two where it 
 BUILTIN_AGENTS: tuple[SubAgentDefinition, ...] = (
     SubAgentDefinition(
         name="general-purpose",
-        description=(
-            "General-purpose agent for multi-step tasks that mix searching, reading, "
-            "running and changing code or data. Inherits every tool. Use it when a task "
-            "needs several steps whose details the main conversation does not need to see."
-        ),
+        description="Multi-step work that mixes searching, running and changing code or data.",
         system_prompt=GENERAL_PURPOSE_PROMPT,
     ),
     SubAgentDefinition(
         name="explore",
-        description=(
-            "Fast read-only agent for finding things: which files define X, where a "
-            "column is computed, what a variable holds. Reads files and inspects notebook "
-            "variables; never changes anything. Returns findings with paths and line numbers."
-        ),
+        description="Read-only search of files, code and variables; reports paths and line numbers.",
         system_prompt=EXPLORE_PROMPT,
         tools=["read_file", "glob", "grep", "ls", "list_variables", "inspect_variable"],
     ),

@@ -95,7 +95,15 @@ from .narrowing import effective_mode, memory_only_writes, resolve_tools
 
 log = logging.getLogger("harness_nb.subagents")
 
-BACKGROUND_DENIED = "background subagent: no approval channel, denied"
+BACKGROUND_DENIED = (
+    "you run in the background, where nobody can approve a call; do without it, or say in your report what "
+    "needs the person's approval"
+)
+BACKGROUND_NOTE = (
+    "You run in the background while the person and the main agent go on with other work: nobody follows "
+    "your steps, calls that need an approval {approvals}, and your final message is delivered to the main "
+    "agent when you finish."
+)
 DEFAULT_SUBAGENT_PROMPT = (
     "You are a subagent: finish the task you are given with the tools you have, then reply "
     "with a concise report of what you found or changed (with file paths)."
@@ -159,6 +167,8 @@ class SubagentRunner:
         extra_tools: Sequence[Tool] = (),
         agent: str | None = None,
         mcp_tools: Sequence[Tool] = (),
+        watched: bool | None = None,
+        prompt_note: str = "",
     ) -> Child:
         """The child of ``parent`` for one run of ``definition`` (or, for a teammate, for
         all of its turns). ``account`` is the child's usage account (by default a new one
@@ -167,9 +177,14 @@ class SubagentRunner:
         ``extra_tools`` are added after narrowing and exempt from the coordination deny hook:
         a teammate's own ``send_message`` is the one coordination tool it is meant to hold.
         ``mcp_tools`` are the tools of the definition's own MCP servers, narrowed by it here.
+        ``watched``: whether the person follows the run as it goes (default: it is not in the
+        background) — an unwatched child holds no tool that blocks the kernel or writes into
+        the notebook unless its definition names it. ``prompt_note`` follows the definition's prompt
+        (how this run differs from a foreground one).
         """
         self.check_depth(parent)
-        tools = parent.tools.subset(resolve_tools(definition, parent.tools))
+        watched = not background if watched is None else watched
+        tools = parent.tools.subset(resolve_tools(definition, parent.tools, watched=watched))
         for name in resolve_tools(definition, mcp_tools):
             tools.add(next(t for t in mcp_tools if t.name == name))
         for extra in extra_tools:
@@ -192,13 +207,14 @@ class SubagentRunner:
         note = effort_note(provider.model_id, definition.effort)
         if note is not None and "not sent" in note:
             log.info("agent %s: effort %s", definition.name, note)
+        own_prompt = _joined(definition.system_prompt or DEFAULT_SUBAGENT_PROMPT, prompt_note)
         engine = AgentEngine(
             provider,
             tools,
             hooks=hooks,
             session=session,
             prompt_builder=PromptBuilder(
-                _with_memory(definition.system_prompt or DEFAULT_SUBAGENT_PROMPT, memory, parent.workdir),
+                _with_memory(own_prompt, memory, parent.workdir),
                 workdir=parent.workdir,
                 skills=definition.skills,
             ),
@@ -296,11 +312,12 @@ class SubagentRunner:
         emit: EventSink | None = None,
         injectors: Sequence[Injector] = (),
         wrap: bool = True,
+        watched: bool | None = None,
     ) -> RunResult:
         """Run ``definition`` on ``prompt`` as a child of ``parent``, billing ``account``;
         child events reach ``emit`` wrapped in ``SubagentUpdate`` (unwrapped with
-        ``wrap=False``, for a direct ``%@name`` run where the subagent is the whole run).
-        Exceptions propagate."""
+        ``wrap=False``, for a direct ``%@name`` run where the subagent is the whole run);
+        ``watched`` as for ``build``. Exceptions propagate."""
         async with self._mcp_tools(definition, parent.workdir) as mcp_tools:
             child = self.build(
                 definition,
@@ -310,6 +327,8 @@ class SubagentRunner:
                 account=account,
                 injectors=injectors,
                 mcp_tools=mcp_tools,
+                watched=watched,
+                prompt_note=background_note(parent) if background else "",
             )
             sink = emit or (lambda _e: None)
 
@@ -348,6 +367,19 @@ class SubagentRunner:
             yield tools
         finally:
             await scoped.aclose()
+
+
+def background_note(parent: ParentContext) -> str:
+    """What a background task's prompt adds: nobody follows it, what needs an approval is
+    denied (or waits for the person, with ``background_approvals="ask"``), and its last
+    message is all the main agent gets."""
+    asks = parent.delegation.background_approvals == "ask"
+    approvals = "wait for the person's answer" if asks else "are denied: nobody can approve them"
+    return BACKGROUND_NOTE.format(approvals=approvals)
+
+
+def _joined(prompt: str, note: str) -> str:
+    return f"{prompt}\n\n{note}" if note else prompt
 
 
 def _with_memory(prompt: str, memory: Memory | None, workdir: Path) -> str:

@@ -95,17 +95,19 @@ class TaskTool(Tool):
         # background subagents running at once; the others wait, ``queued``
         self.background_slots = asyncio.Semaphore(max_background)
         self.team_spawner = team_spawner
-        self._spec_version: int | None = None
+        self._spec_version: tuple[int, bool] | None = None
 
     @property
     def description(self) -> str:  # type: ignore[override]
         return self.spec().description
 
     def spec(self) -> ToolSpec:
-        """The schema, rebuilt whenever the registry's set of agents has changed."""
-        if self._spec is None or self._spec_version != self.registry.version:
-            self._spec = _build_spec(self.registry.list())
-            self._spec_version = self.registry.version
+        """The schema, rebuilt whenever the registry's set of agents has changed (or teams
+        came on: only then does it speak of them)."""
+        version = (self.registry.version, self.team_spawner is not None)
+        if self._spec is None or self._spec_version != version:
+            self._spec = _build_spec(self.registry.list(), teams=version[1])
+            self._spec_version = version
         return self._spec
 
     async def run(self, params: TaskParams, ctx: ToolContext) -> str:
@@ -302,7 +304,10 @@ class TaskTool(Tool):
 
     async def _team(self, params: TaskParams, ctx: ToolContext) -> str:
         if self.team_spawner is None:
-            raise ToolError("teams are not available in this harness")
+            raise ToolError(
+                "teams are off here: use a subagent (task without team_name) or do it yourself; the person "
+                "can turn teams on with %config HarnessNB.teams = True"
+            )
         if not params.subagent_type or not params.prompt:
             raise ToolError("spawning a teammate needs `subagent_type`, `prompt` and `team_name` (and `name`)")
         definition = self.registry.get(params.subagent_type)
@@ -331,52 +336,38 @@ def _check_count(items: list[_Item]) -> None:
         raise ToolError(f"at most {MAX_PARALLEL_TASKS} parallel tasks at once, got {len(items)}; split them")
 
 
-def _build_spec(definitions: list[SubAgentDefinition]) -> ToolSpec:
-    names = [d.name for d in definitions]
+def _build_spec(definitions: list[SubAgentDefinition], *, teams: bool = False) -> ToolSpec:
+    """The schema of ``task``: one task's fields at the top level, and the same fields
+    defined once (``$defs``) for the items of ``tasks`` and ``chain``; the team's fields only
+    with ``teams``. Every word is sent with every call: the description says what the model
+    must know to delegate well (what the subagent sees, how a background report comes back)."""
     listing = "\n".join(
-        f"- {d.name}: {' '.join(d.description.split())}" + (" (runs in the background unless background=false)" if d.background else "")
+        f"- {d.name}: {' '.join(d.description.split())}" + (" (background by default)" if d.background else "")
         for d in definitions
     )
-    agent = {"type": "string", "enum": names, "description": "Which subagent runs the task."}
-    prompt = {
-        "type": "string",
-        "description": "The whole task. The subagent cannot see this conversation: put every file "
-        "path, fact and requirement it needs here.",
-    }
-    title = {"type": "string", "description": "A 3-5 word title shown in the notebook."}
-    item = {
-        "type": "object",
-        "properties": {"subagent_type": agent, "prompt": prompt, "description": title},
-        "required": ["subagent_type", "prompt"],
-        "additionalProperties": False,
-    }
+    agent = {"type": "string", "enum": [d.name for d in definitions]}
+    title = {"type": "string", "description": "3-5 words, shown to the person."}
+    one = {"subagent_type": agent, "prompt": {"type": "string"}, "description": title}
+    team = " team_name (+ name) starts a long-lived teammate." if teams else ""
     description = (
-        "Delegate a bounded task to a subagent with its own context and a narrower tool set; you "
-        "get back only its final report. Modes: one task (subagent_type + prompt); "
-        "background=true to return at once (the result arrives later as "
-        "<background-task-completed>; use task_output / task_stop / send_message with its id); "
-        "tasks=[...] to run several in parallel; chain=[...] to run in order, where {previous} "
-        "in a prompt is replaced by the previous step's result; team_name (+ name) to start a "
-        "long-lived teammate.\nAvailable subagents:\n" + listing
+        "Delegate a self-contained job to a subagent and get its final report. It sees only "
+        "`prompt`: put every path, fact and requirement there. background=true returns a task id "
+        "at once; the report comes back by itself as <background-task-completed> at your next "
+        "step after it ends: do not poll. tasks=[…] run in parallel; chain=[…] in order, "
+        f"{{previous}} in a prompt being the previous report.{team}\nAgents:\n{listing}"
     )
-    return ToolSpec(
-        name="task",
-        description=description,
-        parameters={
-            "type": "object",
-            "properties": {
-                "subagent_type": agent,
-                "prompt": prompt,
-                "description": title,
-                "background": {
-                    "type": "boolean",
-                    "description": "Run in the background and return at once (one task; default: the agent's own setting).",
-                },
-                "tasks": {"type": "array", "items": item, "maxItems": MAX_PARALLEL_TASKS, "description": "Parallel tasks."},
-                "chain": {"type": "array", "items": item, "description": "Sequential steps; {previous} = last result."},
-                "team_name": {"type": "string", "description": "Spawn a long-lived teammate in this team."},
-                "name": {"type": "string", "description": "The teammate's name (with team_name)."},
-            },
-            "additionalProperties": False,
-        },
-    )
+    items = {"type": "array", "items": {"$ref": "#/$defs/task"}}
+    properties: dict[str, Any] = {
+        **one,
+        "background": {"type": "boolean"},
+        "tasks": {**items, "maxItems": MAX_PARALLEL_TASKS},
+        "chain": items,
+    }
+    if teams:
+        properties |= {"team_name": {"type": "string"}, "name": {"type": "string"}}
+    parameters = {
+        "type": "object",
+        "properties": properties,
+        "$defs": {"task": {"type": "object", "properties": one, "required": ["subagent_type", "prompt"]}},
+    }
+    return ToolSpec(name="task", description=description, parameters=parameters)

@@ -20,12 +20,10 @@ def team_create_tool(manager: TeamManager) -> Tool:
     @tool(name="team_create", coordination=True)
     async def team_create(
         ctx: ToolContext,
-        team_name: Annotated[str, Field(description="A short name for the team, e.g. 'analysis'.")],
+        team_name: Annotated[str, Field(description="e.g. analysis")],
     ) -> str:
-        """Give the team you are building a meaningful name (the empty default team is
-        renamed), or start another team. Then add long-lived teammates with
-        task(team_name=..., subagent_type=..., prompt=..., name=...) and talk to them with
-        send_message."""
+        """Name the team you are building, or start another. Add long-lived teammates with
+        task(team_name=, name=, subagent_type=, prompt=); talk to them with send_message."""
         return manager.create_team(team_name)
 
     return team_create

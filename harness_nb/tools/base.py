@@ -4,6 +4,12 @@ A tool is either a typed async function decorated with ``@tool`` (its docstring 
 description, its parameters become a pydantic model and so a JSON schema) or a small
 ``Tool`` subclass. ``invoke`` is the single boundary where arguments are validated and
 every failure becomes a result the model can read.
+
+Every schema offered is sent with every call, so each is kept to what changes what the
+model does: the description says when to use the tool and what comes back; the schema
+leaves out what a model cannot act on (titles, ``additionalProperties``, a ``null``
+alternative for an optional argument, which is left out instead). A tool that cannot be
+used yet (``Tool.usable``) is not offered at all.
 """
 
 from __future__ import annotations
@@ -101,7 +107,9 @@ class Tool(ABC):
     ``read_only`` tools never change files or state; ``long_running`` tools (the delegation
     tool) escape the per-tool timeout; ``coordination`` tools are never given to a subagent;
     ``in_call_order`` tools take their turn in ``ToolContext.order`` (see ``CallOrder``);
-    ``changes_files`` overrides whether the tool is ``effectful``.
+    ``changes_files`` overrides whether the tool is ``effectful``; ``foreground_only`` tools
+    (they block the person's kernel or write into their notebook) go to a subagent that
+    runs unwatched — in the background, as a map row — only when its agent file names them.
     """
 
     name: str
@@ -112,6 +120,7 @@ class Tool(ABC):
     coordination: bool = False
     in_call_order: bool = False
     changes_files: bool | None = None
+    foreground_only: bool = False
     # The name of a parameter holding the tool's own timeout in seconds (bash has one): the
     # engine then waits that long (plus a margin) instead of cutting it off earlier.
     timeout_param: str | None = None
@@ -133,6 +142,12 @@ class Tool(ABC):
         if self.changes_files is not None:
             return self.changes_files
         return not (self.read_only or self.coordination or self.long_running)
+
+    def usable(self) -> bool:
+        """Whether the model can use this tool now. One that cannot yet (``skill`` with no
+        skill installed, ``task_output`` before any background task) is left out of the
+        requests, which carry every offered schema on every call; called anyway, it runs."""
+        return True
 
     def spec(self) -> ToolSpec:
         """The model-facing definition (cached: schemas are built once)."""
@@ -156,11 +171,28 @@ class _ParamsBase(BaseModel):
 
 
 def _schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema of a tool's arguments, without what the model cannot act on (see the
+    module doc): arguments are still checked against the whole model."""
     schema = model.model_json_schema()
     schema.pop("title", None)
-    for prop in schema.get("properties", {}).values():
+    schema.pop("additionalProperties", None)
+    for name, prop in list(schema.get("properties", {}).items()):
         prop.pop("title", None)
+        schema["properties"][name] = _without_null(prop)
     return schema
+
+
+def _without_null(prop: dict[str, Any]) -> dict[str, Any]:
+    """``anyOf: [X, null]`` with ``default: null`` as X alone: leaving the argument out
+    means null."""
+    options = prop.get("anyOf")
+    if "default" not in prop or prop["default"] is not None or not isinstance(options, list) or len(options) != 2:
+        return prop
+    kept = [o for o in options if o != {"type": "null"}]
+    if len(kept) != 1:
+        return prop
+    rest = {k: v for k, v in prop.items() if k not in ("anyOf", "default")}
+    return {**kept[0], **rest}
 
 
 class FunctionTool(Tool):
@@ -176,11 +208,15 @@ class FunctionTool(Tool):
         long_running: bool = False,
         coordination: bool = False,
         timeout_param: str | None = None,
+        foreground_only: bool = False,
+        usable: Callable[[], bool] | None = None,
     ) -> None:
         self.fn = fn
+        self.foreground_only = foreground_only
+        self._usable = usable
         self.timeout_param = timeout_param
         self.name = name or fn.__name__
-        self.description = inspect.cleandoc(fn.__doc__ or "").strip()
+        self.description = _unwrapped(inspect.cleandoc(fn.__doc__ or ""))
         if not self.description:
             raise TypeError(f"tool {self.name!r} needs a docstring: it is what the model reads")
         self.read_only = read_only
@@ -188,8 +224,17 @@ class FunctionTool(Tool):
         self.coordination = coordination
         self.Params = _params_model(fn, self.name)
 
+    def usable(self) -> bool:
+        return self._usable() if self._usable is not None else True
+
     async def run(self, params: Any, ctx: ToolContext) -> str | ToolOutput:
         return await self.fn(ctx, **dict(params))
+
+
+def _unwrapped(doc: str) -> str:
+    """A docstring as a description: each paragraph on one line (the model gains nothing from
+    the source's line breaks, and each costs a byte on every call)."""
+    return "\n\n".join(" ".join(p.split()) for p in doc.strip().split("\n\n") if p.strip())
 
 
 def _params_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:
@@ -213,8 +258,11 @@ def tool(
     long_running: bool = False,
     coordination: bool = False,
     timeout_param: str | None = None,
+    foreground_only: bool = False,
+    usable: Callable[[], bool] | None = None,
 ) -> Any:
-    """Decorator: turn a typed async function into a ``FunctionTool``."""
+    """Decorator: turn a typed async function into a ``FunctionTool`` (``usable``: whether
+    it can be used now, see ``Tool.usable``)."""
 
     def wrap(f: Callable[..., Awaitable[str | ToolOutput]]) -> FunctionTool:
         return FunctionTool(
@@ -224,6 +272,8 @@ def tool(
             long_running=long_running,
             coordination=coordination,
             timeout_param=timeout_param,
+            foreground_only=foreground_only,
+            usable=usable,
         )
 
     return wrap(fn) if fn is not None else wrap
@@ -251,7 +301,8 @@ class ToolRegistry:
         return list(self._tools)
 
     def specs(self) -> list[ToolSpec]:
-        return [t.spec() for t in self._tools.values()]
+        """The schemas offered to the model: the tools it can use now (``Tool.usable``)."""
+        return [t.spec() for t in self._tools.values() if t.usable()]
 
     def subset(self, names: Iterable[str]) -> ToolRegistry:
         """A new registry holding only the named tools that exist here (order kept)."""
@@ -313,8 +364,11 @@ async def invoke(t: Tool, call: ToolCall, ctx: ToolContext) -> ToolOutcome:
     try:
         params = t.Params.model_validate(raw)
     except ValidationError as exc:
+        fields = ", ".join(t.Params.model_fields) or "none"
         return ToolOutcome(
-            f"error: bad arguments for {t.name}: {_validation_message(exc)}", True
+            f"error: bad arguments for {t.name}: {_validation_message(exc)}; call it again with arguments "
+            f"its schema allows ({fields})",
+            True,
         )
     try:
         content = await t.run(params, ctx)
@@ -322,7 +376,10 @@ async def invoke(t: Tool, call: ToolCall, ctx: ToolContext) -> ToolOutcome:
         return ToolOutcome(escape_surrogates(f"error: {exc}"), True, time.perf_counter() - start)
     except Exception as exc:  # a crashing tool must not crash the loop
         return ToolOutcome(
-            escape_surrogates(f"error: {t.name} failed: {type(exc).__name__}: {exc}"),
+            escape_surrogates(
+                f"error: {t.name} failed: {type(exc).__name__}: {exc} (a fault in the tool, not in the call: "
+                "do it another way, or tell the person)"
+            ),
             True,
             time.perf_counter() - start,
         )

@@ -15,6 +15,9 @@ Nothing here can hang or blow up on a hostile file: only regular files are opene
 (``open_regular``: a named pipe or device is an error, never an open), and reads are
 bounded in bytes — ``read_file`` holds at most about a line's worth of a megabyte at a
 time, however long the line, and ``edit_file`` refuses files over ``EDIT_MAX_BYTES``.
+
+The descriptions the model reads are short (every schema goes with every call): a bound,
+a refusal or a cut listing is explained by the result that meets it.
 """
 
 from __future__ import annotations
@@ -181,16 +184,23 @@ def _open(target: Target, dir_fd: int, path: str, missing_hint: str) -> BinaryIO
         raise ToolError(f"{path!r} is a folder, not a file; use ls to list it") from None
     except NotRegularFileError:
         # Never opened: reading a named pipe would block its worker thread for ever.
-        raise ToolError(f"{path!r} is not a regular file (a device, pipe or socket)") from None
+        raise ToolError(
+            f"{path!r} is not a regular file (a device, pipe or socket): only regular files are read"
+        ) from None
     except OSError as exc:
         raise ToolError(f"cannot read {path!r}: {exc.strerror or exc}") from None
 
 
 def _read(target: Target, path: str, offset: int, limit: int | None) -> str:
+    """The numbered lines from ``offset`` (``limit`` of them, at most ``READ_MAX_LINES`` and
+    ``READ_MAX_CHARS``), then a note when not all of the file was shown: "truncated" only
+    when the tool cut, "lines A–B of N" when the caller's own ``offset`` / ``limit`` chose
+    the part."""
     max_lines = limit or READ_MAX_LINES
     shown: list[str] = []
     used = 0
     total = 0
+    cut = False  # by this tool's own bounds, not by the caller's limit
     hint = "check the name with ls or glob"
     with (
         _in_folder(target, path, "read", hint) as dir_fd,
@@ -211,6 +221,7 @@ def _read(target: Target, path: str, offset: int, limit: int | None) -> str:
             text = _numbered(total, *line)
             # Always show at least one line, even past the character cap.
             if len(shown) >= max_lines or (shown and used + len(text) > READ_MAX_CHARS):
+                cut = limit is None or len(shown) < limit
                 total += _count_lines_left(f)
                 break
             shown.append(text)
@@ -223,33 +234,22 @@ def _read(target: Target, path: str, offset: int, limit: int | None) -> str:
             f"use an offset from 1 to {total}"
         )
     last = offset + len(shown) - 1
-    if last < total:
-        shown.append(
-            f"[truncated: showing lines {offset}–{last} of {total}; "
-            "use offset/limit to read more]"
-        )
+    if cut:
+        shown.append(f"[truncated: showing lines {offset}–{last} of {total}; use offset/limit to read more]")
+    elif offset > 1 or last < total:
+        shown.append(f"[lines {offset}–{last} of {total}]")
     return "\n".join(shown)
 
 
 @tool(read_only=True)
 async def read_file(
     ctx: ToolContext,
-    path: Annotated[
-        str, Field(description="The file to read, relative to the working directory.")
-    ],
-    offset: Annotated[int, Field(ge=1, description="The first line to show (1-based).")] = 1,
-    limit: Annotated[
-        int | None,
-        Field(ge=1, description=f"How many lines to show; default up to {READ_MAX_LINES}."),
-    ] = None,
+    path: str,
+    offset: Annotated[int, Field(ge=1)] = 1,
+    limit: Annotated[int | None, Field(ge=1)] = None,
 ) -> str:
-    """Read a text file. Lines come numbered like `cat -n` (number, tab, text).
-
-    A long file is cut at 2000 lines or 256 KiB with a note saying which lines were shown
-    and how many there are; read further with `offset` and `limit`. Binary files are
-    refused. Read a file before editing it, and copy text for edit_file from this output
-    without the line-number prefix.
-    """
+    """Read a text file, lines numbered as by `cat -n`; at most 2000 lines a call. Copy text
+    for edit_file without the number prefix."""
     target = read_target(ctx.workdir, path, roots=ctx.roots)
     return await run_blocking(_read, target, path, offset, limit)
 
@@ -283,17 +283,11 @@ def _write(target: Target, path: str, content: str) -> int:
 @tool
 async def write_file(
     ctx: ToolContext,
-    path: Annotated[
-        str, Field(description="The file to write, relative to the working directory.")
-    ],
-    content: Annotated[str, Field(description="The complete new content of the file.")],
+    path: str,
+    content: str,
 ) -> str:
-    """Write a text file (UTF-8), replacing it if it exists and creating missing folders.
-
-    The write is atomic: readers see the old file or the new one, never half of it. To
-    change part of an existing file use edit_file instead of rewriting it. A path through
-    a symlink is refused (write the file it points to), and so is a named pipe or device.
-    """
+    """Create or replace a text file (folders made as needed). To change part of a file,
+    use edit_file."""
     resolve_in_workdir(ctx.workdir, path, roots=ctx.roots)  # refuses a path leading outside
     target = write_target(ctx.workdir, path, roots=ctx.roots)
     size = await run_blocking(_write, target, path, content)
@@ -344,23 +338,13 @@ def _edit_in(target: Target, dir_fd: int, path: str, old: str, new: str, replace
 @tool
 async def edit_file(
     ctx: ToolContext,
-    path: Annotated[
-        str, Field(description="The file to change, relative to the working directory.")
-    ],
-    old_string: Annotated[
-        str, Field(description="The exact text to replace, whitespace and indentation included.")
-    ],
-    new_string: Annotated[str, Field(description="The text to put in its place.")],
-    replace_all: Annotated[
-        bool, Field(description="Replace every occurrence instead of exactly one.")
-    ] = False,
+    path: str,
+    old_string: Annotated[str, Field(description="Exact text, whitespace included.")],
+    new_string: str,
+    replace_all: bool = False,
 ) -> str:
-    """Replace exact text in a file (no regex, no line numbers).
-
-    `old_string` must appear exactly once unless `replace_all` is set; copy it from
-    read_file output without the line-number prefix and include enough surrounding lines
-    to make it unique. The file is rewritten atomically.
-    """
+    """Replace exact text in a file. old_string must occur once unless replace_all: include
+    enough lines around it to make it unique."""
     if not old_string:
         raise ToolError("old_string is empty; give the exact text to replace, or use write_file")
     if old_string == new_string:
@@ -398,16 +382,9 @@ def _list(p: Path, path: str) -> list[str]:
 @tool(read_only=True)
 async def ls(
     ctx: ToolContext,
-    path: Annotated[
-        str, Field(description="The folder to list, relative to the working directory.")
-    ] = ".",
+    path: str = ".",
 ) -> str:
-    """List a folder: one entry per line, sorted by name, folders marked with a trailing `/`.
-
-    Hidden entries are included; an entry no file tool reads (a named pipe, a device, a
-    broken or looping symlink) says so in brackets. Long listings are cut at 500 entries;
-    use glob to find specific files in a large tree.
-    """
+    """List a folder (hidden entries too; folders end in `/`)."""
     p = resolve_in_workdir(ctx.workdir, path, roots=ctx.roots)
     names = await run_blocking(_list, p, path)
     if not names:

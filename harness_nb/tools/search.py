@@ -221,24 +221,11 @@ def _nothing(what: str, where: str, short: bool) -> str:
 @tool(read_only=True)
 async def glob(
     ctx: ToolContext,
-    pattern: Annotated[
-        str,
-        Field(description="Glob pattern relative to `path`, e.g. `**/*.py` or `src/*.{ts,tsx}`."),
-    ],
-    path: Annotated[
-        str, Field(description="The folder to search in, relative to the working directory.")
-    ] = ".",
+    pattern: Annotated[str, Field(description="e.g. `**/*.csv`; `*.py` looks in `path` only.")],
+    path: Annotated[str, Field(description="Folder to search.")] = ".",
 ) -> str:
-    """Find files and folders by name with a glob pattern.
-
-    `*` matches within one folder name, `**/` any number of folders (so `*.py` looks only
-    in `path` itself while `**/*.py` looks everywhere below it), `?` one character,
-    `[abc]` a set, `{a,b}` alternatives. Hidden files are included; the folders .git,
-    __pycache__, .harness_nb, node_modules and .venv are skipped, and so are named pipes,
-    devices and broken or looping symlinks (a note names them). Results are paths
-    relative to the working directory, sorted by path, folders ending in `/`, at most
-    200 of them.
-    """
+    """Find files by name: `**/` any folders deep, `{a,b}` alternatives. Skips .git, .venv,
+    node_modules, __pycache__."""
     _check_relative(pattern, "pattern")
     base = resolve_in_workdir(ctx.workdir, path)
     if not base.is_dir():
@@ -402,32 +389,14 @@ async def _search(
 @tool(read_only=True)
 async def grep(
     ctx: ToolContext,
-    pattern: Annotated[
-        str, Field(description="Python regular expression to search for, e.g. `def \\w+_test`.")
-    ],
-    path: Annotated[
-        str, Field(description="File or folder to search, relative to the working directory.")
-    ] = ".",
-    glob: Annotated[
-        str | None,
-        Field(
-            description="Only search files matching this glob: `*.py` matches file names "
-            "at any depth, a pattern with `/` matches paths relative to `path`."
-        ),
-    ] = None,
-    ignore_case: Annotated[bool, Field(description="Match regardless of case.")] = False,
-    max_results: Annotated[
-        int, Field(ge=1, le=2000, description="Most matching lines to return.")
-    ] = 100,
+    pattern: Annotated[str, Field(description="A Python regex.")],
+    path: Annotated[str, Field(description="File or folder to search.")] = ".",
+    glob: Annotated[str | None, Field(description="Only files matching, e.g. `*.py`.")] = None,
+    ignore_case: bool = False,
+    max_results: Annotated[int, Field(ge=1, le=2000)] = 100,
 ) -> str:
-    """Search file contents with a Python regular expression, line by line.
-
-    Prints one `path:line: text` per matching line, paths relative to the working
-    directory, files in path order. Binary files and the folders .git, __pycache__,
-    .harness_nb, node_modules and .venv are skipped, and so are named pipes, devices and
-    broken or looping symlinks (a note names them). Escape regex characters such as
-    `( [ . *` with a backslash to match them literally.
-    """
+    """Search file contents; prints `path:line: text` per match. Skips binary files, .git,
+    .venv, node_modules."""
     compiled = _compile_regex(pattern, ignore_case)
     if glob is not None:
         _check_relative(glob, "glob")

@@ -210,23 +210,12 @@ async def _execute(argv: list[str], plan: Plan, *, timeout: float) -> str:
 
 async def _bash(
     ctx: ToolContext,
-    command: Annotated[str, Field(description="The bash command (or script) to run.")],
-    timeout: Annotated[
-        float, Field(gt=0, le=3600, description="Seconds before the command is killed.")
-    ] = 120,
+    command: str,
+    timeout: Annotated[float, Field(gt=0, le=3600, description="Seconds.")] = 120,
 ) -> str:
-    """Run a bash command in the working directory and return its output and exit code.
-
-    stdout and stderr come back merged, in order; stdin is empty, so interactive
-    programs get end-of-file instead of waiting. Long output keeps its beginning and end
-    with a note of what was left out. On timeout the command and every process it started
-    are killed. Every process a command starts ends with it, background jobs included: run
-    long jobs in the foreground with a larger `timeout`. Only basic environment variables
-    are set (PATH, HOME, locale, the Python virtualenv; no credentials). Where the machine
-    supports it, commands run in a sandbox: only the working directory and a private /tmp
-    (empty for each command) are writable, agent and settings folders are read-only, and
-    there is no network unless the person allowed it.
-    """
+    """Run a bash command in the working directory: output (stdout and stderr) and exit code.
+    No stdin; processes it starts end with it. Sandboxed where supported: writes only in
+    the working directory and /tmp, no network unless allowed, no credentials."""
     return await run_command(ctx.workdir, command, timeout=timeout, sandbox=default_sandbox())
 
 

@@ -1,5 +1,7 @@
 """What the notebook has run, for the agent: the ``notebook_history`` tool, and the last
-failed cell that ``%%agent --fix``, ``%fix`` and a prompt about "the error" carry.
+failed cell that ``%%agent --fix``, ``%fix`` and a prompt about "the error" carry — with
+the columns and dtypes of the tables its failing line names, so that a ``KeyError`` on a
+column can be fixed without a look first.
 
 Sources come from IPython's own history (``In``) and values from ``Out``; IPython keeps no
 exceptions we can use (its ``history_manager.exceptions`` holds coloured, unbounded
@@ -31,6 +33,7 @@ from pydantic import Field
 
 from ...core.secret import SECRETS
 from ...tools import Tool, ToolContext, tool
+from .table import TABLES_MAX_CHARS, named_tables
 
 KEPT_ERRORS = 50
 MAX_CELLS = 50  # the most cells one notebook_history call may ask for
@@ -105,12 +108,14 @@ def format_error(
 @dataclass(frozen=True)
 class CellError:
     """A cell that raised: its number (``None`` for a cell run without a history entry),
-    source and traceback (bounded, scrubbed)."""
+    source and traceback (bounded, scrubbed), and the tables its failing line names with
+    their columns and dtypes as they were when it failed (``table.named_tables``)."""
 
     count: int | None
     source: str
     ename: str
     traceback: str
+    tables: str = ""
 
     @property
     def interrupted(self) -> bool:
@@ -137,7 +142,9 @@ class CellHistory:
         count = result.execution_count if getattr(result.info, "store_history", False) else None
         code_name = getattr(getattr(self.shell, "compile", None), "format_code_name", None)
         text = format_error(exc, code_name=code_name)
-        self.errors.append(CellError(count, clean(source, CONTEXT_SOURCE_CHARS), type(exc).__name__, text))
+        tables = "" if code_name is None else named_tables(exc.__traceback__, lambda name: code_name(name) is not None)
+        source = clean(source, CONTEXT_SOURCE_CHARS)
+        self.errors.append(CellError(count, source, type(exc).__name__, text, clean(tables, TABLES_MAX_CHARS)))
 
     def last_failure(self) -> CellError | None:
         """The latest cell that raised (an interrupt is not a failure)."""
@@ -194,11 +201,13 @@ def error_context(failure: CellError) -> str:
     """The model-facing block for a failed cell: delimited, and marked as context the
     notebook added (not text the person typed)."""
     which = f", In [{failure.count}]" if failure.count is not None else " (run without a history number)"
+    tables = f"--- the tables its failing line names, as they were ---\n{failure.tables}\n" if failure.tables else ""
     return (
         f"--- notebook context (added by harness_nb): the last cell that failed{which} ---\n"
         f"{failure.source.rstrip()}\n"
         f"--- its error ---\n"
         f"{failure.traceback}\n"
+        f"{tables}"
         f"--- end of notebook context ---"
     )
 
@@ -228,12 +237,10 @@ def notebook_history_tool(history: CellHistory) -> Tool:
     @tool(name="notebook_history", read_only=True)
     async def notebook_history(
         ctx: ToolContext,
-        last: Annotated[int, Field(description="How many of the latest cells to show.", ge=1, le=MAX_CELLS)] = 10,
+        last: Annotated[int, Field(ge=1, le=MAX_CELLS)] = 10,
     ) -> str:
-        """The cells the person ran most recently in this notebook, oldest first: In [n]
-        with its source, the value it showed (Out[n]) and, for a cell that raised, the
-        exception and its traceback. Use it to see what they did and what failed. Bounded;
-        printed text and plots are not included, and prompts to agents are marked."""
+        """The person's latest cells, oldest first: source, Out[n] and tracebacks (not
+        printed text or plots)."""
         return history.render(last)
 
     return notebook_history

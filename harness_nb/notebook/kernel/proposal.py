@@ -53,9 +53,20 @@ def cell_text(number: int, code: str, explanation: str) -> str:
     return "\n".join([header, *comments, code.strip("\n")])
 
 
-def first_line(code: str) -> str:
-    """The first line of code that is not blank, for the run view's line."""
-    return next((line.strip() for line in code.splitlines() if line.strip()), "")
+def proposal_sentence(proposal: Proposal, code: str) -> str:
+    """What ``propose_cell`` tells the model, in one plain sentence: which proposal, how
+    many lines, not run, and where the cell will appear."""
+    count = len(code.strip("\n").splitlines())
+    where = (
+        "the cell running now when it ends (or below the next cell run, if none is running)"
+        if proposal.after is None
+        else f"Agent proposal {proposal.after} once the person runs that one"
+    )
+    lines = f"{count} line" + ("" if count == 1 else "s")
+    return (
+        f"Agent proposal {proposal.number} ({lines}) was not run: it appears below {where}, for the person to "
+        "review and run."
+    )
 
 
 class CellProposals:
@@ -109,25 +120,15 @@ class CellProposals:
 def propose_cell_tool(proposals: CellProposals) -> Tool:
     """``propose_cell`` bound to ``proposals``."""
 
-    @tool(name="propose_cell", read_only=True)
+    @tool(name="propose_cell", read_only=True, foreground_only=True)
     async def propose_cell(
         ctx: ToolContext,
-        code: Annotated[str, Field(description="The Python code of the new cell.")],
-        explanation: Annotated[str, Field(description="One or two lines on what the cell does; it becomes its leading comment.")],
+        code: str,
+        explanation: Annotated[str, Field(description="A line; the cell's leading comment.")],
     ) -> str:
-        """Put code into a new notebook cell below this one, for the person to review and
-        run. It does NOT run the code and you will not see its output; use it for code the
-        person should own (a fix, the next analysis step). Several calls make several
-        cells, in order."""
+        """Add a cell below for the person to review and run. It is not run: you will not
+        see its output."""
         proposal = proposals.propose(code, explanation)
-        where = (
-            "it appears below the cell running now (or, if none is, the next one to run) when that cell finishes"
-            if proposal.after is None
-            else f"it appears below Agent proposal {proposal.after} when the person runs that one"
-        )
-        return (
-            f"proposed a cell below: {first_line(code)}\n"
-            f"Agent proposal {proposal.number}, not run: {where}; the person reviews it and runs it themselves."
-        )
+        return proposal_sentence(proposal, code)
 
     return propose_cell

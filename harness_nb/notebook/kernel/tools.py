@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import io
+import linecache
 import os
 import sys
 import traceback
@@ -33,9 +34,12 @@ from ...tools import Tool, ToolContext, ToolOutput, tool
 from .credential_variable import MASKED, MAX_NODES, learn_credentials, mask_text, masked, masked_frame
 from .history import CellHistory, notebook_history_tool
 from .proposal import CellProposals, propose_cell_tool
+from .table import table_shape
 from .watchdog import Stopped, TimedOut, Watchdog
 
 MAX_CHARS = 4_000
+_CODE_NAME = "<run_python>"  # the file name of the code run_python runs, in its tracebacks
+_OWN_FRAME = f'File "{_CODE_NAME}"'
 MAX_FIGURE_PIXELS = 4096 * 4096  # a figure larger than this is not drawn (time and memory)
 
 
@@ -45,11 +49,13 @@ def _clip(text: str, limit: int = MAX_CHARS) -> str:
     return text[:limit] + f"\n[… {len(text) - limit:,} more characters not shown]"
 
 
-def _shape(value: Any) -> str:
-    shape = getattr(value, "shape", None)
-    if isinstance(shape, tuple):
-        return "×".join(str(n) for n in shape)
+def size_text(value: Any) -> str:
+    """A value's size in a few characters: its shape (``365×4``), else its length (``len 3``),
+    else nothing (an object whose ``shape`` or ``len`` fails has none)."""
     try:
+        shape = getattr(value, "shape", None)
+        if isinstance(shape, tuple):
+            return "×".join(str(n) for n in shape)
         return f"len {len(value)}"
     except Exception:
         return ""
@@ -63,7 +69,7 @@ def _is_user_variable(name: str, value: Any, hidden: Any) -> bool:
     )
 
 
-def _user_variables(shell: Any) -> list[str]:
+def user_variables(shell: Any) -> list[str]:
     """The names of the notebook's own variables, sorted."""
     hidden = getattr(shell, "user_ns_hidden", {})
     return sorted(n for n, v in list(shell.user_ns.items()) if _is_user_variable(n, v, hidden))
@@ -134,13 +140,12 @@ def kernel_tools(shell: Any, *, history: CellHistory, proposals: CellProposals) 
 
     @tool(name="list_variables", read_only=True)
     async def list_variables(ctx: ToolContext) -> str:
-        """List the variables in the notebook's namespace: name, type and size (shape or length).
-        Use inspect_variable to look at one in detail."""
+        """List the notebook's variables: name, type, shape or length."""
         rows = []
-        names = _user_variables(shell)
+        names = user_variables(shell)
         for name in names:
             value = shell.user_ns[name]
-            size = "(value masked)" if is_credential_key(name) else _shape(value)
+            size = "(value masked)" if is_credential_key(name) else size_text(value)
             rows.append(f"{name}: {type(value).__name__} {size}".rstrip())
         learn_credentials(shell.user_ns, names)
         return _clip("\n".join(rows)) if rows else "(no variables yet)"
@@ -148,54 +153,62 @@ def kernel_tools(shell: Any, *, history: CellHistory, proposals: CellProposals) 
     @tool(name="inspect_variable", read_only=True)
     async def inspect_variable(
         ctx: ToolContext,
-        name: Annotated[str, Field(description="The variable's name, e.g. df.")],
-        rows: Annotated[int, Field(description="Rows or items to preview.", ge=1, le=50)] = 5,
+        name: str,
+        rows: Annotated[int, Field(description="Rows to preview.", ge=1, le=50)] = 5,
     ) -> str:
-        """Look at one variable: its type, shape and dtypes, the head of a DataFrame or the
-        start of an array, length and a preview for others. Output is bounded."""
+        """Look at a variable without running code: type, shape, dtypes, first rows, missing
+        values."""
         if name not in shell.user_ns:
-            known = _user_variables(shell)
+            known = user_variables(shell)
             raise ToolError(f"no variable {name!r} in the notebook; variables: {', '.join(known) or '(none)'}")
         learn_credentials(shell.user_ns, [name])
         return describe(shell.user_ns[name], rows, name)
 
-    @tool(name="run_python")
-    async def run_python(
-        ctx: ToolContext,
-        code: Annotated[str, Field(description="Python code to run in the notebook's namespace.")],
-    ) -> ToolOutput:
-        """Run Python code in the notebook's namespace (variables persist, like a cell). Returns
-        what it printed, what it displayed and the value of its last expression; matplotlib
-        figures it draws are shown in the notebook and, when you can take images, to you. Keep
-        it short: it blocks the kernel while it runs, and is interrupted at the tool timeout."""
+    @tool(name="run_python", foreground_only=True)
+    async def run_python(ctx: ToolContext, code: str) -> ToolOutput:
+        """Run Python in the notebook's namespace, as an unseen cell: what it prints and
+        displays, its last value, a status line; figures are shown to the person and you."""
         limits = ctx.parent.limits if isinstance(ctx.parent, ParentContext) else Limits()
         try:
             return run_code(shell.user_ns, code, shell=shell, timeout=limits.tool_timeout)
         finally:  # what it printed is scrubbed after this: the credentials it set are known by then
-            learn_credentials(shell.user_ns, _user_variables(shell))
+            learn_credentials(shell.user_ns, user_variables(shell))
 
     return [list_variables, inspect_variable, run_python, notebook_history_tool(history), propose_cell_tool(proposals)]
 
 
 def run_code(namespace: dict[str, Any], code: str, *, shell: Any = None, timeout: float | None = None) -> ToolOutput:
     """Execute ``code`` in ``namespace``. The text is what it printed, the text form of
-    what it displayed and its last expression's; the displays (shown in the cell) are what
-    it displayed through IPython (captured from ``shell``'s display machinery), the rich
-    form of its last value (a DataFrame's HTML) and each matplotlib figure it opened, drawn
-    to PNG and closed; the images are the displays' images. A failure is a ``ToolError``
-    with the traceback (its figures are closed, not shown). Past ``timeout`` seconds the
-    code is interrupted as the stop button does (``watchdog.py``): a ``ToolError`` saying
-    so, with what it printed until then."""
+    what it displayed and its last expression's, then a status line: ``status: ok`` with the
+    shape of each table it displayed (``_TableShapes``). The displays (shown in the cell)
+    are what it displayed through IPython (captured from ``shell``'s display machinery), the
+    rich form of its last value (a DataFrame's HTML) and each matplotlib figure it opened,
+    drawn to PNG and closed; the images are the displays' images. A failure is a
+    ``ToolError`` with the traceback and ``status: raised …`` (its figures are closed, not
+    shown). Past ``timeout`` seconds the code is interrupted as the stop button does
+    (``watchdog.py``): a ``ToolError`` saying so, with what it printed until then."""
     try:
         tree = ast.parse(code, mode="exec")
     except SyntaxError as exc:
-        raise ToolError(f"syntax error on line {exc.lineno}: {exc.msg}") from None
+        raise ToolError(f"syntax error on line {exc.lineno}: {exc.msg}; nothing ran") from None
+    with _noting_tables(shell) as tables:
+        output = _run_tree(tree, code, namespace, shell, timeout, tables)
+    status = "status: ok" + (f" · displayed {', '.join(tables.seen)}" if tables.seen else "")
+    return ToolOutput(f"{output.text}\n{status}", output.images, output.displays)
+
+
+def _run_tree(
+    tree: ast.Module, source: str, namespace: dict[str, Any], shell: Any, timeout: float | None, tables: _TableShapes
+) -> ToolOutput:
+    """``run_code`` after parsing: the output without its status line."""
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         tail = tree.body.pop()
         assert isinstance(tail, ast.Expr)
         last = ast.Expression(tail.value)
     figures_before = _open_figures()
+    # a traceback then shows the code's lines, as a cell's does
+    linecache.cache[_CODE_NAME] = (len(source), None, source.splitlines(keepends=True), _CODE_NAME)
     buffer = io.StringIO()
     # capture_output takes what IPython's display() publishes (and plt.show() under the
     # inline backend); print() goes to our buffer, stdout and stderr in the order written.
@@ -205,17 +218,18 @@ def run_code(namespace: dict[str, Any], code: str, *, shell: Any = None, timeout
     try:
         with watchdog, capture as captured, contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
             with watchdog.armed(), no_bytecode():
-                exec(compile(tree, "<run_python>", "exec"), namespace)
-                value = eval(compile(last, "<run_python>", "eval"), namespace) if last is not None else None
+                exec(compile(tree, _CODE_NAME, "exec"), namespace)
+                value = eval(compile(last, _CODE_NAME, "eval"), namespace) if last is not None else None
     except (TimedOut, Stopped) as exc:
         _close(_new_figures(figures_before))
         raise ToolError(_clip(_interrupted(exc, timeout, buffer.getvalue(), watchdog.stuck_for))) from None
     except Exception as exc:
         _close(_new_figures(figures_before))
         frames = traceback.format_exception(type(exc), exc, exc.__traceback__)
-        relevant = [f for f in frames if "<run_python>" in f or f is frames[-1]]
+        # the header, the code's own frames (not the harness's around them), the error
+        relevant = [f for f in frames if f is frames[0] or f is frames[-1] or f.lstrip().startswith(_OWN_FRAME)]
         note = _timed_out(timeout, exc, watchdog.stuck_for) + "\n" if watchdog.fired else ""
-        raise ToolError(_clip(note + buffer.getvalue() + "".join(relevant).rstrip())) from None
+        raise ToolError(f"{_clip(note + buffer.getvalue() + ''.join(relevant).rstrip())}\n{_raised(exc)}") from None
     texts = [buffer.getvalue().rstrip("\n")]
     displays: list[DisplayData] = []
     for output in getattr(captured, "outputs", ()):
@@ -228,6 +242,8 @@ def run_code(namespace: dict[str, Any], code: str, *, shell: Any = None, timeout
         if all(f is not value for f in figures):
             figures.append(value)
     elif value is not None:
+        if shell is None and (shape := table_shape(value)):
+            tables.seen.append(shape)
         text, shown = _value_display(value, shell)
         texts.append(text)
         if shown is not None:
@@ -262,6 +278,51 @@ def no_bytecode() -> Iterator[None]:
             os.environ["PYTHONDONTWRITEBYTECODE"] = was_env
 
 
+def _raised(exc: BaseException) -> str:
+    """The status line of code that raised: the exception, and where, bounded."""
+    message = " ".join(str(exc).split())
+    message = message if len(message) <= 300 else message[:300] + "…"
+    line = _where(exc)
+    before = "; the lines before it ran" if line and not line.endswith(" 1") else ""
+    return f"status: raised {type(exc).__name__}{': ' + message if message else ''}{line}{before}"
+
+
+class _TableShapes:
+    """A display formatter that formats nothing: while ``run_python`` runs it sits among
+    IPython's formatters (``DisplayFormatter.formatters``, the registry IPython calls for
+    every object it displays) and notes the shape of each table it is shown — through
+    ``display(df)`` or as the last value — for the status line. Nothing else sees the
+    object: the text and the HTML a cell shows are not parsed back."""
+
+    format_type = "application/x.harness-nb.table-shape"
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def __call__(self, obj: Any) -> None:
+        shape = table_shape(obj)
+        if shape:
+            self.seen.append(shape)
+
+    def lookup(self, obj: Any) -> Any:
+        raise KeyError(type(obj))  # no printer of its own for any type: IPython asks this
+
+
+@contextlib.contextmanager
+def _noting_tables(shell: Any) -> Iterator[_TableShapes]:
+    """A ``_TableShapes`` among ``shell``'s formatters for the block's duration."""
+    noted = _TableShapes()
+    formatters = getattr(getattr(shell, "display_formatter", None), "formatters", None)
+    if not isinstance(formatters, dict):
+        yield noted
+        return
+    formatters[noted.format_type] = noted
+    try:
+        yield noted
+    finally:
+        formatters.pop(noted.format_type, None)
+
+
 def _interrupted(exc: KeyboardInterrupt, timeout: float | None, printed: str, stuck_for: float | None) -> str:
     if isinstance(exc, TimedOut):
         head = _timed_out(timeout, exc, stuck_for)
@@ -292,7 +353,7 @@ def _stuck(stuck_for: float | None) -> str:
 
 
 def _where(exc: BaseException) -> str:
-    lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__) if f.filename == "<run_python>"]
+    lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__) if f.filename == _CODE_NAME]
     return f" at line {lines[-1]}" if lines else ""
 
 

@@ -41,7 +41,7 @@ class TeamMagics(Magics):
     def manager(self) -> TeamManager:
         teams = self.controller.harness().teams
         if teams is None:
-            raise UsageError("teams are off in this harness")
+            raise UsageError("teams are off: turn them on with %config HarnessNB.teams = True")
         return teams
 
     def view(self) -> TeamView | None:
