@@ -1,5 +1,6 @@
 """Run by ``test_sandbox_user.py`` as a throwaway unprivileged user: the issue's escapes,
-the seccomp filter and the limits under that user's own sandbox. Prints one JSON object:
+the seccomp filter, the limits and calls checkpointed beside a command under that user's
+own sandbox. Prints one JSON object:
 ``{"unavailable": why}`` where bubblewrap cannot sandbox this user, else what it found.
 
     python sandbox_as_user.py WORKDIR HOME OUTSIDE
@@ -15,7 +16,7 @@ from typing import Any
 
 from harness_nb.core import ConfigError
 from harness_nb.sandbox import Sandbox
-from sandbox_support import ESCAPES, SECCOMP_PROBE, escaped, output_of, prepare_escapes
+from sandbox_support import ESCAPES, SECCOMP_PROBE, beside_a_command, escaped, output_of, prepare_escapes
 
 SPAWN = """
 import subprocess
@@ -46,6 +47,8 @@ async def main(workdir: Path, home: Path, outside: Path) -> dict[str, Any]:
     found["spawned"] = await output_of(sandbox, workdir, "python spawn.py")
     found["yes"] = await output_of(sandbox, workdir, "yes > f")
     found["file_size"] = (workdir / "f").stat().st_size
+    (workdir / "beside").mkdir()
+    found["beside"] = await beside_a_command(sandbox, workdir / "beside", home)
     return found
 
 

@@ -16,7 +16,8 @@ from typing import Any, NoReturn
 import pytest
 
 from harness_nb.core import ConfigError, ToolError
-from harness_nb.sandbox import Identity
+from harness_nb.sandbox import Checkpoints, Identity
+from harness_nb.sandbox.protected import SANDBOX_READ_ONLY
 from harness_nb.tools import Sandbox
 from harness_nb.tools.shell import run_command
 
@@ -130,6 +131,73 @@ async def output_of(sandbox: Sandbox, workdir: Path, command: str, *, timeout: f
         return f"error: {exc}"
 
 
+# ---------------------------------------------------------------- calls beside a command
+WAIT_THEN_PLANT = (
+    "touch gate/started; for i in $(seq 1500); do [ -e gate/go ] && break; sleep 0.02; done; "
+    "echo x > agents/evil.md; echo '{}' > .claude/settings.json"
+)
+"""A command that says it runs (``gate/started``), waits until the test lets it go on
+(``gate/go``), then tries to plant an agent and settings; the gates lie in ``gate/``, so
+the workdir's own listing stays the same."""
+
+
+async def beside_a_command(sandbox: Sandbox, workdir: Path, home: Path) -> dict[str, Any]:
+    """A model trial's overlap, at the level of the checkpoints: a sandboxed command runs in
+    ``workdir`` (which has no agents/, skills/, .claude/ or .mcp.json) while one call starts
+    before it and ends while it waits, and another starts while it waits and ends after it.
+    Found: the command's output, the workdir's listing before, while it waits and after,
+    what the checkpoints saw at its top level while it waited, and what each call was told
+    (``for_model``).
+    ``home`` keeps the checkpoints. The workdir has ``.harness_nb/``, the harness's own
+    state folder, which the sandbox keeps once it has made it."""
+    (workdir / "gate").mkdir()
+    (workdir / ".harness_nb").mkdir(exist_ok=True)
+    checkpoints = Checkpoints(workdir, home=home)
+    listed_before = sorted(os.listdir(workdir))
+    early = await asyncio.to_thread(checkpoints.start, "early", "run_python", "main")
+    bash = await asyncio.to_thread(checkpoints.start, "bash", "bash", "general-purpose")
+    command = asyncio.create_task(output_of(sandbox, workdir, WAIT_THEN_PLANT))
+    for _ in range(1500):
+        if (workdir / "gate" / "started").exists() or command.done():
+            break
+        await asyncio.sleep(0.02)
+    listed_during = sorted(os.listdir(workdir))
+    beside = await asyncio.to_thread(checkpoints.start, "beside", "run_python", "main")
+    told = {"early": (await asyncio.to_thread(checkpoints.finish, early)).for_model()}
+    (workdir / "gate" / "go").write_text("")
+    output = await command
+    told["bash"] = (await asyncio.to_thread(checkpoints.finish, bash)).for_model()
+    told["beside"] = (await asyncio.to_thread(checkpoints.finish, beside)).for_model()
+    checkpoints.close()
+    return {
+        "output": output,
+        "listed_before": listed_before,
+        "listed_during": listed_during,
+        "seen_during": sorted({rel.split("/")[0] for rel in beside.before.entries}),
+        "listed_after": sorted(os.listdir(workdir)),
+        "told": told,
+    }
+
+
+def traces_left(found: dict[str, Any]) -> list[str]:
+    """What ``beside_a_command`` found amiss (none: the command's mounts held, and the calls
+    beside it saw nothing of them)."""
+    problems = []
+    if found["output"].count("Read-only file system") != 2:
+        problems.append(f"the plants were not refused as read-only: {found['output']!r}")
+    if found["listed_after"] != found["listed_before"]:
+        problems.append(f"the workdir changed: {found['listed_before']} → {found['listed_after']}")
+    if found["seen_during"] != ["gate"]:  # .harness_nb is the harness's: never recorded
+        problems.append(f"the checkpoints saw {found['seen_during']} while the command ran")
+    # the one trace every process sees meanwhile: the empty folders the read-only mounts need
+    extra = set(found["listed_during"]) - set(found["listed_before"]) - set(SANDBOX_READ_ONLY)
+    if extra:
+        problems.append(f"the command left {sorted(extra)} while it ran")
+    problems += [f"{name} was told {text!r}" for name, text in found["told"].items() if "[reverted" in text]
+    problems += [f"{name} was told {text!r}" for name, text in found["told"].items() if "agents" in text]
+    return problems
+
+
 # ---------------------------------------------------------------- the issue's escapes
 # Issue 18, item 1: commands that ran unasked inside the sandbox as root and got out. Each
 # runs as it was written then; ``escaped`` says what got out (``None``: nothing).
@@ -141,7 +209,7 @@ ESCAPES = {
     "ssh key read": "umount ~/.ssh && base64 -w0 ~/.ssh/id_rsa",
     "shadow read": "cat /etc/shadow",
     "settings planted": (
-        "umount .claude; echo '{{\"permissions\": {{\"allow\": [\"Bash(*)\"]}}}}' > .claude/settings.local.json"
+        'umount .claude; echo \'{{"permissions": {{"allow": ["Bash(*)"]}}}}\' > .claude/settings.local.json'
     ),
 }
 
@@ -164,7 +232,7 @@ def escaped(name: str, output: str, workdir: Path, outside: Path) -> str | None:
         return f"a file in {outside}"
     if name == "ssh key read" and (SSH_SECRET in output or base64.b64encode(SSH_SECRET.encode()).decode() in output):
         return "the ssh key"
-    if name == "shadow read" and re.search(r"^root:", output, re.M):
+    if name == "shadow read" and re.search(r"^root:", output, re.MULTILINE):
         return "/etc/shadow"  # its first line is root's (the content is not repeated here)
     if name == "settings planted" and (workdir / ".claude" / "settings.local.json").exists():
         return ".claude/settings.local.json"

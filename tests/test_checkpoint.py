@@ -249,6 +249,47 @@ def test_a_vouched_protected_change_stays_unless_an_unvouched_call_ran_beside_it
     assert not cps.finish(beside), "the harness's own revert is no effect of the call beside it"
 
 
+def test_a_revert_never_brings_back_what_did_not_exist_before_the_calls_beside_it(workdir, private_home):
+    """A protected path that came and went while calls overlapped (an empty folder the
+    sandbox mounts on, a file another call wrote and removed) was in the later call's
+    snapshot before it: "reverting" its deletion created a path the workdir never had."""
+    cps = checkpoints(workdir, private_home)
+    first = cps.start("c1", "bash", "explore")
+    (workdir / "skills").mkdir()
+    (workdir / ".mcp.json").write_text("{}")
+    second = cps.start("c2", "run_python", "main")
+    (workdir / ".mcp.json").unlink()
+    (workdir / "skills").rmdir()
+    (workdir / "out.txt").write_text("x\n")
+    assert not cps.finish(first).reverted
+    found = cps.finish(second)
+    assert not found.reverted and not (workdir / ".mcp.json").exists() and not (workdir / "skills").exists()
+    assert found.for_model() == (
+        "[effects: created out.txt (while bash of explore also ran: some of this may be theirs) — "
+        "the person can undo this]"
+    )
+
+
+def test_a_protected_folder_that_is_empty_is_nobodys_effect(workdir, private_home):
+    """The sandbox makes a missing read-only folder (agents/, .claude/, .git/hooks, an agent
+    folder given to the harness) as an empty mount point while a command runs, and every
+    process sees it meanwhile: empty, it is never recorded; what is put in it is."""
+    (workdir / ".git").mkdir()
+    cps = checkpoints(workdir, private_home, folders=["team/agents"])
+    (workdir / "team").mkdir()
+    places = [workdir / "agents", workdir / ".claude", workdir / ".git" / "hooks", workdir / "team" / "agents"]
+
+    def make() -> None:
+        for place in places:
+            place.mkdir()
+
+    assert not call(cps, make, tool="run_python")
+    found = call(cps, lambda: (workdir / "agents" / "evil.md").write_text("x"), tool="run_python")
+    assert found.for_model().startswith("[reverted: this call wrote agents/ (1 file), which only the person")
+    assert not (workdir / "agents").exists()
+    assert not call(cps, lambda: [place.rmdir() for place in places[1:]], tool="run_python")
+
+
 def test_undo_puts_back_one_call_and_leaves_what_later_calls_changed(workdir, private_home):
     (workdir / "a.txt").write_text("a1\n")
     (workdir / "b.txt").write_text("b1\n")
@@ -277,8 +318,7 @@ def test_calls_that_overlap_say_their_effects_may_be_each_others(workdir, privat
     (workdir / "x.txt").write_text("x\n")
     found = cps.finish(second)
     assert found.for_model() == (
-        "[effects: created x.txt (while bash of main also ran: some of this may be theirs) — "
-        "the person can undo this]"
+        "[effects: created x.txt (while bash of main also ran: some of this may be theirs) — the person can undo this]"
     )
     assert cps.finish(first).effects.overlapped == ("bash of explore",)
 

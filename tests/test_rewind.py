@@ -8,20 +8,23 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from checkpoint_support import git, plant_data, state
 from harness_support import OPEN, close_harnesses  # noqa: F401 - an autouse fixture
-from sandbox_support import bwrap_sandbox
+from sandbox_support import WAIT_THEN_PLANT, bwrap_sandbox
 
-from harness_nb.core import EffectsRecorded, Event, ToolCall
+from harness_nb.core import EffectsRecorded, Event, ToolCall, ToolCallFinished
 from harness_nb.engine import Approved, Denied
 from harness_nb.harness import Harness
 from harness_nb.providers.scripted import ScriptedProvider
+from harness_nb.tools import ToolContext, tool
 
 SPELLINGS = {
     "sed": "sed -i d data/keep.csv",
@@ -315,3 +318,69 @@ async def test_the_sandboxs_own_mount_point_is_no_calls_effect(tmp_path):
     OPEN.append(h)
     await h.run("say hi")
     assert results(provider) == ["hi\nexit code: 0"]
+
+
+async def _until(ready: Callable[[], bool]) -> None:
+    for _ in range(1500):
+        if ready():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("the other call never got there")
+
+
+@pytest.mark.parametrize("first", ["bash", "run_python"])
+async def test_a_call_beside_sandboxed_bash_is_told_nothing_of_its_mount_points(tmp_path, first):
+    """A model trial (sandbox "auto", checkpoints on, a workdir without agents/ or skills/):
+    run_python ran while a subagent's sandboxed bash ran and was told "[reverted: this call
+    (or bash of general-purpose, which ran at the same time) deleted agents/ …]", and an
+    empty agents/ stayed behind; elsewhere a call was told it "wrote agents/ and skills/".
+    The sandbox's empty mount points were taken for the calls' doing. Gates make the two
+    calls of one answer overlap both ways: run_python begins once bash runs and ends after
+    it, or begins before bash and ends while it runs; bash then tries to plant an agent
+    and settings, which its read-only mounts still refuse."""
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    (workdir / "gate").mkdir()
+    started = workdir / "gate" / "started"
+    python_runs, bash_done = asyncio.Event(), asyncio.Event()
+
+    @tool(name="run_python")
+    async def run_python(ctx: ToolContext, code: str) -> str:
+        """Run Python in the kernel."""
+        python_runs.set()
+        (workdir / "notes.txt").write_text(code)
+        if first == "bash":
+            (workdir / "gate" / "go").write_text("")
+            await asyncio.wait_for(bash_done.wait(), 60)
+        else:
+            await _until(started.exists)
+        return "ran"
+
+    async def approve(call: ToolCall, reason: str, risk: str) -> Approved | Denied:
+        if call.name == "run_python" and first == "bash":
+            await _until(started.exists)
+        if call.name == "bash" and first == "run_python":
+            await asyncio.wait_for(python_runs.wait(), 60)
+        return Approved()
+
+    def on_event(event: Event) -> None:
+        if isinstance(event, ToolCallFinished) and event.call.name == "bash":
+            bash_done.set()
+        if isinstance(event, ToolCallFinished) and event.call.name == "run_python":
+            (workdir / "gate" / "go").write_text("")
+
+    answer = {
+        "tool_calls": [
+            {"name": "bash", "arguments": {"command": WAIT_THEN_PLANT}},
+            {"name": "run_python", "arguments": {"code": "print(1)"}},
+        ]
+    }
+    h, provider = harness(
+        workdir, [answer, {"text": "done"}], approval=approve, approval_policy="always", extra_tools=[run_python]
+    )
+    await h.run("work", on_event=on_event)
+    bash_result, python_result = results(provider)
+    assert "[reverted" not in bash_result + python_result, (bash_result, python_result)
+    assert bash_result.count("Read-only file system") == 2, bash_result
+    assert not {"agents", "skills", ".claude"} & set(os.listdir(workdir))
+    assert "notes.txt" in python_result and "agents" not in python_result, python_result

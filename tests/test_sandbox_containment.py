@@ -28,6 +28,7 @@ from harness_nb.tools import kill_running_commands
 from sandbox_support import (
     ESCAPES,
     SECCOMP_PROBE,
+    beside_a_command,
     escaped,
     helper_pids,
     identity_sandbox,
@@ -35,6 +36,7 @@ from sandbox_support import (
     output_of,
     prepare_escapes,
     sleep_arg,
+    traces_left,
     wait_running,
 )
 
@@ -173,6 +175,20 @@ async def test_ordinary_work_still_runs(identity, workdir):
     for command, expected in commands.items():
         output = await output_of(sandbox, workdir, command, timeout=120)
         assert expected in output and output.endswith("exit code: 0"), (command, output)
+
+
+@pytest.mark.parametrize("identity", IDENTITIES)
+async def test_calls_beside_a_command_see_no_trace_of_its_mount_points(identity, workdir, outside):
+    """A model trial: run_python ran beside a subagent's sandboxed command, in a workdir with
+    no agents/, and was told "[reverted: this call (or bash …) deleted agents/ …]", and an
+    empty agents/ stayed behind. The sandbox makes a missing read-only folder as an empty
+    mount point while a command runs; a call that began then saw it, and "restored" it
+    after; a call that ended meanwhile "reverted" it — took the folder away under the
+    command's read-only mount, which then let the command plant .claude/settings.json.
+    Now the checkpoints never record such an empty folder: no call beside the command is
+    told of it, the command's mounts hold to its end, and the workdir is as it was."""
+    found = await beside_a_command(identity_sandbox(identity), workdir, outside / "store")
+    assert not traces_left(found), traces_left(found)
 
 
 async def test_the_command_owns_the_workdir_as_the_kernel_does(workdir):

@@ -27,7 +27,7 @@ import pytest
 from harness_nb.sandbox.helper import HelperError, MountHelper
 from harness_nb.sandbox.identity import needed_paths
 from harness_nb.sandbox.seccomp import REFUSED, SYSCALLS, machine_arch
-from sandbox_support import ESCAPES
+from sandbox_support import ESCAPES, traces_left
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,6 +44,7 @@ def found() -> Iterator[dict[str, Any]]:
         ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
         capture_output=True,
         text=True,
+        check=False,
     )
     if made.returncode != 0:
         pytest.skip(f"this machine does not allow a throwaway user: {made.stderr.strip()}")
@@ -69,7 +70,7 @@ def found() -> Iterator[dict[str, Any]]:
         }
         argv = ["nsenter", f"--mount={namespace}", f"--setuid={user.pw_uid}", f"--setgid={user.pw_gid}", "--"]
         argv += [sys.executable, str(ROOT / "tests" / "sandbox_as_user.py"), *map(str, folders)]
-        done = subprocess.run(argv, env=env, cwd=base, capture_output=True, text=True, timeout=600)
+        done = subprocess.run(argv, env=env, cwd=base, capture_output=True, text=True, timeout=600, check=False)
         assert done.returncode == 0, done.stderr
         result = json.loads(done.stdout.splitlines()[-1])
         if "unavailable" in result:
@@ -78,7 +79,7 @@ def found() -> Iterator[dict[str, Any]]:
     finally:
         if helper is not None:
             helper.stop()
-        subprocess.run(["userdel", name], capture_output=True)
+        subprocess.run(["userdel", name], capture_output=True, check=False)
         shutil.rmtree(base, ignore_errors=True)
 
 
@@ -109,3 +110,8 @@ def test_the_limits_hold(found):
     started = int(found["spawned"].splitlines()[0])
     assert started < 1024, found["spawned"]
     assert found["file_size"] == 1024 * 1024 and "File size limit exceeded" in found["yes"]
+
+
+def test_calls_beside_a_command_see_no_trace_of_its_mount_points(found):
+    """As ``test_sandbox_containment``'s test of the name: a model trial's overlap."""
+    assert not traces_left(found["beside"]), traces_left(found["beside"])

@@ -59,7 +59,7 @@ from .launch import Plan
 from .limits import SandboxLimits
 from .notice import warn_once
 from .program import harness_program, note_workdir, writable_holder
-from .protected import PROTECTED_FOLDERS
+from .protected import SANDBOX_READ_ONLY
 from .seccomp import filter_program, machine_arch
 
 SandboxMode = Literal["auto", "bwrap", "off"]
@@ -188,7 +188,9 @@ def _disables_userns(executable: str) -> bool:
     """Whether this bubblewrap has ``--disable-userns`` (0.8 and later; before, the seccomp
     filter alone stops a command making a user namespace)."""
     try:
-        done = subprocess.run([executable, "--help"], stdin=subprocess.DEVNULL, capture_output=True, timeout=10)
+        done = subprocess.run(
+            [executable, "--help"], stdin=subprocess.DEVNULL, capture_output=True, timeout=10, check=False
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
     return b"--disable-userns" in done.stdout + done.stderr
@@ -362,10 +364,9 @@ class Sandbox:
             )
         env["XDG_CACHE_HOME"] = "/tmp/.cache"  # the home folder is read-only: pip, matplotlib cache here
         env["MPLCONFIGDIR"] = "/tmp/.cache/matplotlib"  # else it warns on every import that ~/.config is read-only
-        folders = [workdir / name for name in PROTECTED_FOLDERS]
+        folders = [workdir / name for name in SANDBOX_READ_ONLY]  # a missing one is made where its parent is a folder
         protected: list[Path] = []
         if (workdir / ".git").is_dir():
-            folders.append(workdir / ".git" / "hooks")
             protected.append(workdir / ".git" / "config")
         protected.append(workdir / ".mcp.json")  # names the commands MCP servers run
         folders += [Path(p).resolve() for p in self.read_only if _inside(p, workdir)]

@@ -8,9 +8,16 @@ interpreter where /tmp would hide it, the workdir, then what is read-only or hid
 it. A hidden home is made read-only last, once the workdir inside it has its mount point.
 
 The folders of the working directory a command may read but never change (agent files,
-skills and settings) are ``protected.PROTECTED_FOLDERS``; git's hooks and config are
-mounted read-only too (git runs them later, outside the sandbox). A missing one is made as
-a mount point for the command (so the command cannot create it either) and removed after.
+skills and settings, git's hooks) are ``protected.SANDBOX_READ_ONLY``; git's config is
+mounted read-only too (git runs hooks and config later, outside the sandbox). A missing
+folder is made as a mount point for the command (so the command cannot create it either)
+and removed after. That empty folder is the one trace a command leaves that it did not
+write itself, seen by every process while the command runs: a mount needs a place in the
+real tree (the workdir is bound through), and keeping a name free another way would take
+an overlay of the workdir, which hides the kernel's own writes from a running command. The
+checkpoints know these places and never record an empty folder there
+(``protected.sandbox_mount_point``), so a call running beside the command neither reports
+the folder nor "reverts" it.
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ Three layers consult this one list, so they cannot disagree:
   (only an approval or a rule the person gave directly lets it run, never a rule read from
   a file in the workdir);
 - the sandbox: the protected folders (and the files that exist) are read-only mounts for
-  ``bash``;
+  ``bash`` (``SANDBOX_READ_ONLY``);
 - the checkpoints: a change to a protected path, by any tool or command, that no approval
   covered is reverted at once — files that did not exist before included.
 
@@ -76,6 +76,7 @@ __all__ = [
     "HOME_FILES",
     "HOME_FOLDERS",
     "PROTECTED_FOLDERS",
+    "SANDBOX_READ_ONLY",
     "ProtectedPlaces",
     "Protection",
     "home_in",
@@ -86,12 +87,29 @@ __all__ = [
     "name_protection",
     "places_around",
     "protection",
+    "sandbox_mount_point",
 ]
 
 PROTECTED_FOLDERS: tuple[str, ...] = ("agents", "skills", ".claude", ".harness_nb")
 """Top-level folders holding agent, skill and settings files (the harness and Claude Code
 load them). Every agent and skill folder the registry and the prompt builder read lies
 under one of these or is given to the harness explicitly (a test holds that)."""
+
+SANDBOX_READ_ONLY: tuple[str, ...] = (*PROTECTED_FOLDERS, ".git/hooks")
+"""The folders a sandboxed command may read but never change, with the agent folders given
+to the harness. One that is missing is made as an empty folder to mount on while the
+command runs (``launch.py``): a mount needs a place, and no other way keeps a command from
+creating a name in a folder it may otherwise write. Every process sees that folder
+meanwhile, so an empty folder there is nobody's doing (``sandbox_mount_point``)."""
+
+
+def sandbox_mount_point(rel: str, *, folders: Iterable[str] = ()) -> bool:
+    """Whether the sandbox may make ``rel`` (relative to the workdir) as an empty folder to
+    mount on: one of ``SANDBOX_READ_ONLY`` or of ``folders`` (the agent folders given to the
+    harness). Such a folder, while empty, is no call's effect: the checkpoints never record
+    it, so a call that ran beside a command neither reports nor "reverts" it."""
+    return rel in SANDBOX_READ_ONLY or any(rel == folder.strip("/") for folder in folders)
+
 
 HARNESS_STATE: tuple[str, ...] = ("sessions", "offload", "teams", "maps", "cassettes")
 """Folders under ``.harness_nb/`` that the harness itself writes (transcripts, offloaded

@@ -29,7 +29,12 @@ vouched for *that path* — the approval card named it (the person approved ``wr
 the call change it (a rule the person gave, a subagent's memory folder) — and so was
 every call that ran beside it. Otherwise it is reverted at once, before the result goes
 back (restored, or deleted when it did not exist), and the result says so: an approval
-covers the paths it named, never the others the same call touched. Compiled Python
+covers the paths it named, never the others the same call touched. What is put back is
+what the path was before the call, unless it is now as it was before the first of the
+calls running when this one began: then what the call saw at its start was another call's
+passing state (a folder that came and went), there is nothing to put back, and it is no
+change of this call — a revert never brings back a path that did not exist before those
+calls. Compiled Python
 (``*.pyc``) a call created or changed is removed whoever vouched for it (a kernel imports
 it in place of its source; commands run with ``PYTHONDONTWRITEBYTECODE=1``).
 
@@ -60,13 +65,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...core.error import HarnessError
+from ..protected import BYTECODE, ProtectedPlaces, home_in, protection
 from .effects import Change, Effects, diff, reverted_for_model, reverted_for_person, shown_path
 from .gitstore import GitStore, StoreError
 from .history import Checkpoint, History
-from ..protected import BYTECODE, ProtectedPlaces, home_in, protection
+from .manifest import Entry, Manifest
 from .restore import Restorer
 from .rewind import Rewind, rewind_diff
-from .manifest import Entry, Manifest
 from .snapshot import WALK_LIMITS, Snapshotter, WalkLimits
 from ..watch import FolderWatch
 
@@ -105,7 +110,9 @@ def store_folder(workdir: Path, home: Path) -> Path:
 class Watch:
     """One call between its two snapshots: who made it, the protected paths it was vouched
     for (relative to the workdir; a folder covers what is in it), the workdir before it,
-    and the calls that ran beside it (label → the paths they were vouched for)."""
+    the calls that ran beside it (label → the paths they were vouched for), and the
+    workdir before the first of the calls already running when it began (``origin``; its
+    own ``before`` when none was)."""
 
     serial: int
     call_id: str
@@ -115,6 +122,7 @@ class Watch:
     before: Manifest
     overlapped: dict[str, frozenset[str]] = field(default_factory=dict)
     key: object = None
+    origin: Manifest | None = None
 
     def label(self, beside: Watch | None = None) -> str:
         """How another call names this one: ``bash``, or ``bash of explore`` when it is
@@ -250,6 +258,8 @@ class Checkpoints:
                 for other in self._active.values():
                     other.overlapped[watch.label(other)] = vouched
                     watch.overlapped[other.label(watch)] = other.vouched
+                first = min(self._active.values(), key=lambda other: other.serial, default=watch)
+                watch.origin = first.before
                 self._active[watch.serial] = watch
             return watch
 
@@ -277,14 +287,18 @@ class Checkpoints:
                 recorded = ProtectedPlaces(places.home, places.git_dirs)
                 changes = diff(before, after, guarded=lambda rel: self._protected(rel, recorded))
                 reverted: dict[Change, Entry | None] = {}
+                passing: set[Change] = set()  # as before the calls beside it: another's passing state
                 for change in changes:
                     why = protection(change.path, folders=self.folders, places=places)
                     if why is BYTECODE:
                         if change.after is not None:
                             reverted[change] = None  # compiled again from the source when needed
                     elif why is not None and not self._vouched(change, watch):
-                        reverted[change] = change.before
-                kept = tuple(c for c in changes if c not in reverted)
+                        if _as_it_was(watch.origin, change):
+                            passing.add(change)
+                        else:
+                            reverted[change] = change.before
+                kept = tuple(c for c in changes if c not in reverted and c not in passing)
                 if reverted:
                     self._revert(reverted, after, watch, places)
                 new_unknown = after.incomplete - before.incomplete or after.unlisted - before.unlisted
@@ -513,6 +527,16 @@ def _matches(current: Entry | None, expected: Entry | None) -> bool:
     if current is None or expected is None:
         return current is None and expected is None
     return current.same(expected)
+
+
+def _as_it_was(origin: Manifest | None, change: Change) -> bool:
+    """Whether ``change`` left its path as ``origin`` (the workdir before the first of the
+    calls running when the call began) had it: absent then and now, or the same."""
+    return (
+        origin is not None
+        and origin.knows(change.path, guarded=True)
+        and _matches(origin.entries.get(change.path), change.after)
+    )
 
 
 def _covers(scope: frozenset[str], change: Change) -> bool:

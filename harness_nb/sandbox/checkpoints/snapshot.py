@@ -33,9 +33,11 @@ read: not even a protected name's absence says anything); ``partial`` says it in
 
 Left out (none is an effect a person wants undone, and each changes on its own): the
 harness's own state under ``.harness_nb/`` (``HARNESS_STATE``, and that folder itself:
-the sandbox makes it as a mount point), the folders in ``skip`` (the checkpoint store when
-it lies inside the workdir, IPython's folder) and, in three kinds of folder, everything
-but what runs programs:
+the sandbox makes it as a mount point), an empty folder where the sandbox makes one to
+mount on while a command runs (``protected.sandbox_mount_point``: ``agents/``,
+``.claude/``, ``.git/hooks``, …; every process sees it meanwhile), the folders in
+``skip`` (the checkpoint store when it lies inside the workdir, IPython's folder) and, in
+three kinds of folder, everything but what runs programs:
 
 - a git directory — a ``.git`` folder, or one recognised by what it holds
   (``looks_like_git_dir``: a bare repository, a separate git dir, a common dir) — keeps

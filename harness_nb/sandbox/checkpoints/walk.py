@@ -22,8 +22,6 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from ...core.fs import file_kind
 from ...core.text import escape_name
-from .gitstore import StoreError
-from .manifest import Entry, Manifest, with_blob
 from ..protected import (
     CONFIG_READ_LIMIT,
     HARNESS_STATE,
@@ -34,7 +32,10 @@ from ..protected import (
     looks_like_git_dir,
     name_protection,
     protection,
+    sandbox_mount_point,
 )
+from .gitstore import StoreError
+from .manifest import Entry, Manifest, with_blob
 
 if TYPE_CHECKING:
     from .snapshot import Snapshotter
@@ -199,6 +200,8 @@ class Walk:
             size = min(self.limits.per_folder, self.names_left)
             head = list(itertools.islice(listing, size))
             self.names_left -= len(head)
+            if not head and sandbox_mount_point(rel, folders=self.owner.folders):
+                self.entries.pop(rel, None)  # perhaps where a running command's read-only mount sits
             if rel and folder.how in (_FULL, _NAMES, _CACHE):
                 names = {item.name for item in head}
                 if looks_like_git_dir(names):
