@@ -5,6 +5,7 @@ the same for every call of one run (the provider's prompt cache keeps it)."""
 from __future__ import annotations
 
 import json
+from importlib import metadata
 from typing import Any
 
 import pytest
@@ -72,6 +73,21 @@ async def test_the_kernel_section_stays_bounded_however_many_variables_there_are
     assert len(section) <= STATE_MAX_CHARS + 200, len(section)
     assert "Variables (500): variable_with_a_long_name_000 (int)" in section
     assert section.rstrip().endswith("more.") and "variable_with_a_long_name_499" not in section
+
+
+async def test_a_kernel_that_imported_no_data_library_yet_names_the_installed_versions(tmp_path):
+    """Before the first ``import pandas`` the model is still told which pandas it writes for:
+    the installed version, read from the distribution's metadata, nothing imported."""
+    script = {"agents": {"main": [{"text": "Ready."}]}}
+    async with notebook(tmp_path, script) as k:
+        imported_before = await kernel_json(k, "'pandas' in __import__('sys').modules")
+        await k.run("%%agent\nload data/sales.csv")
+        (prompt,) = await _system_prompts(k)
+        imported_after = await kernel_json(k, "'pandas' in __import__('sys').modules")
+    section = prompt[prompt.index("## The kernel") :]
+    assert not imported_before and not imported_after, "naming the version must not import pandas"
+    assert f"Imported: no data libraries yet; installed: pandas {metadata.version('pandas')}" in section, section
+    assert f"numpy {metadata.version('numpy')}" in section
 
 
 def _task(agent: str, prompt: str, **more: Any) -> dict[str, Any]:

@@ -16,7 +16,9 @@ characters), imports nothing (a library's version is read from the module alread
 
 from __future__ import annotations
 
+import functools
 import sys
+from importlib import metadata
 from typing import Any
 
 from ..core.credential import is_credential_key
@@ -90,7 +92,7 @@ def kernel_state(shell: Any) -> str:
     libraries = [f"{shown} {_version(module)}".rstrip() for module, shown in DATA_LIBRARIES if module in sys.modules]
     lines = [
         "## The kernel, as this run starts (list_variables shows later changes)",
-        f"Imported: {', '.join(libraries)}." if libraries else "Imported: no data libraries yet.",
+        f"Imported: {', '.join(libraries)}." if libraries else _none_imported(),
     ]
     names = user_variables(shell)
     if not names:
@@ -113,6 +115,28 @@ def _variable(name: str, value: Any) -> str:
     kind = type(value).__name__
     size = "value masked" if is_credential_key(name) else size_text(value)
     return f"{name} ({kind} {size})" if size else f"{name} ({kind})"
+
+
+def _none_imported() -> str:
+    """The line for a kernel that has imported no data library yet: the versions installed,
+    so that the model's first code fits them too."""
+    installed = installed_libraries()
+    return f"Imported: no data libraries yet; installed: {', '.join(installed)}." if installed else (
+        "Imported: no data libraries yet (none of the usual ones is installed)."
+    )
+
+
+@functools.cache
+def installed_libraries() -> tuple[str, ...]:
+    """``DATA_LIBRARIES`` installed in the kernel's environment, with their versions, read from
+    their distributions' metadata (nothing imported; read once per process)."""
+    found = []
+    for _module, shown in DATA_LIBRARIES:
+        try:
+            found.append(f"{shown} {metadata.version(shown)}")
+        except metadata.PackageNotFoundError:
+            continue
+    return tuple(found)
 
 
 def _version(module: str) -> str:
