@@ -21,6 +21,33 @@ PLOT = "import matplotlib.pyplot as plt\nfig, ax = plt.subplots(figsize=(4, 3))\
 TABLE = "import pandas as pd\npd.DataFrame({'city': ['Oslo', 'Lima'], 'rain_mm': [763, 6]})"
 
 
+SHOWN = "import matplotlib.pyplot as plt\nfig, ax = plt.subplots(figsize=(4, 3))\nax.plot([1, 4, 9])\nplt.show()"
+
+
+async def test_a_figure_shown_in_the_call_that_first_imports_pyplot_still_reaches_the_model(tmp_path):
+    """``plt.show()`` in the very call that imports pyplot: the inline backend sets itself up
+    only when that cell ends, so the figure was displayed as text alone and lost (the model
+    trial's first chart). run_python draws it itself."""
+    script = {
+        "agents": {
+            "main": [
+                {"tool_calls": [{"id": "plot", "name": "run_python", "arguments": {"code": SHOWN}}]},
+                {"text": "Shown."},
+            ]
+        }
+    }
+    async with notebook(tmp_path, script) as k:
+        run = k.execute("%%agent\nplot the squares")
+        k.click(await k.wait_for_button("Approve"))
+        await k.finished(run)
+        first, second = await model_requests(k, "main")
+        (image,) = tool_images(second)
+        assert image["media_type"] == "image/png" and image["bytes"] > 1000
+        (shown,) = tool_results(second)
+        assert without_effects(shown) == "<Figure size 400x300 with 1 Axes>\nstatus: ok"
+        assert len(displayed(k, "image/png")) == 1, "the person sees the figure once"
+
+
 async def test_a_plot_reaches_the_cell_and_the_model_and_a_dataframe_is_html_in_the_cell(tmp_path):
     script = {
         "agents": {

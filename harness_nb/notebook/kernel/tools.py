@@ -232,12 +232,19 @@ def _run_tree(
         raise ToolError(f"{_clip(note + buffer.getvalue() + ''.join(relevant).rstrip())}\n{_raised(exc)}") from None
     texts = [buffer.getvalue().rstrip("\n")]
     displays: list[DisplayData] = []
+    figures = _new_figures(figures_before)
+    unimaged = {repr(f): f for f in tables.figures if all(f is not g for g in figures)}
     for output in getattr(captured, "outputs", ()):
-        texts.append(str(output.data.get("text/plain", "")))
+        text = str(output.data.get("text/plain", ""))
+        if set(output.data) == {"text/plain"} and text in unimaged:
+            # plt.show() in the call that first imported pyplot: the inline backend is not
+            # set up until the cell ends, so the figure was shown as text only; drawn below
+            figures.append(unimaged.pop(text))
+            continue
+        texts.append(text)
         shown = DisplayData.bounded(output.data, output.metadata)
         if shown is not None:
             displays.append(shown)
-    figures = _new_figures(figures_before)
     if value is not None and _is_figure(value):
         if all(f is not value for f in figures):
             figures.append(value)
@@ -290,7 +297,7 @@ def _raised(exc: BaseException) -> str:
 class _TableShapes:
     """A display formatter that formats nothing: while ``run_python`` runs it sits among
     IPython's formatters (``DisplayFormatter.formatters``, the registry IPython calls for
-    every object it displays) and notes the shape of each table it is shown — through
+    every object it displays) and notes the shape of each table it is shown, and each figure, — through
     ``display(df)`` or as the last value — for the status line. Nothing else sees the
     object: the text and the HTML a cell shows are not parsed back."""
 
@@ -298,8 +305,14 @@ class _TableShapes:
 
     def __init__(self) -> None:
         self.seen: list[str] = []
+        self.figures: list[Any] = []
+        """The matplotlib figures displayed, which ``run_python`` draws itself when the
+        display had no image of them."""
 
     def __call__(self, obj: Any) -> None:
+        if _is_figure(obj):
+            self.figures.append(obj)
+            return
         shape = table_shape(obj)
         if shape:
             self.seen.append(shape)
