@@ -1,4 +1,5 @@
-"""Fixtures shared across the suite. Keep them generic: no test-specific behaviour here."""
+"""Fixtures shared across the suite. Keep them generic: no test-specific behaviour here.
+(The suite's tiers are the repository's ``conftest.py``.)"""
 
 from __future__ import annotations
 
