@@ -18,7 +18,7 @@ from harness_nb.notebook.agent_table import AgentTable, agent_row
 from harness_nb.subagents import SubAgentDefinition, parse_agent_text, resolve_tools
 from harness_nb.subagents.definition import CLAUDE_FIELDS, HONOURED, NOT_SUPPORTED, canonical_key
 from harness_nb.engine.frontmatter import load_frontmatter
-from harness_nb.subagents.loader import load_agent_dir, load_agent_file
+from harness_nb.subagents.loader import load_agent_file
 from harness_nb.subagents.memory import PRELOAD_LINES
 from harness_nb.testing import FakeLLMServer
 from harness_nb.tools import FunctionTool, ToolContext

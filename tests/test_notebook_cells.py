@@ -21,7 +21,6 @@ from notebook_support import (
     result_text,
     tool_results,
     wait_for_widget_text,
-    widget_text,
     write_script,
 )
 

@@ -24,7 +24,6 @@ from notebook_support import (
     task_state,
     tool_results,
     wait_for_widget_text,
-    widget_text,
     widgets_opened_by,
 )
 

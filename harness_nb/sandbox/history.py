@@ -26,7 +26,6 @@ import os
 import time
 import zlib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ..core.error import HarnessError
