@@ -3,7 +3,8 @@
 Plain ``pytest`` (no path, no ``-m``) runs the core tier only, in parallel; the slow tiers
 run by marker (``pytest -m kernel``, ``-m notebooks``, ``-m browser``); a path or node id
 runs what it names, whatever its tier; ``bash .ci/test`` runs every tier. A test's tier is
-its module's ``pytestmark`` or its own mark; nbval's cells are ``notebooks`` by their file.
+its module's ``pytestmark`` or its own mark; nbval's cells are ``notebooks`` by their file,
+and a test taking the ``kernel`` fixture (a module's shared kernel) is ``kernel``.
 A test that starts a kernel or a Jupyter server without its tier's mark fails, so none
 lands in the core tier by accident (``_launched_without_mark``).
 
@@ -54,11 +55,13 @@ def _tier(item: pytest.Item) -> str | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark nbval's cells ``notebooks``; run only the core tier when no path and no ``-m``
-    were given."""
+    """Mark nbval's cells ``notebooks`` and the tests that take a shared ``kernel`` fixture
+    ``kernel``; run only the core tier when no path and no ``-m`` were given."""
     for item in items:
         if item.path.suffix == ".ipynb":
             item.add_marker(pytest.mark.notebooks)
+        elif "kernel" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.kernel)
     if config.args_source == pytest.Config.ArgsSource.TESTPATHS and not config.option.markexpr:
         slow = [item for item in items if _tier(item) is not None]
         if slow:
