@@ -96,7 +96,9 @@ async def fresh_harness(
     harness (harness_nb unloaded and loaded again: no conversation, task, approval, rule or
     view of the tests before), the kernel's working directory and ``$HOME`` in ``folder``,
     its environment as it started plus ``env``, the process's secrets forgotten, no user
-    variables, and the frontend's record of messages and widgets emptied."""
+    variables, no ``HarnessNB`` section in IPython's config, and the frontend's record of messages and widgets emptied. (The settings'
+    defaults from ``$HARNESS_NB_*`` are read when harness_nb is first imported: a test of
+    those starts its own kernel with ``notebook(folder, env=...)``.)"""
     home = folder / "home"
     home.mkdir(exist_ok=True)
     snapshot = Path(k.cwd) / _ENV_SNAPSHOT  # k.cwd: where the kernel started
@@ -112,6 +114,7 @@ async def fresh_harness(
         "_os.environ.update(_env)\n"
         f"_os.chdir({str(folder)!r})\n"
         "_SECRETS.clear()\n"
+        "get_ipython().config.pop('HarnessNB', None)\n"
         "del _json, _os, _SECRETS, _f, _env"
     )
     await k.run("%load_ext harness_nb")

@@ -9,13 +9,9 @@ back exactly.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
-import pytest_asyncio
 
 from harness_nb.notebook.approval import REASON_PLACEHOLDER
-from harness_nb.testing.kernel_driver import KernelDriver
 from notebook_support import (
     comm_ids_showing,
     error_name,
@@ -26,7 +22,6 @@ from notebook_support import (
     read_text,
     result_text,
     run_views,
-    shared_kernel,
     task_state,
     tool_results,
     wait_for_widget_text,
@@ -34,14 +29,6 @@ from notebook_support import (
 )
 
 pytestmark = [pytest.mark.kernel, pytest.mark.asyncio(loop_scope="module")]
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def kernel(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[KernelDriver]:
-    """One kernel for the module's tests; each takes a fresh harness in it."""
-    async with shared_kernel(tmp_path_factory.mktemp("notebook-kernel")) as k:
-        yield k
-
 
 RM_BUILD = {"name": "bash", "arguments": {"command": "rm -rf build"}}
 
