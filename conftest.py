@@ -56,12 +56,14 @@ def _tier(item: pytest.Item) -> str | None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark nbval's cells ``notebooks`` and the tests that take a shared ``kernel`` fixture
-    ``kernel``; run only the core tier when no path and no ``-m`` were given."""
+    ``kernel``; keep each notebook's cells in order whatever pytest-randomly did (it runs
+    first); run only the core tier when no path and no ``-m`` were given."""
     for item in items:
         if item.path.suffix == ".ipynb":
             item.add_marker(pytest.mark.notebooks)
         elif "kernel" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.kernel)
+    _cells_in_order(items)
     if config.args_source == pytest.Config.ArgsSource.TESTPATHS and not config.option.markexpr:
         slow = [item for item in items if _tier(item) is not None]
         if slow:
@@ -94,3 +96,27 @@ def _launched_without_mark(item: pytest.Item) -> None:
                 "so it runs in its tier, not in the core tier",
                 pytrace=False,
             )
+
+
+def _cells_in_order(items: list[pytest.Item]) -> None:
+    """Put nbval's cells back in notebook and cell order, in the places they hold: a
+    notebook is one story, told in its kernel from the first cell to the last."""
+    places = [n for n, item in enumerate(items) if item.path.suffix == ".ipynb"]
+    cells = sorted((items[n] for n in places), key=lambda item: (str(item.path), getattr(item, "cell_num", 0)))
+    for n, cell in zip(places, cells):
+        items[n] = cell
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile``, with every notebook in one unit of work: the tutorial notebooks
+    run in one folder (``notebooks/``, their workdir) and make and remove files there, so
+    two at once would see each other's."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class NotebooksTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "notebooks" if ".ipynb::" in nodeid else super()._split_scope(nodeid)
+
+    return NotebooksTogether(config, log)
