@@ -115,8 +115,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
         return None
     from xdist.scheduler import LoadFileScheduling
 
-    class NotebooksTogether(LoadFileScheduling):
+    class LoadFileNotebooksTogether(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return "notebooks" if ".ipynb::" in nodeid else super()._split_scope(nodeid)
 
-    return NotebooksTogether(config, log)
+    return LoadFileNotebooksTogether(config, log)
