@@ -63,8 +63,10 @@ def _enter_helper(plan: Plan, homes: list[Path], needed: list[Path]) -> bool:
         if failed is not None and failed[0] == "stale":  # the workdir was replaced: a new view
             helper = mount_helper(SANDBOX_UID, fresh=True)
             failed = helper.prepare(cover=cover, reach=reach, workdir=str(plan.workdir))
-        # root-only secrets inside the workdir are the command's own there: hide them too
-        secrets = [(p, d) for p, d in root_secrets() if p.is_relative_to(plan.workdir)]
+        # root-only secrets inside an idmapped workdir are the uid's own there: hide them too,
+        # in this workdir and in those of earlier commands (the view keeps them mapped)
+        mapped = [Path(w) for w in helper.workdirs]
+        secrets = [(p, d) for p, d in root_secrets() if any(p.is_relative_to(w) for w in mapped)]
         # what the command's uid cannot see needs no hiding, and cannot be mounted on
         candidates = [*plan.protected, *(p for p, _ in (*plan.hidden, *secrets))]
         seen = dict(zip(candidates, helper.visible([str(p) for p in candidates]))) if failed is None else {}
