@@ -73,6 +73,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item: pytest.Item) -> Any:
+    """Count launches from the start of the test's setup (a module's kernel starts there)."""
     _launched.clear()
     return (yield)
 
@@ -107,6 +108,7 @@ def _cells_in_order(items: list[pytest.Item]) -> None:
         items[n] = cell
 
 
+@pytest.hookimpl(optionalhook=True)  # without xdist (-p no:xdist) nothing asks for it
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``--dist loadfile``, with every notebook in one unit of work: the tutorial notebooks
     run in one folder (``notebooks/``, their workdir) and make and remove files there, so
