@@ -60,7 +60,7 @@ async def sample_latency(k: KernelDriver, samples: int, gap: float) -> list[floa
     for _ in range(samples):
         t0 = time.perf_counter()
         cell = k.execute(TRIVIAL_CELL)
-        await k.wait_for(lambda: cell.reply is not None, 60, "the trivial cell's reply")
+        await k.wait_for(lambda: cell.reply is not None, 60, "the trivial cell's reply")  # noqa: B023 - awaited here
         out.append(time.perf_counter() - t0)
         if cell.status != "ok":
             raise RuntimeError(f"the trivial cell failed: {k.error(cell)}")
@@ -121,7 +121,7 @@ def widget_traffic(k: KernelDriver, views: list[str], chunks_per_second: float) 
         if owning is not None:
             times[owning].append(t)
     per_view = []
-    for view, ts in times.items():
+    for ts in times.values():
         if len(ts) < 2:
             continue
         span = ts[-1] - ts[0]

@@ -1,11 +1,18 @@
-"""Fixtures shared across the suite. Keep them generic: no test-specific behaviour here."""
+"""Fixtures shared across the suite. Keep them generic: no test-specific behaviour here.
+(The suite's tiers are the repository's ``conftest.py``.)"""
 
 from __future__ import annotations
 
 import socket
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+import pytest_asyncio
+
+if TYPE_CHECKING:
+    from harness_nb.testing.kernel_driver import KernelDriver
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -61,3 +68,15 @@ def closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def kernel(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[KernelDriver]:
+    """One kernel shared by the tests of a module (starting one is most of a kernel test's
+    time): each test takes a fresh harness in it with ``notebook_support.fresh_harness`` and
+    runs on the module's loop (``pytest.mark.asyncio(loop_scope="module")``). A test taking it
+    is in the kernel tier."""
+    from notebook_support import shared_kernel
+
+    async with shared_kernel(tmp_path_factory.mktemp(request.module.__name__)) as k:
+        yield k

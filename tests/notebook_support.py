@@ -1,11 +1,16 @@
 """Shared pieces of the real-kernel notebook tests.
 
-Every test starts an ipykernel through ``KernelDriver`` (a frontend stand-in: it runs cells,
+A test drives an ipykernel through ``KernelDriver`` (a frontend stand-in: it runs cells,
 tracks widget models, clicks buttons with the comm message JupyterLab sends, interrupts),
 loads ``harness_nb`` and points ``HarnessNB.model`` at a small scripted model written into
 the test's folder, which is also the kernel's working directory and ``$HOME`` (so a
 developer's own ``~/.claude/agents`` never leak in). What the model was sent is read back
 from the scripted provider inside the kernel.
+
+Starting a kernel is most of such a test's time, so the tests of a module share one
+(``shared_kernel``, a module-scoped fixture) and each takes a fresh harness in it
+(``fresh_harness``); a test that interrupts, restarts or kills the kernel, or needs one
+never used before, starts its own (``notebook``).
 """
 
 from __future__ import annotations
@@ -68,6 +73,59 @@ async def notebook(
             written = write_script(folder, script)
             await k.run(f"%config HarnessNB.model = 'scripted/{written if cwd is None else folder / written}'")
         yield k
+
+
+_ENV_SNAPSHOT = ".kernel-env.json"
+
+
+@asynccontextmanager
+async def shared_kernel(folder: Path) -> AsyncIterator[KernelDriver]:
+    """A kernel for the tests of one module: ``notebook(folder)``, with the environment it
+    started with kept in ``folder`` (its ``cwd``) for ``fresh_harness`` to restore."""
+    async with notebook(folder) as k:
+        snapshot = folder / _ENV_SNAPSHOT
+        await k.run(f"import json, os\nwith open({str(snapshot)!r}, 'w') as f:\n    json.dump(dict(os.environ), f)")
+        k.forget()
+        yield k
+
+
+async def fresh_harness(
+    k: KernelDriver,
+    folder: Path,
+    script: dict[str, Any] | list[Any] | None = None,
+    *,
+    env: dict[str, str] | None = None,
+) -> KernelDriver:
+    """What ``notebook(folder, script, env=env)`` gives a test, in a ``shared_kernel``: a new
+    harness (harness_nb unloaded and loaded again: no conversation, task, approval, rule or
+    view of the tests before), the kernel's working directory and ``$HOME`` in ``folder``,
+    its environment as it started plus ``env``, the process's secrets forgotten, no user
+    variables, no ``HarnessNB`` section in IPython's config, and the frontend's record of messages and widgets emptied. (The settings'
+    defaults from ``$HARNESS_NB_*`` are read when harness_nb is first imported: a test of
+    those starts its own kernel with ``notebook(folder, env=...)``.)"""
+    home = folder / "home"
+    home.mkdir(exist_ok=True)
+    snapshot = Path(k.cwd) / _ENV_SNAPSHOT  # k.cwd: where the kernel started
+    await k.run("%unload_ext harness_nb")
+    await k.run(
+        "%reset -f\n"
+        "import json as _json, os as _os\n"
+        "from harness_nb.core.secret import SECRETS as _SECRETS\n"
+        f"with open({str(snapshot)!r}) as _f:\n"
+        "    _env = _json.load(_f)\n"
+        f"_env.update({{'HOME': {str(home)!r}, **{env or {}!r}}})\n"
+        "_os.environ.clear()\n"
+        "_os.environ.update(_env)\n"
+        f"_os.chdir({str(folder)!r})\n"
+        "_SECRETS.clear()\n"
+        "get_ipython().config.pop('HarnessNB', None)\n"
+        "del _json, _os, _SECRETS, _f, _env"
+    )
+    await k.run("%load_ext harness_nb")
+    if script is not None:
+        await k.run(f"%config HarnessNB.model = 'scripted/{write_script(folder, script)}'")
+    k.forget()
+    return k
 
 
 async def kernel_json(k: KernelDriver, expr: str, *, setup: str = "") -> Any:

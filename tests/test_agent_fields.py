@@ -19,6 +19,7 @@ from harness_nb.harness import Harness
 from harness_nb.notebook.widgets.agent_table import AgentTable, agent_row
 from harness_nb.subagents import SubAgentDefinition, parse_agent_text, resolve_tools
 from harness_nb.subagents.definition import CLAUDE_FIELDS, HONOURED, NOT_SUPPORTED, canonical_key
+from harness_nb.core.frontmatter import load_frontmatter
 from harness_nb.subagents.loader import load_agent_dir, load_agent_file
 from harness_nb.subagents.memory import PRELOAD_LINES
 from harness_nb.testing import FakeLLMServer

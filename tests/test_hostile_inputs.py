@@ -132,7 +132,7 @@ def test_deep_nesting_is_refused_without_recursion(agents_dir: Path) -> None:
     assert [d.name for d in result.definitions] == ["fine"]
     (warning,) = result.warnings
     assert warning.startswith(f"agents/deep.md: skipped: YAML nested more than {YAML_MAX_DEPTH} levels")
-    assert f"levels deep at line 4;" in warning, "the line of the file, where x: starts"
+    assert "levels deep at line 4;" in warning, "the line of the file, where x: starts"
 
 
 def test_oversized_frontmatter_and_file_are_refused_unread(agents_dir: Path) -> None:

@@ -2,8 +2,8 @@
 is an error with one line naming the setting, the value and the fix; the old value stays,
 and later runs use (and show) it. The same for ``%%agent --max-turns``.
 
-The tests share one kernel (starting one per test is most of their time); each sets the
-settings it relies on.
+The tests share one kernel (starting one per test is most of their time), each with a
+fresh harness in it.
 """
 
 from __future__ import annotations
@@ -12,29 +12,16 @@ import asyncio
 import os
 import re
 import sys
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from harness_nb.settings import SETTINGS
 from harness_nb.testing.kernel_driver import Cell, KernelDriver
-from notebook_support import HARNESS, error_name, kernel_json, notebook, result_text, run_views, write_script
+from notebook_support import HARNESS, error_name, fresh_harness, kernel_json, result_text, run_views, write_script
 
 pytestmark = [pytest.mark.kernel, pytest.mark.asyncio(loop_scope="module")]
 
 OLD_MODEL = "scripted/old.yaml"
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def kernel(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[KernelDriver]:
-    async with notebook(tmp_path_factory.mktemp("config")) as k:
-        yield k
-
-
-def folder_of(k: KernelDriver) -> Path:
-    return Path(k.cwd)
 
 
 def assert_refused(k: KernelDriver, cell: Cell, *fragments: str) -> str:
@@ -52,11 +39,11 @@ async def setting(k: KernelDriver, name: str) -> str:
     return result_text(await k.run(f"%config HarnessNB.{name}"))
 
 
-async def test_a_model_that_cannot_work_fails_its_cell_and_the_old_one_keeps_running(kernel):
+async def test_a_model_that_cannot_work_fails_its_cell_and_the_old_one_keeps_running(kernel, tmp_path):
     """The bug: ``%config HarnessNB.model = "nope"`` reported ok while later runs used the
     old model under a header saying "nope"."""
-    k = kernel
-    write_script(folder_of(k), {"agents": {"main": [{"text": "answered by the old model"}] * 2}}, "old.yaml")
+    k = await fresh_harness(kernel, tmp_path)
+    write_script(tmp_path, {"agents": {"main": [{"text": "answered by the old model"}] * 2}}, "old.yaml")
     await k.run(f"%config HarnessNB.model = {OLD_MODEL!r}")
     assert result_text(await k.run("%%agent\nhello")) == "answered by the old model"
 
@@ -70,8 +57,8 @@ async def test_a_model_that_cannot_work_fails_its_cell_and_the_old_one_keeps_run
     assert OLD_MODEL in run_views(k)[-1].header
 
 
-async def test_impossible_values_fail_their_cell_and_change_nothing(kernel):
-    k = kernel
+async def test_impossible_values_fail_their_cell_and_change_nothing(kernel, tmp_path):
+    k = await fresh_harness(kernel, tmp_path)
     cases = {
         "max_turns = 0": ["HarnessNB.max_turns = 0", "max_turns must be a whole number above 0", "stays 50"],
         "max_turns = -1": ["HarnessNB.max_turns = -1", "above 0"],
@@ -106,9 +93,9 @@ async def test_impossible_values_fail_their_cell_and_change_nothing(kernel):
     assert {name: await setting(k, name) for name in before} == before
 
 
-async def test_good_values_and_other_config_lines_still_apply(kernel):
-    k = kernel
-    (folder_of(k) / "project").mkdir()
+async def test_good_values_and_other_config_lines_still_apply(kernel, tmp_path):
+    k = await fresh_harness(kernel, tmp_path)
+    (tmp_path / "project").mkdir()
     await k.run("turns = 7\n%config HarnessNB.max_turns = turns")
     assert await setting(k, "max_turns") == "7"
     await k.run("%config HarnessNB.workdir = 'project'")
@@ -125,10 +112,10 @@ async def test_good_values_and_other_config_lines_still_apply(kernel):
     assert result_text(await k.run("get_ipython().history_manager.db_log_output")) == "True"
 
 
-async def test_provider_options_are_checked_when_set(kernel):
+async def test_provider_options_are_checked_when_set(kernel, tmp_path):
     """``HarnessNB.provider_options`` takes the fields of ``ProviderOptions``; a wrong key or
     value fails its cell, the ``.update(…)`` form included."""
-    k = kernel
+    k = await fresh_harness(kernel, tmp_path)
     assert await setting(k, "provider_options") == "{}"
     cases = {
         "= {'temprature': 0.2}": ["unknown provider option 'temprature'", "did you mean temperature?", "stays {}"],
@@ -141,14 +128,13 @@ async def test_provider_options_are_checked_when_set(kernel):
     await k.run("%config HarnessNB.provider_options = {'temperature': 0.2}")
     await k.run("%config HarnessNB.provider_options.update({'max_tokens': 256})")
     assert await setting(k, "provider_options") == "{'temperature': 0.2, 'max_tokens': 256}"
-    await k.run("%config HarnessNB.provider_options = {}")
 
 
-async def test_replay_pace_is_checked_when_set_and_reaches_the_replay(kernel):
+async def test_replay_pace_is_checked_when_set_and_reaches_the_replay(kernel, tmp_path):
     """``HarnessNB.replay_pace`` takes 'instant', 'recorded' or a speed factor; anything else
     fails its cell. The value set is the pace of the replay model the next run uses."""
-    k = kernel
-    (folder_of(k) / "lesson.jsonl").write_text("")
+    k = await fresh_harness(kernel, tmp_path)
+    (tmp_path / "lesson.jsonl").write_text("")
     rule = "'instant', 'recorded' or a speed factor above 0"
     cases = {
         "'fast'": ["HarnessNB.replay_pace = 'fast'", rule, "stays None"],
@@ -171,23 +157,22 @@ async def test_replay_pace_is_checked_when_set_and_reaches_the_replay(kernel):
         await k.run("%config HarnessNB.replay_pace = None\n%config HarnessNB.model = None")
 
 
-async def test_allow_rules_set_with_config_let_a_call_run_without_a_card(kernel):
-    k = kernel
-    (folder_of(k) / "made" / "by" / "rule").mkdir(parents=True)
+async def test_allow_rules_set_with_config_let_a_call_run_without_a_card(kernel, tmp_path):
+    k = await fresh_harness(kernel, tmp_path)
+    (tmp_path / "made" / "by" / "rule").mkdir(parents=True)
     clean = {"name": "bash", "arguments": {"command": "rm -rf made"}}  # asks, sandboxed or not
-    write_script(folder_of(k), {"agents": {"main": [{"tool_calls": [clean]}, {"text": "cleaned"}]}}, "rule.yaml")
+    write_script(tmp_path, {"agents": {"main": [{"tool_calls": [clean]}, {"text": "cleaned"}]}}, "rule.yaml")
     await k.run("%config HarnessNB.model = 'scripted/rule.yaml'")
     await k.run("%config HarnessNB.allow = ['Bash(rm -rf made)']")
     assert result_text(await k.run("%%agent\nclean it")) == "cleaned"
-    assert not (folder_of(k) / "made").exists(), "ran without a card"
-    await k.run("%config HarnessNB.allow = []")
+    assert not (tmp_path / "made").exists(), "ran without a card"
 
 
-async def test_budgets_and_prices_are_checked_when_set_and_then_used(kernel):
+async def test_budgets_and_prices_are_checked_when_set_and_then_used(kernel, tmp_path):
     """``budget_usd``, ``subagent_budget_usd`` and ``prices`` refuse what cannot work; a
     price set here prices the next run (its header shows the cost), and a budget stops the
     run before the call that would pass it."""
-    k = kernel
+    k = await fresh_harness(kernel, tmp_path)
     cases = {
         "budget_usd = -1": ["HarnessNB.budget_usd = -1", "budget_usd must be a number above 0", "stays 0.0"],
         "subagent_budget_usd = -0.5": ["HarnessNB.subagent_budget_usd = -0.5", "stays 0.0"],
@@ -198,23 +183,20 @@ async def test_budgets_and_prices_are_checked_when_set_and_then_used(kernel):
         assert_refused(k, await k.run(f"%config HarnessNB.{statement}", check=False), *fragments)
 
     spend = {"text": "Spent.", "tool_calls": [{"name": "ls", "arguments": {}}], "usage": {"input_tokens": 10_000, "output_tokens": 1_000}}
-    write_script(folder_of(k), {"agents": {"main": [spend, {"text": "done", "usage": {"input_tokens": 10_000, "output_tokens": 1_000}}] * 2}}, "priced.yaml")
+    write_script(tmp_path, {"agents": {"main": [spend, {"text": "done", "usage": {"input_tokens": 10_000, "output_tokens": 1_000}}] * 2}}, "priced.yaml")
     await k.run("%config HarnessNB.model = 'scripted/priced.yaml'")
     await k.run("%config HarnessNB.prices = {'scripted/priced.yaml': {'input': 1.0, 'output': 10.0}}")
     await k.run("%%agent\nspend a little")
     assert " s · $0.0400" in run_views(k)[-1].header  # two calls of $0.02 (then the context gauge)
     await k.run("%config HarnessNB.budget_usd = 0.03")
-    try:
-        stopped = result_text(await k.run("%%agent\nspend again"))
-        assert re.search(r"next call may cost \$0\.020\d and this run has \$0\.0100 of its \$0\.0300 budget left", stopped)
-        assert "stopped: budget_usd" in run_views(k)[-1].header
-    finally:  # the tests share one kernel
-        await k.run("%config HarnessNB.budget_usd = 0\n%config HarnessNB.prices = {}")
+    stopped = result_text(await k.run("%%agent\nspend again"))
+    assert re.search(r"next call may cost \$0\.020\d and this run has \$0\.0100 of its \$0\.0300 budget left", stopped)
+    assert "stopped: budget_usd" in run_views(k)[-1].header
 
 
-async def test_agent_max_turns_must_be_one_or_more(kernel):
-    k = kernel
-    write_script(folder_of(k), {"agents": {"main": [{"text": "one turn was enough"}]}}, "once.yaml")
+async def test_agent_max_turns_must_be_one_or_more(kernel, tmp_path):
+    k = await fresh_harness(kernel, tmp_path)
+    write_script(tmp_path, {"agents": {"main": [{"text": "one turn was enough"}]}}, "once.yaml")
     await k.run("%config HarnessNB.model = 'scripted/once.yaml'")
     for value in ("0", "-1"):
         refused = await k.run(f"%%agent --max-turns {value}\nhello", check=False)
@@ -223,10 +205,10 @@ async def test_agent_max_turns_must_be_one_or_more(kernel):
     assert result_text(await k.run("%%agent --max-turns 1\nhello")) == "one turn was enough"
 
 
-async def test_a_bad_value_from_the_ipython_config_stops_loading(kernel):
+async def test_a_bad_value_from_the_ipython_config_stops_loading(kernel, tmp_path):
     """A config file's value is checked when the extension loads: ``%load_ext`` fails with
     the same one line instead of a traceback, and nothing is half-registered."""
-    k = kernel
+    k = await fresh_harness(kernel, tmp_path)
     await k.run("%unload_ext harness_nb")
     await k.run("get_ipython().config.HarnessNB.max_turns = 0")
     refused = await k.run("%load_ext harness_nb", check=False)

@@ -3,7 +3,10 @@
 
 How a live view coalesces a fast stream is tested with a hand-moved clock in
 ``test_views.py``; the widget messages a second it sends in a kernel are measured, not
-asserted, by ``benchmarks/bench_kernel.py``."""
+asserted, by ``benchmarks/bench_kernel.py``.
+
+The tests share the module's kernel, each with a fresh harness; those that interrupt the
+kernel start their own."""
 
 from __future__ import annotations
 
@@ -13,6 +16,8 @@ import pytest
 from notebook_support import (
     error_name,
     kernel_json,
+
+    fresh_harness,
     model_requests,
     notebook,
     result_text,
@@ -20,7 +25,7 @@ from notebook_support import (
     wait_for_widget_text,
 )
 
-pytestmark = pytest.mark.kernel
+pytestmark = [pytest.mark.kernel, pytest.mark.asyncio(loop_scope="module")]
 
 NAMESPACE = """
 class Point:
@@ -40,7 +45,7 @@ def _inspect(name: str, call_id: str) -> dict[str, object]:
     return {"id": call_id, "name": "inspect_variable", "arguments": {"name": name}}
 
 
-async def test_inspect_variable_is_bounded_and_run_python_asks(tmp_path):
+async def test_inspect_variable_is_bounded_and_run_python_asks(kernel, tmp_path):
     """``list_variables`` and ``inspect_variable`` describe the notebook's objects (type,
     length, a preview) in a few KB even for a 2.8 MB string; an unknown name gets the list of
     variables. ``run_python`` shows an approval card first and, once approved, runs in the
@@ -63,56 +68,56 @@ async def test_inspect_variable_is_bounded_and_run_python_asks(tmp_path):
             ]
         }
     }
-    async with notebook(tmp_path, script) as k:
-        await k.run(NAMESPACE)
-        run = k.execute("%%agent\nlook at my variables, then set answer")
-        card = await wait_for_widget_text(k, "Approve run_python?")
-        assert "run_python always asks for approval" in card and "answer = 41 + 1" in card
-        k.click(await k.wait_for_button("Approve"))
-        await k.finished(run)
-        assert result_text(run) == "answer is now 42."
-        assert result_text(await k.run("answer")) == "42"
+    k = await fresh_harness(kernel, tmp_path, script)
+    await k.run(NAMESPACE)
+    run = k.execute("%%agent\nlook at my variables, then set answer")
+    card = await wait_for_widget_text(k, "Approve run_python?")
+    assert "run_python always asks for approval" in card and "answer = 41 + 1" in card
+    k.click(await k.wait_for_button("Approve"))
+    await k.finished(run)
+    assert result_text(run) == "answer is now 42."
+    assert result_text(await k.run("answer")) == "42"
 
-        requests = await model_requests(k, "main")
-        listing, point, numbers, table, big, missing = tool_results(requests[1])
-        assert "point: Point" in listing and "numbers: list len 10000" in listing
-        assert "table: dict len 500" in listing and "big: str len 2800000" in listing
-        assert "Point" not in listing.split("point: Point")[0], "classes are not listed as variables"
-        assert point == "type: __main__.Point\nrepr: Point(x=1, y=2)"
-        assert numbers.startswith("type: list\nlength: 10000\nfirst items: [0, 1, 2")
-        assert table.startswith("type: dict\nlength: 500\nitems:\n  'key0': 0\n  'key1': 1")
-        assert big.startswith("type: str\nlength: 2,800,000 characters\ntext: 'spam and eggs")
-        assert "nothing_here" in missing and "big, numbers, point, table" in missing
-        for result in (listing, point, numbers, table, big):
-            assert len(result) <= 4_100, len(result)
-        assert tool_results(requests[2])[-1] == "set\n42\nstatus: ok"
+    requests = await model_requests(k, "main")
+    listing, point, numbers, table, big, missing = tool_results(requests[1])
+    assert "point: Point" in listing and "numbers: list len 10000" in listing
+    assert "table: dict len 500" in listing and "big: str len 2800000" in listing
+    assert "Point" not in listing.split("point: Point")[0], "classes are not listed as variables"
+    assert point == "type: __main__.Point\nrepr: Point(x=1, y=2)"
+    assert numbers.startswith("type: list\nlength: 10000\nfirst items: [0, 1, 2")
+    assert table.startswith("type: dict\nlength: 500\nitems:\n  'key0': 0\n  'key1': 1")
+    assert big.startswith("type: str\nlength: 2,800,000 characters\ntext: 'spam and eggs")
+    assert "nothing_here" in missing and "big, numbers, point, table" in missing
+    for result in (listing, point, numbers, table, big):
+        assert len(result) <= 4_100, len(result)
+    assert tool_results(requests[2])[-1] == "set\n42\nstatus: ok"
 
 
 @pytest.mark.skipif(
     importlib.util.find_spec("numpy") is None or importlib.util.find_spec("pandas") is None,
     reason="numpy and pandas are not installed",
 )
-async def test_inspect_variable_on_arrays_and_dataframes(tmp_path):
+async def test_inspect_variable_on_arrays_and_dataframes(kernel, tmp_path):
     """For an array: shape, dtype and values with the middle elided; for a DataFrame: shape,
     dtypes, the head and the missing values — bounded for a million rows."""
     script = {"agents": {"main": [{"tool_calls": [_inspect("arr", "arr"), _inspect("df", "df")]}, {"text": "seen"}]}}
-    async with notebook(tmp_path, script) as k:
-        await k.run(
-            "import numpy as np, pandas as pd\n"
-            "arr = np.arange(1_000_000, dtype='int64').reshape(1000, 1000)\n"
-            "df = pd.DataFrame({'a': range(1_000_000), 'b': ['x'] * 1_000_000})\n"
-            "df.loc[3, 'b'] = None"
-        )
-        await k.run("%%agent\nlook at arr and df")
-        arr, df = tool_results((await model_requests(k, "main"))[1])
-        assert "shape: (1000, 1000)" in arr and "dtype: int64" in arr and "..." in arr
-        assert "shape: (1000000, 2)" in df and "a: int64" in df
-        assert "b: object" in df or "b: str" in df  # pandas 3 infers a string dtype
-        assert "head(5):" in df and "missing values: {'b': 1}" in df
-        assert len(arr) <= 4_100 and len(df) <= 4_100
+    k = await fresh_harness(kernel, tmp_path, script)
+    await k.run(
+        "import numpy as np, pandas as pd\n"
+        "arr = np.arange(1_000_000, dtype='int64').reshape(1000, 1000)\n"
+        "df = pd.DataFrame({'a': range(1_000_000), 'b': ['x'] * 1_000_000})\n"
+        "df.loc[3, 'b'] = None"
+    )
+    await k.run("%%agent\nlook at arr and df")
+    arr, df = tool_results((await model_requests(k, "main"))[1])
+    assert "shape: (1000, 1000)" in arr and "dtype: int64" in arr and "..." in arr
+    assert "shape: (1000000, 2)" in df and "a: int64" in df
+    assert "b: object" in df or "b: str" in df  # pandas 3 infers a string dtype
+    assert "head(5):" in df and "missing values: {'b': 1}" in df
+    assert len(arr) <= 4_100 and len(df) <= 4_100
 
 
-async def test_credential_named_variables_and_mapping_keys_are_masked(tmp_path):
+async def test_credential_named_variables_and_mapping_keys_are_masked(kernel, tmp_path):
     """Issue 18: ``inspect_variable`` showed ``db_password`` and ``creds["token"]`` as they
     are. Now a credential-named variable is shown by type (and a mapping's keys) only, a
     short one too; elsewhere a mapping's values under credential-named keys are masked at
@@ -136,17 +141,17 @@ async def test_credential_named_variables_and_mapping_keys_are_masked(tmp_path):
         }
     }
     secrets = ("Tr0ub4dor-and-3x", "abc", "tok-9f8e7d6c5b4a", "nested-pw-12345")
-    async with notebook(tmp_path, script) as k:
-        await k.run("%config HarnessNB.approval_policy = 'never'")
-        await k.run(
-            f"db_password = {secrets[0]!r}\ndb_pwd = {secrets[1]!r}\n"
-            f"creds = {{'user': 'ann', 'token': {secrets[2]!r}}}\n"
-            f"config = {{'db': {{'host': 'localhost', 'password': {secrets[3]!r}}}, 'retries': 3}}"
-        )
-        await k.run("%%agent\nlook at my variables")
-        requests = await model_requests(k, "main")
-        listing, password, pwd, creds, config = tool_results(requests[1])
-        (printed,) = tool_results(requests[2])[-1:]
+    k = await fresh_harness(kernel, tmp_path, script)
+    await k.run("%config HarnessNB.approval_policy = 'never'")
+    await k.run(
+        f"db_password = {secrets[0]!r}\ndb_pwd = {secrets[1]!r}\n"
+        f"creds = {{'user': 'ann', 'token': {secrets[2]!r}}}\n"
+        f"config = {{'db': {{'host': 'localhost', 'password': {secrets[3]!r}}}, 'retries': 3}}"
+    )
+    await k.run("%%agent\nlook at my variables")
+    requests = await model_requests(k, "main")
+    listing, password, pwd, creds, config = tool_results(requests[1])
+    (printed,) = tool_results(requests[2])[-1:]
     assert "db_password: str (value masked)" in listing and "config: dict len 2" in listing
     assert password.startswith("type: str\nvalue: [redacted] (the name 'db_password' looks like a credential")
     assert pwd.startswith("type: str\nvalue: [redacted]")
@@ -187,7 +192,7 @@ wide = {"group": {"password": "Pw8wIde", **{f"k{i}": i for i in range(300)}}}
 NESTED_SECRETS = ("Pw1dEEp", "Tk2dAtA", "Pw3nSpc", "Pw4lIst", "Tk5lIst", "Pw6nTup", "Pw7sLot", "Pw8wIde", "Pw9fRam")
 
 
-async def test_credentials_nested_at_any_depth_never_reach_the_model(tmp_path):
+async def test_credentials_nested_at_any_depth_never_reach_the_model(kernel, tmp_path):
     """The attacker's finding: masking looked at the variable's name and a mapping's keys
     a few levels down. Short values (which ``Secrets`` does not learn) at any depth — in a
     deep dict, a dataclass or namespace attribute, a list of dicts and objects, a
@@ -198,12 +203,12 @@ async def test_credentials_nested_at_any_depth_never_reach_the_model(tmp_path):
     names += ["frame"] if pandas else []
     calls = [{"id": "vars", "name": "list_variables", "arguments": {}}, *(_inspect(n, n) for n in names)]
     script = {"agents": {"main": [{"tool_calls": calls}, {"text": "seen"}]}}
-    async with notebook(tmp_path, script) as k:
-        await k.run(NESTED_CREDENTIALS)
-        if pandas:
-            await k.run("import pandas as pd\nframe = pd.DataFrame({'user': ['ann'], 'Password': ['Pw9fRam']})")
-        await k.run("%%agent\nlook at my variables")
-        results = tool_results((await model_requests(k, "main"))[1])
+    k = await fresh_harness(kernel, tmp_path, script)
+    await k.run(NESTED_CREDENTIALS)
+    if pandas:
+        await k.run("import pandas as pd\nframe = pd.DataFrame({'user': ['ann'], 'Password': ['Pw9fRam']})")
+    await k.run("%%agent\nlook at my variables")
+    results = tool_results((await model_requests(k, "main"))[1])
     assert len(results) == len(names) + 1
     for result in results:
         assert not any(secret in result for secret in NESTED_SECRETS), result

@@ -205,6 +205,8 @@ async def test_a_queued_task_can_be_cancelled_before_it_starts(tmp_path):
 
 
 async def test_a_huge_background_result_is_injected_shortened_with_the_path_of_the_whole(tmp_path):
+    """The task ends after the run that started it (a gate file holds it), so its result is
+    injected into the next run's request."""
     big = "row " * 20_000  # 80,000 characters
     h, provider = scripted(
         tmp_path,
@@ -214,12 +216,16 @@ async def test_a_huge_background_result_is_injected_shortened_with_the_path_of_t
                 {"match": "start", "text": "started"},
                 {"text": "seen"},
             ],
-            "general-purpose": [{"text": big}],
+            "general-purpose": [
+                {"tool_calls": [call("bash", command="until [ -e gate ]; do sleep 0.05; done")]},
+                {"text": big},
+            ],
         },
         offload_chars=5_000,
     )
     await h.run("start")
-    await h.tracker.wait("bg-1", timeout=10)
+    (tmp_path / "gate").touch()
+    await h.tracker.wait("bg-1", timeout=30)
     await h.run("next")
     injected = provider.requests[-1].messages[-1].content  # injected after the prompt
     assert injected.startswith('<background-task-completed id="bg-1"')

@@ -81,25 +81,31 @@ async def test_the_issues_escapes_get_nothing_out(name, identity, workdir, home,
 
 
 async def test_root_only_files_are_out_of_reach_as_the_sandbox_uid(workdir):
-    """Not hidden one by one, as the weaker mode must: the uid is not allowed to read them."""
+    """Not hidden one by one, as the weaker mode must: the uid is not allowed to read them
+    (in a helper's view no earlier command shaped: one whose workdir was /etc hides them)."""
+    stop_mount_helper()
     sandbox = identity_sandbox("idmapped")
     output = await output_of(sandbox, workdir, "cat /etc/shadow /etc/gshadow; ls /root/.ssh")
     assert output.count("Permission denied") == 2, output
     assert "/root/.ssh': No such file or directory" in output  # root's home is covered
 
 
-async def test_root_only_secrets_inside_the_workdir_stay_hidden():
+async def test_root_only_secrets_inside_the_workdir_stay_hidden(workdir):
     """A workdir holding what only root may read (here /etc) is the command's own through
-    the idmapped mount: the known secrets there are hidden as in the weaker mode."""
+    the idmapped mount: the known secrets there are hidden as in the weaker mode — and stay
+    hidden from the commands that run in another workdir after it (the helper's view keeps
+    /etc mapped; they read /etc/shadow when only the current workdir's secrets were hidden)."""
     sandbox = identity_sandbox("idmapped")
     kept = Path("/etc/.harness_nb")  # the sandbox keeps this mount point it makes
     existed = kept.exists()
     try:
         output = await output_of(sandbox, Path("/etc"), "cat shadow gshadow | grep -c . ; head -1 passwd")
+        later = await output_of(sandbox, workdir, ESCAPES["shadow read"])
     finally:
         if not existed and kept.is_dir():
             kept.rmdir()
     assert output.startswith("0\nroot:x:0:0:") and output.endswith("exit code: 0"), output
+    assert escaped("shadow read", later, workdir, workdir) is None, later
 
 
 @pytest.mark.parametrize("identity", IDENTITIES)

@@ -7,6 +7,8 @@ Under bubblewrap every child dies, ``setsid`` ones included, even on SIGKILL
 (``--die-with-parent`` and the sandbox's pid namespace). Unsandboxed, children in the
 command's process group die when the kernel exits normally (shutdown, restart: the
 interpreter's exit handler); a SIGKILLed kernel cannot take them along (see DESIGN §2.1).
+
+The tests that end no kernel share the module's, each with a fresh harness in it.
 """
 
 from __future__ import annotations
@@ -22,10 +24,10 @@ import pytest
 from jupyter_client.provisioning import LocalProvisioner
 
 from harness_nb.testing.kernel_driver import KernelDriver
-from notebook_support import error_name, kernel_json, notebook, write_script
+from notebook_support import error_name, fresh_harness, kernel_json, notebook, write_script
 from sandbox_support import bwrap_sandbox, helper_pids, identity_sandbox, kill_all, sleep_arg, wait_gone, wait_running
 
-pytestmark = pytest.mark.kernel
+pytestmark = [pytest.mark.kernel, pytest.mark.asyncio(loop_scope="module")]
 
 
 def _script(command: str) -> dict[str, Any]:
@@ -72,31 +74,31 @@ async def test_unsandboxed_children_die_when_the_kernel_exits(tmp_path, how):
     await _children_die_with_the_kernel(tmp_path, "off", "sleep {d} & sleep {d} > /dev/null 2>&1 &", how)
 
 
-async def test_unsandboxed_bash_is_named_in_agents(tmp_path):
-    async with notebook(tmp_path) as k:
-        await k.run("%config HarnessNB.sandbox = 'off'")
-        assert "warning: bash is not sandboxed: the sandbox setting is 'off'" in k.text(await k.run("%agents"))
+async def test_unsandboxed_bash_is_named_in_agents(kernel, tmp_path):
+    k = await fresh_harness(kernel, tmp_path)
+    await k.run("%config HarnessNB.sandbox = 'off'")
+    assert "warning: bash is not sandboxed: the sandbox setting is 'off'" in k.text(await k.run("%agents"))
 
 
-async def test_the_kernels_connection_file_is_hidden(tmp_path):
+async def test_the_kernels_connection_file_is_hidden(kernel, tmp_path):
     """Its key lets a process drive the kernel (with the network allowed, over loopback)."""
     bwrap_sandbox()
-    async with notebook(tmp_path) as k:
-        connection = k.km.connection_file
-        key = json.loads(Path(connection).read_text())["key"]
-        call = {"name": "bash", "arguments": {"command": f"cat {connection}"}}
-        name = write_script(tmp_path, {"agents": {"main": [{"tool_calls": [call]}, {"text": "done"}]}})
-        await k.run(f"%config HarnessNB.model = 'scripted/{name}'")
-        await k.run("%config HarnessNB.sandbox_network = True")
-        await k.run("%%agent\nread it")
-        shown = await kernel_json(
-            k,
-            "{'hidden': [str(p) for p in h.sandbox.hidden], "
-            "'results': [m.content for m in h.provider.requests[-1].messages if m.role == 'tool']}",
-            setup="from harness_nb.notebook import current_harness; h = current_harness()",
-        )
-        assert shown["hidden"] == [connection]
-        assert len(shown["results"]) == 1 and key not in shown["results"][0]
+    k = await fresh_harness(kernel, tmp_path)
+    connection = k.km.connection_file
+    key = json.loads(Path(connection).read_text())["key"]
+    call = {"name": "bash", "arguments": {"command": f"cat {connection}"}}
+    name = write_script(tmp_path, {"agents": {"main": [{"tool_calls": [call]}, {"text": "done"}]}})
+    await k.run(f"%config HarnessNB.model = 'scripted/{name}'")
+    await k.run("%config HarnessNB.sandbox_network = True")
+    await k.run("%%agent\nread it")
+    shown = await kernel_json(
+        k,
+        "{'hidden': [str(p) for p in h.sandbox.hidden], "
+        "'results': [m.content for m in h.provider.requests[-1].messages if m.role == 'tool']}",
+        setup="from harness_nb.notebook import current_harness; h = current_harness()",
+    )
+    assert shown["hidden"] == [connection]
+    assert len(shown["results"]) == 1 and key not in shown["results"][0]
 
 
 async def test_without_bubblewrap_the_notebook_says_so_once(tmp_path):
@@ -140,19 +142,19 @@ async def test_the_root_helper_ends_with_the_kernel(tmp_path, how):
         assert helper_pids(kernel) == []
 
 
-async def test_the_limits_are_a_setting(tmp_path):
+async def test_the_limits_are_a_setting(kernel, tmp_path):
     """``%config HarnessNB.sandbox_limits`` reaches the commands, and the model reads which
     limit stopped one; a misspelt limit is refused in its cell."""
     bwrap_sandbox()
-    async with notebook(tmp_path, _script("yes > big;")) as k:
-        refused = await k.run("%config HarnessNB.sandbox_limits = {'filesize': '1M'}", check=False)
-        assert error_name(refused) == "UsageError" and "did you mean 'file_size'" in k.error(refused)
-        await k.run("%config HarnessNB.sandbox_limits = {'file_size': '1M'}")
-        await k.run("%%agent\nstart")
-        results = await kernel_json(
-            k,
-            "[m.content for m in h.provider.requests[-1].messages if m.role == 'tool']",
-            setup="from harness_nb.notebook import current_harness; h = current_harness()",
-        )
+    k = await fresh_harness(kernel, tmp_path, _script("yes > big;"))
+    refused = await k.run("%config HarnessNB.sandbox_limits = {'filesize': '1M'}", check=False)
+    assert error_name(refused) == "UsageError" and "did you mean 'file_size'" in k.error(refused)
+    await k.run("%config HarnessNB.sandbox_limits = {'file_size': '1M'}")
+    await k.run("%%agent\nstart")
+    results = await kernel_json(
+        k,
+        "[m.content for m in h.provider.requests[-1].messages if m.role == 'tool']",
+        setup="from harness_nb.notebook import current_harness; h = current_harness()",
+    )
     assert (tmp_path / "big").stat().st_size == 1024 * 1024
     assert len(results) == 1 and "the sandbox's limit file_size = 1 MiB was reached" in results[0]

@@ -293,6 +293,7 @@ async def test_a_key_exported_in_a_notebook_after_the_first_run_is_masked_everyw
     )
 
 
+@pytest.mark.kernel
 def test_a_saved_notebook_holds_no_key_exported_after_the_first_run(tmp_path: Path) -> None:
     """The same flow run headless by nbclient and saved with its widget state: the .ipynb
     file, as a person would commit it, holds no trace of the key."""

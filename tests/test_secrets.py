@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import time
 from pathlib import Path
 
 import pytest
 
-from harness_nb.core import ProviderError, UserMessage
+from harness_nb.core import AssistantMessage, ProviderError, ToolCall, ToolResultMessage, UserMessage
+from harness_nb.core.dotenv import MAX_BYTES, MAX_DIRS, parse_dotenv, scan_dotenv
+from harness_nb.core.secret import (
+    REDACTED,
+    RedactingFilter,
+    Secrets,
+    could_be_secret,
+    environment_secrets,
+    is_secret_name,
+    looks_random,
+    scrub,
+    scrub_shapes,
+)
+from harness_nb.engine import MemorySession
 from harness_nb.providers import ModelRequest, create_provider
-from harness_nb.core.secret import scrub
 from harness_nb.providers.http import RetryPolicy
 from harness_nb.testing.fake_server import FakeLLMServer
 
@@ -21,6 +36,11 @@ REQUEST = ModelRequest(system="", messages=[UserMessage(content="hi")])
 
 async def no_sleep(delay: float) -> None:
     pass
+
+
+def error_body(message: str) -> str:
+    """An API's JSON error body carrying ``message``."""
+    return json.dumps({"error": {"message": message}})
 
 
 @pytest.mark.parametrize("model", ["openai/gpt-4o", "anthropic/claude-x"])
@@ -48,7 +68,7 @@ async def test_key_echoed_by_the_server_is_never_shown(
 
 async def test_partly_masked_echo_is_scrubbed_too(caplog: pytest.LogCaptureFixture) -> None:
     echoed = f"Incorrect API key provided: {KEY[:12]}****************{KEY[-4:]}"
-    step = {"raw": '{"error": {"message": "%s"}}' % echoed, "status": 401, "content_type": "application/json"}
+    step = {"raw": error_body(echoed), "status": 401, "content_type": "application/json"}
     async with FakeLLMServer([step]) as srv:
         provider = create_provider("openai/gpt-4o", api_key=KEY, base_url=srv.url)
         with pytest.raises(ProviderError) as info:
@@ -60,7 +80,7 @@ async def test_partly_masked_echo_is_scrubbed_too(caplog: pytest.LogCaptureFixtu
 
 async def test_retry_log_lines_hold_no_key(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
-    step = {"raw": '{"error": {"message": "overloaded for key %s"}}' % KEY, "status": 503, "content_type": "application/json"}
+    step = {"raw": error_body(f"overloaded for key {KEY}"), "status": 503, "content_type": "application/json"}
     async with FakeLLMServer([step, {"text": "ok"}]) as srv:
         provider = create_provider("openai/gpt-4o", api_key=KEY, base_url=srv.url, retry=RetryPolicy(sleep=no_sleep))
         assert (await provider.complete(REQUEST)).message.content == "ok"
@@ -95,24 +115,6 @@ def test_scrub() -> None:
 # What counts as a secret (names, values, shapes, .env files), how a change is noticed, and
 # that every way out (messages, logs) goes through it. The end-to-end leak tests are in
 # test_secret_leaks.py.
-
-import json as _json
-import os
-import time
-
-from harness_nb.core import AssistantMessage, ToolCall, ToolResultMessage
-from harness_nb.core.dotenv import MAX_BYTES, MAX_DIRS, parse_dotenv, scan_dotenv
-from harness_nb.core.secret import (
-    REDACTED,
-    RedactingFilter,
-    Secrets,
-    could_be_secret,
-    environment_secrets,
-    is_secret_name,
-    looks_random,
-    scrub_shapes,
-)
-from harness_nb.engine import MemorySession
 
 RANDOM = "Zq81xVb2Lm0PqRsTuVwXyZ4455667788"
 OTHER = "Hw5Tk3Pn7Bc1Mx9Vd2Fg6Jr4Ls8Qy0Ue"  # shares nothing with KEY
@@ -346,11 +348,11 @@ def test_a_clean_message_is_kept_and_a_dirty_one_rebuilt_with_valid_json_argumen
     secrets = Secrets(environ={"MY_TOKEN": RANDOM})
     clean = ToolResultMessage(tool_call_id="c1", name="bash", content="nothing here")
     assert secrets.scrub_message(clean) is clean
-    call = ToolCall(id="c2", name="bash", arguments=_json.dumps({"command": f'curl -H "X: {RANDOM}" x'}))
+    call = ToolCall(id="c2", name="bash", arguments=json.dumps({"command": f'curl -H "X: {RANDOM}" x'}))
     dirty = AssistantMessage(content=f"using {RANDOM}", tool_calls=(call,))
     fixed = secrets.scrub_message(dirty)
     assert fixed.content == f"using {REDACTED}"
-    assert _json.loads(fixed.tool_calls[0].arguments) == {"command": f'curl -H "X: {REDACTED}" x'}
+    assert json.loads(fixed.tool_calls[0].arguments) == {"command": f'curl -H "X: {REDACTED}" x'}
     assert (fixed.tool_calls[0].id, fixed.tool_calls[0].name) == ("c2", "bash")
 
 
@@ -392,13 +394,13 @@ def test_log_records_are_scrubbed_by_the_filter(caplog: pytest.LogCaptureFixture
 
 def test_every_harness_nb_logger_masks_credentials(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     """The loggers the package uses (each gets the filter: a parent's filter does not see a
-    child logger's records)."""
+    child logger's records) are all named in ``LOGGER_NAMES``, so each is masked from the
+    moment ``core.secret`` is imported, whichever module creates it later and whatever ran
+    before (the test once passed only when other tests had imported every module)."""
     import ast
-    import importlib
-    import pkgutil
 
     import harness_nb
-    from harness_nb.core.secret import LOGGER_NAMES, protect_loggers
+    from harness_nb.core.secret import LOGGER_NAMES
 
     package = Path(harness_nb.__file__).parent
     used = set()
@@ -411,16 +413,13 @@ def test_every_harness_nb_logger_masks_credentials(monkeypatch: pytest.MonkeyPat
                 elif isinstance(arg, ast.Name) and arg.id == "__name__":
                     used.add(".".join(("harness_nb", *path.relative_to(package).with_suffix("").parts)))
     assert used and all(name.startswith("harness_nb") for name in used)
-    for info in pkgutil.walk_packages([str(package)], "harness_nb."):
-        if not info.name.startswith(("harness_nb.notebook", "harness_nb.testing", "harness_nb.demo", "harness_nb.__main__")):
-            importlib.import_module(info.name)
-    protect_loggers()
+    assert used <= set(LOGGER_NAMES), f"add {sorted(used - set(LOGGER_NAMES))} to LOGGER_NAMES in core/secret.py"
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", RANDOM)
     caplog.set_level(logging.DEBUG)
-    for name in sorted(used | set(LOGGER_NAMES)):
+    for name in LOGGER_NAMES:
         logging.getLogger(name).warning("%s sees %s", name, RANDOM)
     assert RANDOM not in caplog.text
-    assert caplog.text.count(REDACTED) == len(used | set(LOGGER_NAMES))
+    assert caplog.text.count(REDACTED) == len(LOGGER_NAMES)
 
 
 # -- providers: error messages, retry logs and cassettes use the same secrets -------------------
@@ -433,8 +432,8 @@ async def test_a_server_echoing_any_known_credential_is_scrubbed_in_errors_and_l
     the request held, e.g. an AWS secret a tool printed."""
     caplog.set_level(logging.DEBUG)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", OTHER)
-    overloaded = {"raw": '{"error": {"message": "busy; saw %s"}}' % OTHER, "status": 503, "content_type": "application/json"}
-    denied = {"raw": '{"error": {"message": "bad token %s"}}' % OTHER, "status": 401, "content_type": "application/json"}
+    overloaded = {"raw": error_body(f"busy; saw {OTHER}"), "status": 503, "content_type": "application/json"}
+    denied = {"raw": error_body(f"bad token {OTHER}"), "status": 401, "content_type": "application/json"}
     async with FakeLLMServer([overloaded, denied]) as srv:
         provider = create_provider("openai/gpt-4o", api_key=KEY, base_url=srv.url, retry=RetryPolicy(sleep=no_sleep))
         with pytest.raises(ProviderError) as info:

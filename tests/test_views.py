@@ -737,8 +737,8 @@ def test_the_activity_is_in_order_and_the_answer_streams_below_it(clock):
 def test_the_activity_folds_after_the_run_and_opens_again_on_click(wire, clock):
     view = RunView("main", "m", scheduler=clock)
     plot = ToolCall(id="p", name="run_python", arguments='{"code": "plot()"}')
-    for call in (bash_call("ls", "c1"), plot):
-        view(ToolCallStarted(call=call))
+    for started in (bash_call("ls", "c1"), plot):
+        view(ToolCallStarted(call=started))
     view(ToolCallFinished(call=bash_call("ls", "c1"), result="a.csv"))
     figure = DisplayData(data={"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"})
     view(ToolCallFinished(call=plot, result="<Figure>", displays=(figure,)))

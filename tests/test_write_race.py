@@ -10,7 +10,6 @@ following symlinks, so none lands there.
 
 from __future__ import annotations
 
-import os
 import shutil
 import threading
 from pathlib import Path

@@ -443,14 +443,19 @@ class RedactingFilter(logging.Filter):
         return True
 
 
+# Every logger name the package uses (a test holds the list complete): each is masked from
+# this module's import on, whenever the module that logs to it is imported.
 LOGGER_NAMES = (
     "harness_nb",
     "harness_nb.engine",
+    "harness_nb.permission",
+    "harness_nb.checkpoints",
     "harness_nb.providers",
     "harness_nb.tools",
     "harness_nb.sandbox",
     "harness_nb.subagents",
     "harness_nb.team",
+    "harness_nb.mcp",
     "harness_nb.notebook",
 )
 _FILTER = RedactingFilter(SECRETS)

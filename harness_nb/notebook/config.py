@@ -131,7 +131,10 @@ class HarnessNB(Configurable):
         "existing project folder (a relative one starts at the kernel's working directory), never /, a folder "
         "of the machine or a home itself.",
     ).tag(config=True)
+    # The static default is the real one: traitlets skips the check of a value equal to it
+    # while the environment's default was never read (0.0 was accepted that way).
     approval_timeout = Float(
+        300.0,
         help="Seconds an approval card waits for a click before the call is denied (default 300).",
     ).tag(config=True)
     unattended_approvals = Enum(

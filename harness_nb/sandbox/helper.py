@@ -58,6 +58,8 @@ class MountHelper:
 
     def __init__(self, uid: int) -> None:
         self.uid = uid
+        # every workdir the view was asked to idmap: each stays mapped for the helper's life
+        self.workdirs: list[str] = []
         self._lock = threading.Lock()
         self._proc = subprocess.Popen(
             [sys.executable, "-I", "-S", str(PROGRAM), str(uid), str(os.getpid())],
@@ -96,6 +98,8 @@ class MountHelper:
         if workdir is not None:
             st = os.stat(workdir)
             request["inode"] = [st.st_dev, st.st_ino]
+            if workdir not in self.workdirs:
+                self.workdirs.append(workdir)
         answer = self._ask(request)
         if not answer.get("ok"):
             raise HelperError(str(answer.get("error", answer)), stage=str(answer.get("stage", "reach")))

@@ -105,6 +105,14 @@ class KernelDriver:
     def now(self) -> float:
         return time.monotonic() - self._t0
 
+    def forget(self) -> None:
+        """Forget every message, cell and widget model seen so far: a test that shares the
+        kernel with the tests before it sees only its own (updates to widgets it never saw
+        opened are ignored, as a freshly opened page ignores them)."""
+        self.iopub.clear()
+        self.models.clear()
+        self._cells.clear()
+
     async def _read_iopub(self) -> None:
         while True:
             msg = await self.kc.get_iopub_msg()

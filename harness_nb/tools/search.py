@@ -375,7 +375,8 @@ async def _search(
                 if left <= 0:
                     break
                 if "\n" in run[0]:
-                    found += (await _in_thread(lambda stop: _python_grep(root, run, compiled, left, stop)))[0]
+                    # awaited within this iteration, so the lambda sees this run's values
+                    found += (await _in_thread(lambda stop: _python_grep(root, run, compiled, left, stop)))[0]  # noqa: B023
                     continue
                 found += await rg_search(
                     rg, pattern, run, cwd=root, ignore_case=ignore_case, limit=left, text_max=GREP_LINE_MAX_CHARS

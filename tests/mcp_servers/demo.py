@@ -3,8 +3,9 @@
     python demo.py                     serve over stdio
     python demo.py --http PORT         serve streamable HTTP on 127.0.0.1:PORT (path /mcp)
 
-Environment: ``DEMO_SLOW_START=1`` says so on stderr and then never starts serving (a start
-that times out); ``DEMO_EXIT_AT_START=1`` says why on stderr and exits; ``DEMO_TOKEN`` is
+Environment: ``DEMO_SLOW_START=1`` says so on stderr and then never starts serving: it reads
+what the client sends, unanswered, until the client closes its end (a start that times out,
+by a server that still ends as soon as it is stopped); ``DEMO_EXIT_AT_START=1`` says why on stderr and exits; ``DEMO_TOKEN`` is
 echoed by ``show_token`` and written to stderr at a slow start (a secret that must not leak);
 ``DEMO_MARK=PATH`` appends the process id to PATH first thing (so a test can tell whether the
 server was ever run); ``DEMO_FLOOD=N`` writes N lines that are not JSON-RPC to its stdout
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 
 if os.environ.get("DEMO_MARK"):
     with open(os.environ["DEMO_MARK"], "a") as mark:
@@ -24,8 +24,8 @@ if os.environ.get("DEMO_MARK"):
 # times out.
 if os.environ.get("DEMO_SLOW_START"):
     print(f"demo: warming up a cache (token {os.environ.get('DEMO_TOKEN', '-')})", file=sys.stderr, flush=True)
-    while True:
-        time.sleep(3600)
+    sys.stdin.buffer.read()
+    sys.exit(0)
 if os.environ.get("DEMO_FLOOD"):
     os.write(1, b"progress: not a JSON-RPC message\n" * int(os.environ["DEMO_FLOOD"]))
 if os.environ.get("DEMO_EXIT_AT_START"):
