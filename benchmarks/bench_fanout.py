@@ -75,7 +75,7 @@ def import_harness_nb() -> None:
     import httpcore  # noqa: F401
     import yaml  # noqa: F401
 
-    import harness_nb.assembly  # noqa: F401
+    import harness_nb.assembly
     import harness_nb.providers.openai  # noqa: F401
 
 
