@@ -14,24 +14,31 @@ everything it sends or writes (``core.secret.SECRETS``).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable
-from dataclasses import replace
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
-from typing_extensions import Unpack
+if TYPE_CHECKING:  # the facade imports its parts as it is built: ``from harness_nb import Harness`` loads none
+    from typing_extensions import Unpack
 
-from .assembly import Conversation, assemble
-from .core import Compacted, ConfigError, Event, Usage, run_blocking
-from .engine import ApprovalChannel, EventSink, Hook, MainPrompt, MemorySession, ParentContext, RunContext, RunResult
-from .engine.resume import SessionSummary
-from .mcp import McpTool
-from .providers.base import Provider
-from .sandbox import Checkpoint, Rewind
-from .settings import NO_MODEL_MESSAGE, RunSettings, default_model
-from .subagents import SubagentHandle
-from .subagents.agent_map import AgentMap, MapHandle, MapOptions, MapResult, start_map
-from .tools import Sandbox, SandboxMode, Tool, ToolRegistry
-
+    from .core import Compacted, Event, Usage
+    from .engine import (
+        ApprovalChannel,
+        EventSink,
+        Hook,
+        MainPrompt,
+        MemorySession,
+        ParentContext,
+        RunContext,
+        RunResult,
+    )
+    from .engine.resume import SessionSummary
+    from .mcp import McpTool
+    from .providers.base import Provider
+    from .sandbox import Checkpoint, Rewind
+    from .settings import RunSettings
+    from .subagents import SubagentHandle
+    from .subagents.agent_map import AgentMap, MapHandle, MapOptions, MapResult
+    from .tools import Sandbox, SandboxMode, Tool, ToolRegistry
 
 class Harness:
     """One main agent conversation with its tools, hooks and providers.
@@ -63,6 +70,12 @@ class Harness:
         main_prompt: MainPrompt | None = None,
         **changes: Any,
     ) -> None:
+        # The parts are loaded by the first harness built, not by ``from harness_nb import Harness``.
+        from .assembly import Conversation, assemble
+        from .providers.base import Provider
+        from .settings import RunSettings, default_model
+        from .tools import Sandbox
+
         given = None if tools is None else list(tools)
         names = tuple(t for t in given or () if isinstance(t, str))
         objects = [t for t in given or () if not isinstance(t, str)]
@@ -138,6 +151,9 @@ class Harness:
     def provider(self) -> Provider:
         """The main agent's provider, made on first use (no model: a ``ConfigError`` saying how to set one)."""
         if not self.model:
+            from .core import ConfigError
+            from .settings import NO_MODEL_MESSAGE
+
             raise ConfigError(NO_MODEL_MESSAGE)
         return self._parts.models.get(self.model)
 
@@ -200,11 +216,15 @@ class Harness:
     async def rewind(self, checkpoint: int | str | None = None, *, dry_run: bool = False) -> Rewind:
         """Put the workdir back as it was before checkpoint ``checkpoint`` (the latest when
         ``None``); returns what it did (``dry_run``: would do). It can be undone itself."""
+        from .core import run_blocking
+
         return await run_blocking(self._parts.checkpoints_on().rewind, checkpoint, dry_run=dry_run)
 
     async def undo(self, checkpoint: int | str, *, dry_run: bool = False) -> Rewind:
         """Undo what the call of checkpoint ``checkpoint`` did, where the paths it changed are
         still as it left them (the others are listed as conflicts)."""
+        from .core import run_blocking
+
         return await run_blocking(self._parts.checkpoints_on().undo, checkpoint, dry_run=dry_run)
 
     async def _launch(self, model: str | None, max_turns: int | None, approval: ApprovalChannel | None) -> RunContext:
@@ -253,6 +273,8 @@ class Harness:
         parent = self.lead_context(approval)
         launch = self._parts.task_tool.launch_background
         entry = launch(definition, prompt, parent, description=description, emit=on_event)
+        from .subagents import SubagentHandle
+
         return SubagentHandle(self.tracker, entry)
 
     async def map(self, agent: str, template: str, rows: Any, **options: Unpack[MapOptions]) -> MapResult:
@@ -265,11 +287,17 @@ class Harness:
     async def start_map(self, agent: str, template: str, rows: Any, **options: Unpack[MapOptions]) -> MapHandle:
         """``map`` in the background: returns a handle at once, listed by the tracker as
         ``bg-N`` and cancelled when the harness closes."""
+        from .subagents.agent_map import start_map
+
         return start_map(await self._agent_map(agent, template, rows, options), self.tracker)
 
     async def _agent_map(self, agent: str, template: str, rows: Any, options: MapOptions) -> AgentMap:
         """The map ``map`` and ``start_map`` run, as ``last_map`` (its rows and template
         checked: a bad one fails here, before any row runs)."""
+        from dataclasses import replace
+
+        from .subagents.agent_map import AgentMap
+
         definition = self.registry.get(agent)
         context = await self._launch(options.get("model"), None, options.get("approval"))
         budgets: dict[str, Any] = {k: options.get(k) for k in ("budget_usd", "token_budget") if options.get(k) is not None}

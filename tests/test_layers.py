@@ -164,3 +164,24 @@ def test_engine_runs_without_ipython_installed_in_the_process() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_importing_the_facade_loads_none_of_its_parts(tmp_path: Path) -> None:
+    """``from harness_nb import Harness`` is the package's doorway (issue 19: at most 150 ms):
+    it loads the facade alone; the first ``Harness`` built loads the parts it wires."""
+    import subprocess
+    import sys
+
+    parts = ("harness_nb.assembly", "harness_nb.mcp", "harness_nb.team", "harness_nb.engine", "httpx", "pydantic", "asyncio")
+    code = (
+        "import sys\nfrom harness_nb import Harness\n"
+        f"print(sorted(m for m in {parts!r} if m in sys.modules))\n"
+        f"Harness('openai/gpt-4o-mini', workdir={str(tmp_path)!r})\n"
+        f"print(sorted(m for m in {parts!r} if m in sys.modules))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    at_import, once_built = proc.stdout.splitlines()
+    assert at_import == "[]", f"loaded by the import: {at_import}"
+    wired = sorted(m for m in parts if m != "httpx")  # httpx waits for the first request
+    assert once_built == repr(wired), f"a harness built loads its parts: {once_built}"

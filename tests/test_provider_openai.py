@@ -205,6 +205,20 @@ async def test_wire_mapping() -> None:
     assert srv.requests[0].headers["authorization"] == "Bearer k"
 
 
+async def test_every_request_carries_the_key_and_the_json_type_streamed_or_not() -> None:
+    """The headers are the client's, set once: a later request, streamed or plain, still has them."""
+    async with FakeLLMServer([{"text": "one"}, {"text": "two"}, {"text": "three"}]) as srv, create_provider(
+        "openai/gpt-4o", api_key="k", base_url=srv.url
+    ) as p:
+        await p.complete(REQUEST)
+        await collect(p)
+        await p.complete(REQUEST)
+    assert len(srv.requests) == 3
+    for request in srv.requests:
+        assert request.headers["authorization"] == "Bearer k"
+        assert request.headers["content-type"] == "application/json"
+
+
 @pytest.mark.parametrize(
     ("model", "setting", "shape"),
     [

@@ -331,3 +331,31 @@ def test_builtin_tools_are_fresh_complete_and_flagged() -> None:
     # every schema goes with every call: the seven together stay small
     sent = len(json.dumps([s.model_dump() for s in registry.specs()], separators=(",", ":")))
     assert sent <= 3_200, sent
+
+
+def test_a_schema_is_made_once_per_model_and_every_tool_owns_its_copy() -> None:
+    """Every harness makes its own built-in tools over the same argument models, so a
+    model's schema is made once; yet each tool gets a schema of its own (changing one
+    leaves the next harness's intact), and a tool over another model gets that model's."""
+    from harness_nb.tools import tool
+
+    first = {t.name: t for t in builtin_tools()}
+    second = {t.name: t for t in builtin_tools()}
+    assert first["read_file"] is not second["read_file"] and first["read_file"].Params is second["read_file"].Params
+    one, two = first["read_file"].spec().parameters, second["read_file"].spec().parameters
+    assert one == two and one is not two
+    one["properties"].clear()
+    assert two["properties"] and second["read_file"].spec().parameters["properties"]
+
+    @tool(name="probe")
+    async def probe_a(ctx: ToolContext, path: str) -> str:
+        """Probe a path."""
+        return path
+
+    @tool(name="probe")
+    async def probe_b(ctx: ToolContext, count: int = 1) -> str:
+        """Probe a count."""
+        return str(count)
+
+    assert list(probe_a.spec().parameters["properties"]) == ["path"]
+    assert list(probe_b.spec().parameters["properties"]) == ["count"]

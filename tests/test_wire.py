@@ -8,10 +8,19 @@ import json
 
 import pytest
 
-from harness_nb.core import AssistantMessage, SystemMessage, ToolCall, ToolResultMessage, ToolSpec, UserMessage
+from harness_nb.core import (
+    AssistantMessage,
+    ImagePart,
+    SystemMessage,
+    ToolCall,
+    ToolResultMessage,
+    ToolSpec,
+    UserMessage,
+)
+from harness_nb.providers import openai as openai_wire
 from harness_nb.providers.base import ModelRequest
 from harness_nb.providers.factory import create_provider
-from harness_nb.providers.wire import EncodedList, encode_body
+from harness_nb.providers.wire import EncodedList, Histories, encode_body
 
 SPEC = ToolSpec(name="echo", description="Echo «text».", parameters={"type": "object", "properties": {"text": {"type": "string"}}})
 
@@ -65,3 +74,38 @@ def test_a_list_changed_after_encoding_is_encoded_afresh() -> None:
     items.append({"b": 2})
     body = {"messages": items, "plain": [1, 2], "text": "é"}
     assert json.loads(encode_body(body)) == {"messages": [{"a": 1}, {"b": 2}], "plain": [1, 2], "text": "é"}
+
+
+def test_a_continued_history_is_encoded_as_a_fresh_one() -> None:
+    """``Histories`` continues the encoding of a history from the one before: whatever happens
+    to the list between calls (messages added, one replaced in place as a rescrub or a
+    compaction does, a result's images still waiting for their message), the request holds
+    what encoding the list from scratch gives, with each message's own cached encoding."""
+    image = ImagePart(media_type="image/png", data="aGk=")
+    messages: list = history()
+    histories = Histories()
+
+    def both() -> tuple[bytes, bytes]:
+        continued = openai_wire.wire_messages("s", messages, "empty_string", histories=histories)
+        fresh = openai_wire.wire_messages("s", messages, "empty_string")
+        assert continued == fresh
+        return encode_body({"messages": continued}), encode_body({"messages": fresh})
+
+    steps = [
+        lambda: messages.append(AssistantMessage(content="", tool_calls=(ToolCall(id="c3", name="echo", arguments="{}"),))),
+        lambda: messages.append(ToolResultMessage(tool_call_id="c3", name="echo", content="a plot", images=(image,))),
+        lambda: messages.append(ToolResultMessage(tool_call_id="c4", name="echo", content="two", images=(image,))),
+        lambda: messages.append(UserMessage(content="Look at both.")),
+        lambda: messages.__setitem__(1, AssistantMessage(content="[compacted]")),  # edited in place
+        lambda: messages.__delitem__(slice(2, 4)),
+        lambda: None,
+    ]
+    for step in steps:
+        step()
+        continued, fresh = both()
+        assert continued == fresh
+    # The images of c3 and c4 went in one user message after both results, once.
+    sent = json.loads(both()[0])["messages"]
+    assert [m.get("tool_call_id") or m["role"] for m in sent[-5:]] == ["assistant", "c3", "c4", "user", "user"]
+    assert [p["type"] for p in sent[-2]["content"]] == ["text", "image_url", "text", "image_url"]
+    assert sent[-1]["content"] == "Look at both."

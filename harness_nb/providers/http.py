@@ -38,8 +38,8 @@ import httpx
 from httpx_sse import EventSource, SSEError
 from pydantic import SecretStr
 
-from ..core.secret import SECRETS
 from ..core import ProviderError, StreamCutError, ToolCall
+from ..core.secret import SECRETS
 from .base import ModelRequest, ModelResponse, Provider, StreamItem, TextChunk
 from .options import ProviderOptions
 from .retry import RetryPolicy
@@ -123,6 +123,9 @@ def stream_cut(
         provider=provider,
         retryable=False,
     )
+
+
+SHAPE_ERRORS = (AttributeError, TypeError, KeyError, ValueError)  # what reading a payload of the wrong shape raises
 
 
 def _snip(text: str, width: int = 60) -> str:
@@ -261,14 +264,18 @@ class HTTPProvider(Provider):
         timeout = DEFAULT_TIMEOUT
         if options.timeout is not None:
             timeout = httpx.Timeout(options.timeout, connect=min(10.0, options.timeout))
+        # The headers are the client's, fixed with the key: given per request, httpx merges
+        # them into the client's on every call (~30 µs, 4 % of a call's CPU at loopback).
         self._client = httpx.AsyncClient(
-            base_url=self.base_url, transport=transport, timeout=timeout, verify=tls_context()
+            base_url=self.base_url, transport=transport, timeout=timeout, verify=tls_context(),
+            headers={**self.headers(), "Content-Type": "application/json"},
         )
 
     # -- to be provided by a vendor --------------------------------------------------------
 
     def headers(self) -> dict[str, str]:
-        """Request headers, including authentication."""
+        """Request headers, including authentication: read once, as ``__init__`` makes the
+        client, so from the key and what is set before ``HTTPProvider.__init__`` runs."""
         return {}
 
     def event_error(self, payload: Payload) -> ProviderError | None:
@@ -306,16 +313,14 @@ class HTTPProvider(Provider):
         with self.reading(data):
             return self.answer(data)
 
-    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]:
+    def stream(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]:
         """Text chunks as they arrive, then the whole answer (with ``streaming`` off: the
-        plain answer's text as one chunk, then the answer)."""
+        plain answer's text as one chunk, then the answer). The generator returned is the
+        one that reads the answer, not a generator passing on its items: each layer cost
+        every event of a stream a hop (~1 µs, some 20 events an answer)."""
         if not self.streaming:
-            async for item in super().stream(request):
-                yield item
-            return
-        body = self.body(request, stream=True)
-        async for item in self.stream_answer(self.endpoint, body, self.assembler()):
-            yield item
+            return super().stream(request)
+        return self.stream_answer(self.endpoint, self.body(request, stream=True), self.assembler())
 
     # -- keys ------------------------------------------------------------------------------
 
@@ -330,15 +335,12 @@ class HTTPProvider(Provider):
 
     # -- requests --------------------------------------------------------------------------
 
-    def _json_headers(self) -> dict[str, str]:
-        return {**self.headers(), "Content-Type": "application/json"}
-
     async def post_json(self, path: str, body: Mapping[str, Any]) -> Any:
         """POST ``body`` and return the parsed JSON answer, retrying what may succeed."""
         content = encode_body(body)
 
         async def once() -> Any:
-            response = await self._client.post(path, content=content, headers=self._json_headers())
+            response = await self._client.post(path, content=content)
             if response.status_code >= 400:
                 raise self.status_error(response)
             try:
@@ -363,7 +365,7 @@ class HTTPProvider(Provider):
         content = encode_body(body)
 
         async def once() -> EventStream:
-            request = self._client.build_request("POST", path, content=content, headers=self._json_headers())
+            request = self._client.build_request("POST", path, content=content)
             response = await self._client.send(request, stream=True)
             events = EventStream(self, response)
             try:
@@ -380,14 +382,16 @@ class HTTPProvider(Provider):
 
     async def stream_answer(
         self, path: str, body: Mapping[str, Any], answer: Assembler
-    ) -> AsyncIterator[StreamItem]:
+    ) -> AsyncGenerator[StreamItem, None]:
         """Stream ``body``'s answer: text chunks as ``answer`` assembles them, then the
         whole ``ModelResponse``."""
         events = await self.open_stream(path, body)
         try:
             async for payload in events:
-                with self.reading(payload.data):
+                try:  # not ``reading()``: a context manager per event cost ~2 µs, 20 per answer
                     text = answer.feed(payload.data)
+                except SHAPE_ERRORS as exc:
+                    raise self.shape_error(payload.data, exc) from exc
                 if text:
                     yield TextChunk(text)
             yield answer.response(events.cut)
@@ -400,13 +404,15 @@ class HTTPProvider(Provider):
         ``ProviderError`` instead of an ``AttributeError`` from deep in a parser."""
         try:
             yield
-        except (AttributeError, TypeError, KeyError, ValueError) as exc:
-            shown = self.scrub(_snip(json.dumps(data), 200))
-            reason = f"{type(exc).__name__}: {exc}"
-            raise ProviderError(
-                f"the server's answer has an unexpected shape ({reason}): {shown}",
-                provider=self.name,
-            ) from exc
+        except SHAPE_ERRORS as exc:
+            raise self.shape_error(data, exc) from exc
+
+    def shape_error(self, data: Any, exc: Exception) -> ProviderError:
+        """The error for a payload ``data`` whose reading raised ``exc`` (``SHAPE_ERRORS``)."""
+        shown = self.scrub(_snip(json.dumps(data), 200))
+        return ProviderError(
+            f"the server's answer has an unexpected shape ({type(exc).__name__}: {exc}): {shown}", provider=self.name
+        )
 
     async def with_retries(self, attempt: Callable[[], Awaitable[_T]]) -> _T:
         """Run ``attempt``, retrying retryable failures as ``self.retry`` allows."""

@@ -33,7 +33,7 @@ from .effort import openai_effort
 from .http import HTTPProvider, Payload, RetryPolicy, stream_cut
 from .options import EmptyContent, ProviderOptions
 from .window import known_window, probe_window
-from .wire import EncodedList, encoded_message, to_json
+from .wire import EncodedList, Histories, History, encoded_message, to_json
 
 STOP_REASONS = {
     "stop": "end_turn",
@@ -45,7 +45,12 @@ STOP_REASONS = {
 
 
 def wire_messages(
-    system: str, messages: Sequence[Message], empty_content: EmptyContent, *, vision: bool = True
+    system: str,
+    messages: Sequence[Message],
+    empty_content: EmptyContent,
+    *,
+    vision: bool = True,
+    histories: Histories | None = None,
 ) -> EncodedList:
     """The ``messages`` array: the system prompt first, then the history. Each message's
     form and its JSON encoding are cached on the message, so a long history is neither
@@ -54,16 +59,14 @@ def wire_messages(
     A ``tool`` message holds text only, so with ``vision`` the images of tool results go
     as ``image_url`` parts of one ``user`` message after the run of results they belong
     to (a message between two results would part them from their call); without it each
-    image is a text placeholder in its result."""
-    out = EncodedList()
-    if system:
-        head, encoded = encoded_message("system", system)
-        out.append(head)
-        out.parts.append(encoded)
+    image is a text placeholder in its result. With ``histories``, the encoding of a history
+    that continues one encoded before continues from there (``wire.Histories``)."""
     key = f"openai:{empty_content}" if vision else f"openai:{empty_content}:text"
     key_json = f"{key}:json"
-    with_images: list[ToolResultMessage] = []  # results of the current run that hold images
-    for message in messages:
+    done = histories.start(messages, key) if histories is not None else History([], [], [], [])
+    out = EncodedList(done.forms, done.parts)
+    with_images: list[ToolResultMessage] = done.pending  # results of the current run that hold images
+    for message in messages[len(done.messages) :]:
         if with_images and not isinstance(message, ToolResultMessage):
             _append_images(out, with_images)
             with_images = []
@@ -79,8 +82,14 @@ def wire_messages(
         out.parts.append(data)
         if vision and isinstance(message, ToolResultMessage) and message.images:
             with_images.append(message)
+    if histories is not None:
+        histories.keep(messages, key, History(list(messages), list(out), list(out.parts), list(with_images)))
     if with_images:
         _append_images(out, with_images)
+    if system:
+        head, encoded = encoded_message("system", system)
+        out.insert(0, head)
+        out.parts.insert(0, encoded)
     return out
 
 
@@ -299,6 +308,7 @@ class OpenAIProvider(HTTPProvider):
             options=options,
         )
         self.empty_content: EmptyContent = self.options.empty_content or "empty_string"
+        self._histories = Histories()
         self._window_asked = not self.asks_window or self.context_window is not None
         self._window_lock = asyncio.Lock()
         if self.context_window is None and not self.asks_window:
@@ -347,7 +357,9 @@ class OpenAIProvider(HTTPProvider):
         """The request body for ``request``."""
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": wire_messages(request.system, request.messages, self.empty_content, vision=self.vision),
+            "messages": wire_messages(
+                request.system, request.messages, self.empty_content, vision=self.vision, histories=self._histories
+            ),
         }
         options = self.options
         if request.tools:

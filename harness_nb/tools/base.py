@@ -17,7 +17,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
+import json
 import time
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -170,9 +172,21 @@ class _ParamsBase(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+_SCHEMAS: weakref.WeakKeyDictionary[type[BaseModel], str] = weakref.WeakKeyDictionary()
+
+
 def _schema(model: type[BaseModel]) -> dict[str, Any]:
     """The JSON schema of a tool's arguments, without what the model cannot act on (see the
-    module doc): arguments are still checked against the whole model."""
+    module doc): arguments are still checked against the whole model. Made once per model
+    (pydantic takes ~0.5 ms a schema, and every harness makes its own file tools over the
+    same models); each caller gets a copy of its own."""
+    known = _SCHEMAS.get(model)
+    if known is None:
+        known = _SCHEMAS[model] = json.dumps(_made_schema(model))
+    return json.loads(known)
+
+
+def _made_schema(model: type[BaseModel]) -> dict[str, Any]:
     schema = model.model_json_schema()
     schema.pop("title", None)
     schema.pop("additionalProperties", None)
