@@ -12,7 +12,6 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-
 from harness_nb.core import ToolResultMessage, UserMessage
 from harness_nb.harness import Harness
 from harness_nb.providers.scripted import ScriptedProvider

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
 
 from harness_nb.core import ToolResultMessage
 from harness_nb.core.frontmatter import load_frontmatter
@@ -19,11 +18,11 @@ from harness_nb.harness import Harness
 from harness_nb.notebook.widgets.agent_table import AgentTable, agent_row
 from harness_nb.subagents import SubAgentDefinition, parse_agent_text, resolve_tools
 from harness_nb.subagents.definition import CLAUDE_FIELDS, HONOURED, NOT_SUPPORTED, canonical_key
-from harness_nb.core.frontmatter import load_frontmatter
-from harness_nb.subagents.loader import load_agent_dir, load_agent_file
+from harness_nb.subagents.loader import load_agent_file
 from harness_nb.subagents.memory import PRELOAD_LINES
 from harness_nb.testing import FakeLLMServer
 from harness_nb.tools import FunctionTool, ToolContext
+from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
 
 FIELDS = Path(__file__).parent / "agent_files" / "fields"
 

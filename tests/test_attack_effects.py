@@ -16,15 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from checkpoint_support import git, plant_data, state
-from harness_support import OPEN, close_harnesses  # noqa: F401 - an autouse fixture
-from sandbox_support import bwrap_sandbox
 
 from harness_nb.core import EffectsRecorded, Event, ToolCall
 from harness_nb.engine import Approved, Ask, Denied
+from harness_nb.harness import Harness
 from harness_nb.permissions.hook import PermissionHook
 from harness_nb.permissions.rule import PermissionRules
-from harness_nb.harness import Harness
 from harness_nb.providers.scripted import ScriptedProvider
 from harness_nb.sandbox import protection
 from harness_nb.sandbox.checkpoints.checkpoint import Checkpoints
@@ -33,6 +30,9 @@ from harness_nb.sandbox.checkpoints.gitstore import GitStore
 from harness_nb.sandbox.checkpoints.snapshot import Snapshotter
 from harness_nb.tools import ToolContext
 from harness_nb.tools.files import write_file
+from checkpoint_support import git, plant_data, state
+from harness_support import OPEN, close_harnesses  # noqa: F401 - an autouse fixture
+from sandbox_support import bwrap_sandbox
 
 
 @pytest.fixture

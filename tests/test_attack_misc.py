@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from harness_nb.core.secret import REDACTED
+from harness_nb.harness import Harness
 from harness_nb.notebook.kernel import watchdog
 from harness_nb.notebook.kernel.watchdog import TimedOut, Watchdog
-from harness_nb.harness import Harness
 from harness_nb.providers.scripted import ScriptedProvider
 from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
 

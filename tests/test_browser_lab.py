@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from browser_support import FRONTENDS, Frontend, NotebookPage, needs_chromium, notebook_in_browser
 
 pytestmark = [pytest.mark.browser, needs_chromium]

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from browser_support import FRONTENDS, Frontend, NotebookPage, Theme, needs_chromium, notebook_in_browser
 
 pytestmark = [pytest.mark.browser, needs_chromium]

@@ -10,7 +10,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
 
 from harness_nb.core import (
     BudgetSpentError,
@@ -31,6 +30,7 @@ from harness_nb.providers.scripted import ScriptedProvider
 from harness_nb.subagents import SubAgentDefinition, SubagentRunner, TaskStatus, parse_agent_text
 from harness_nb.testing import FakeLLMServer
 from harness_nb.tools import ToolContext, ToolRegistry, tool
+from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
 
 PRICE = Price(input=1.0, output=10.0)  # USD per million tokens; cache 0.1 and 1.25
 PRICES = {"test-model": {"input": 1.0, "output": 10.0}}

@@ -9,10 +9,26 @@ from typing import Any
 
 import pytest
 
-from harness_nb.core import AssistantMessage, ConfigError, ProviderError, ToolCall, ToolResultMessage, ToolSpec, UserMessage
+from harness_nb.core import (
+    AssistantMessage,
+    ConfigError,
+    ProviderError,
+    ToolCall,
+    ToolResultMessage,
+    ToolSpec,
+    UserMessage,
+)
 from harness_nb.core.environment import environment_line
 from harness_nb.engine.prompt import PromptBuilder
-from harness_nb.providers import ModelRequest, ModelResponse, RecordingProvider, ReplayProvider, TextChunk, create_provider, recording
+from harness_nb.providers import (
+    ModelRequest,
+    ModelResponse,
+    RecordingProvider,
+    ReplayProvider,
+    TextChunk,
+    create_provider,
+    recording,
+)
 from harness_nb.providers.base import Provider
 from harness_nb.providers.cassette import first_difference, request_hash
 from harness_nb.testing import ScriptedProvider

@@ -11,7 +11,6 @@ The card itself is tested in ``test_views.py``, in a real kernel in
 from __future__ import annotations
 
 import pytest
-from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
 
 from harness_nb.core import ApprovalDecided, ToolCall, ToolResultMessage
 from harness_nb.core.secret import SECRETS
@@ -22,6 +21,7 @@ from harness_nb.providers.scripted import ScriptedProvider
 from harness_nb.subagents import SubAgentDefinition
 from harness_nb.textview import terminal_answer
 from harness_nb.tools import ToolContext, ToolRegistry, tool
+from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
 
 REASON = "keep the raw data: it is the only copy"
 

@@ -27,7 +27,7 @@ from harness_nb.core import (
 )
 from harness_nb.core.media import MAX_IMAGE_BYTES, bound_images, image_size
 from harness_nb.engine import AgentEngine, HookRegistry, MemorySession, OffloadHook, RedactSecretsHook
-from harness_nb.engine.compaction.keeper import STUB_PREFIX, ContextKeeper, CompactionPolicy, FitContext
+from harness_nb.engine.compaction.keeper import STUB_PREFIX, CompactionPolicy, ContextKeeper, FitContext
 from harness_nb.engine.meter import message_chars
 from harness_nb.engine.resume import read_session
 from harness_nb.engine.session import load_transcript

@@ -11,6 +11,7 @@ import pytest
 from harness_nb.testing.kernel_driver import visible_text
 from notebook_support import (
     HARNESS,
+    fresh_harness,
     kernel_json,
     model_requests,
     read_text,

@@ -7,6 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
+from harness_nb.notebook.kernel.history import FIX_PROMPT, HISTORY_CHARS, TRACEBACK_CHARS, refers_to_error
+from harness_nb.testing import FakeLLMServer
+from harness_nb.testing.kernel_driver import Cell, KernelDriver
 from notebook_support import (
     CONTROLLER,
     HARNESS,
@@ -15,14 +19,11 @@ from notebook_support import (
     kernel_json,
     last_user_text,
     model_requests,
+    notebook,
     result_text,
     tool_results,
     wait_for_widget_text,
 )
-
-from harness_nb.notebook.kernel.history import FIX_PROMPT, HISTORY_CHARS, TRACEBACK_CHARS, refers_to_error
-from harness_nb.testing import FakeLLMServer
-from harness_nb.testing.kernel_driver import Cell, KernelDriver
 
 pytestmark = pytest.mark.kernel
 # the tests taking the shared kernel run on its loop, the module's (the others are not async)

@@ -13,9 +13,9 @@ from notebook_support import (
     error_name,
     model_requests,
     notebook,
+    read_text,
     result_text,
     task_state,
-    read_text,
     tool_results,
     wait_for_widget_text,
 )

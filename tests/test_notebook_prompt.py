@@ -9,11 +9,11 @@ from importlib import metadata
 from typing import Any
 
 import pytest
-from notebook_support import HARNESS, kernel_json, notebook
 
 from harness_nb.notebook.prompt import NOTEBOOK_PROMPT, STATE_MAX_CHARS
 from harness_nb.subagents.agent_map import MAP_ROW_PROMPT
 from harness_nb.testing import FakeLLMServer
+from notebook_support import HARNESS, kernel_json, notebook
 
 pytestmark = pytest.mark.kernel
 

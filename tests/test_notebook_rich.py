@@ -9,7 +9,6 @@ import base64
 import pytest
 
 from harness_nb.sandbox.checkpoints.checkpoint import without_effects
-
 from notebook_support import displayed, model_requests, notebook, result_text, tool_images, tool_results
 
 pytestmark = pytest.mark.kernel

@@ -183,7 +183,7 @@ async def test_a_forged_request_while_a_card_waits_is_passed_on_and_shown_nothin
     assert not (tmp_path / "forged").exists(), "the forgery was dropped, not run"
 
 
-async def test_unloading_hands_the_shell_stream_back(tmp_path):
+async def test_unloading_hands_the_shell_stream_back(kernel, tmp_path):
     k = await fresh_harness(kernel, tmp_path)
     setup = (
         "from harness_nb.notebook.kernel.queued_cells import _main_shell_stream\n"

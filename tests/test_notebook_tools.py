@@ -13,11 +13,11 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
+
 from notebook_support import (
     error_name,
-    kernel_json,
-
     fresh_harness,
+    kernel_json,
     model_requests,
     notebook,
     result_text,

@@ -9,8 +9,8 @@ import json
 import pytest
 
 from harness_nb.core import (
-    AssistantMessage,
     PRICES,
+    AssistantMessage,
     ToolCall,
     ToolResultMessage,
     ToolSpec,

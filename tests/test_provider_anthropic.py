@@ -9,9 +9,6 @@ from typing import Any
 
 import httpx
 import pytest
-from provider_support import CaptureReplayer
-from provider_support import collect as collect_stream
-from provider_support import pieces_transport as serve_in_pieces
 
 from harness_nb.core import (
     AssistantMessage,
@@ -33,6 +30,9 @@ from harness_nb.providers import (
 from harness_nb.providers.base import Provider
 from harness_nb.providers.http import RetryPolicy
 from harness_nb.testing.fake_server import FakeLLMServer
+from provider_support import CaptureReplayer
+from provider_support import collect as collect_stream
+from provider_support import pieces_transport as serve_in_pieces
 
 pytestmark = pytest.mark.usefixtures("no_provider_env")
 

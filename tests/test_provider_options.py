@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from provider_support import collect
 
 from harness_nb.core import ConfigError, ToolSpec, UserMessage
 from harness_nb.providers import ModelRequest, ProviderOptions, create_provider
 from harness_nb.testing.fake_server import FakeLLMServer
+from provider_support import collect
 
 pytestmark = pytest.mark.usefixtures("no_provider_env")
 

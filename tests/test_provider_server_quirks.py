@@ -7,12 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from provider_support import collect
 
 from harness_nb.core import StreamCutError, UserMessage
 from harness_nb.providers import ModelRequest, ModelResponse, create_provider
 from harness_nb.providers.base import Provider
 from harness_nb.testing.fake_server import FakeLLMServer
+from provider_support import collect
 
 pytestmark = pytest.mark.usefixtures("no_provider_env")
 

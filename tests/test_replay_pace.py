@@ -17,8 +17,8 @@ from harness_nb.providers import ModelRequest, RecordingProvider, ReplayProvider
 from harness_nb.providers.cassette import request_record
 from harness_nb.providers.options import ProviderOptions
 from harness_nb.providers.pace import MAX_GAP, MAX_POINTS, AnswerTiming, merged
-from harness_nb.tools.base import ToolContext, tool
 from harness_nb.testing.fake_server import FakeLLMServer
+from harness_nb.tools.base import ToolContext, tool
 
 pytestmark = pytest.mark.usefixtures("no_provider_env")
 

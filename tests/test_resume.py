@@ -19,10 +19,9 @@ from harness_nb.engine.resume import UNFINISHED_RESULT, repair_history
 from harness_nb.subagents import TaskStatus
 from harness_nb.testing import ScriptedProvider
 from harness_nb.tools import ToolContext, tool
+from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
 from notebook_support import model_requests, notebook, result_text
 from sandbox_support import kill_all, sleep_arg
-from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
-
 
 
 def scripted(tmp_path: Path, script, **kw) -> tuple[Harness, ScriptedProvider]:

@@ -16,15 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from checkpoint_support import git, plant_data, state
-from harness_support import OPEN, close_harnesses  # noqa: F401 - an autouse fixture
-from sandbox_support import WAIT_THEN_PLANT, bwrap_sandbox
 
 from harness_nb.core import EffectsRecorded, Event, ToolCall, ToolCallFinished
 from harness_nb.engine import Approved, Denied
 from harness_nb.harness import Harness
 from harness_nb.providers.scripted import ScriptedProvider
 from harness_nb.tools import ToolContext, tool
+from checkpoint_support import git, plant_data, state
+from harness_support import OPEN, close_harnesses  # noqa: F401 - an autouse fixture
+from sandbox_support import WAIT_THEN_PLANT, bwrap_sandbox
 
 SPELLINGS = {
     "sed": "sed -i d data/keep.csv",

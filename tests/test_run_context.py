@@ -19,7 +19,6 @@ from harness_nb.tools.builtin import builtin_tools
 from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
 
 
-
 def call(name: str, **args: object) -> dict:
     return {"name": name, "arguments": args}
 

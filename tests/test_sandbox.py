@@ -22,11 +22,11 @@ from pathlib import Path
 import pytest
 
 from harness_nb.core import ConfigError, ToolCall
-from harness_nb.skills.skill import skill_dirs
 from harness_nb.harness import Harness
+from harness_nb.sandbox import PROTECTED_FOLDERS, command_environment
+from harness_nb.skills.skill import skill_dirs
 from harness_nb.subagents import AgentRegistry
 from harness_nb.tools import BashTool, Sandbox, ToolContext, ToolOutcome, invoke, kill_running_commands
-from harness_nb.sandbox import PROTECTED_FOLDERS, command_environment
 from sandbox_support import bwrap_sandbox, kill_all, open_fds, sleep_arg, wait_gone, wait_running
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="needs Linux /proc")

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness_support import OPEN, close_harnesses  # noqa: F401
 
 from harness_nb.core import ToolCall
 from harness_nb.engine import PromptBuilder
@@ -26,6 +25,7 @@ from harness_nb.skills.skill import SKILL_MAX_BYTES
 from harness_nb.skills.tool import SkillTool
 from harness_nb.testing import FakeLLMServer
 from harness_nb.tools import ToolContext, ToolRegistry, invoke
+from harness_support import OPEN, close_harnesses  # noqa: F401
 
 CSV_SKILL = """---
 name: csv-cleaning

@@ -38,7 +38,7 @@ SCRIPT = {
 }
 
 
-async def test_spawn_from_a_cell_message_later_and_see_the_answer_in_the_team_view(tmp_path):
+async def test_spawn_from_a_cell_message_later_and_see_the_answer_in_the_team_view(kernel, tmp_path):
     k = await fresh_harness(kernel, tmp_path, SCRIPT)
     await k.run("%config HarnessNB.teams = True")
     spawn = await k.run("%%agent\nStart a teammate that watches the data folder.")
@@ -77,7 +77,7 @@ async def test_spawn_from_a_cell_message_later_and_see_the_answer_in_the_team_vi
     assert state == "exited"
 
 
-async def test_team_magic_errors_are_clear(tmp_path):
+async def test_team_magic_errors_are_clear(kernel, tmp_path):
     k = await fresh_harness(kernel, tmp_path, SCRIPT)
     off = await k.run("%team", check=False)
     assert "teams are off: turn them on with %config HarnessNB.teams = True" in k.error(off)

@@ -8,6 +8,12 @@ import logging
 from pathlib import Path
 
 import pytest
+
+from harness_nb.core import AssistantMessage, UserMessage
+from harness_nb.engine.session import load_transcript
+from harness_nb.providers.scripted import ScriptedProvider
+from harness_nb.subagents import TaskStatus
+from harness_nb.team import RosterStore
 from team_support import (  # noqa: F401  (close_harnesses is an autouse fixture)
     call,
     close_harnesses,
@@ -18,12 +24,6 @@ from team_support import (  # noqa: F401  (close_harnesses is an autouse fixture
     tool_results,
     user_texts,
 )
-
-from harness_nb.core import AssistantMessage, UserMessage
-from harness_nb.engine.session import load_transcript
-from harness_nb.providers.scripted import ScriptedProvider
-from harness_nb.subagents import TaskStatus
-from harness_nb.team import RosterStore
 
 TEAM_DIR = Path(".harness_nb/teams/analysis")
 

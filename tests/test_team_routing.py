@@ -10,7 +10,6 @@ import pytest
 
 from harness_nb.core import ToolError, UnknownNameError, UserMessage
 from harness_nb.team import TEAM_LEAD, Message
-
 from team_support import (  # noqa: F401  (close_harnesses is an autouse fixture)
     call,
     close_harnesses,

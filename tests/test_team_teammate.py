@@ -13,7 +13,6 @@ from harness_nb.engine import Allow, Deny
 from harness_nb.subagents import SubAgentDefinition, TaskStatus
 from harness_nb.team import TEAM_LEAD
 from harness_nb.tools import ToolContext, tool
-
 from team_support import (  # noqa: F401  (close_harnesses is an autouse fixture)
     call,
     close_harnesses,

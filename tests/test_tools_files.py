@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from harness_nb.core import ToolCall
+from harness_nb.core import fs as fs_module
 from harness_nb.tools import (
     READ_ONLY_TOOLS,
     Tool,
@@ -24,7 +25,6 @@ from harness_nb.tools import (
     read_file,
     write_file,
 )
-from harness_nb.core import fs as fs_module
 from harness_nb.tools import files as files_module
 
 

@@ -9,12 +9,11 @@ The real-kernel tests (``test_notebook_*``) check the same widgets end to end.
 
 from __future__ import annotations
 
-from typing import Any
-
 import asyncio
 import json
 import re
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
@@ -46,13 +45,13 @@ from harness_nb.notebook.widgets.team_view import TeamView
 from harness_nb.notebook.widgets.theme import AGENT_COLORS, PALETTE, STYLE, agent_color, agent_name, legible_color
 from harness_nb.notebook.widgets.view import RunView
 from harness_nb.notebook.widgets.view_static import MARK_CLOSE, MARK_OPEN
+from harness_nb.testing.kernel_driver import visible_text as text
 from team_support import (  # noqa: F401  (close_harnesses is an autouse fixture)
     call,
     close_harnesses,
     make_harness,
     teams,
 )
-from harness_nb.testing.kernel_driver import visible_text as text
 from widget_support import ManualClock, WidgetWire, wire  # noqa: F401 - an autouse fixture
 
 

@@ -41,7 +41,14 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, cast
 
-from .credential import config_format, credentials_in_file, credentials_in_text, named_config_files, names_config_file, read_config
+from .credential import (
+    config_format,
+    credentials_in_file,
+    credentials_in_text,
+    named_config_files,
+    names_config_file,
+    read_config,
+)
 from .dotenv import MAX_BYTES as MAX_DOTENV_BYTES
 from .dotenv import DotenvScan, parse_dotenv, scan_dotenv
 from .fs import read_regular

@@ -13,7 +13,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..core import ConfigError, Message, Usage
 
-
 EARLY_STOPS = frozenset(
     {"max_turns", "token_budget", "budget_usd", "wall_time", "max_tokens", "empty_answer"}
 )

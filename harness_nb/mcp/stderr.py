@@ -8,8 +8,8 @@ tail. The child writes into a pipe that the event loop reads (no thread); only t
 from __future__ import annotations
 
 import asyncio
-import os
 import io
+import os
 from typing import TextIO
 
 from ..core.secret import SECRETS

@@ -41,8 +41,8 @@ from .bubblewrap import (
 )
 from .checkpoints import DEFAULT_MAX_FILE_MB, CallEffects, Checkpoint, Checkpoints, Rewind
 from .helper import stop_mount_helper
-from .launch import Plan
 from .identity import ROOT_SECRETS, SANDBOX_UID, Identity
+from .launch import Plan
 from .limits import LIMIT_NAMES, SandboxLimits
 from .machine import machine_folder_problem
 from .program import harness_program, note_workdir

@@ -4,6 +4,7 @@
 May import every layer below: ``core`` to ``permissions`` (and ``mcp``, for an agent's
 own servers); never ``team``, the harness or the notebook."""
 
+from ..engine import BackgroundApprovals
 from .coordination import MessageRouter, Route, TrackerRoute, coordination_tools
 from .definition import SubAgentDefinition
 from .handle import SubagentHandle
@@ -12,7 +13,6 @@ from .model import ModelResolver, describe_model, resolve_model
 from .narrowing import resolve_tools
 from .registry import BUILTIN_AGENTS, AgentOverride, AgentRegistry
 from .render import background_completed, finished_task, running_task, task_result
-from ..engine import BackgroundApprovals
 from .runner import BACKGROUND_DENIED, Child, SubagentRunner, progress_line
 from .task_tool import TaskParams, TaskTool
 from .tracker import TaskEntry, TaskStatus, TaskTracker

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..core import Usage, UnknownNameError
+from ..core import UnknownNameError, Usage
 from .render import background_completed
 
 if TYPE_CHECKING:

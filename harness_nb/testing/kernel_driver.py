@@ -28,7 +28,6 @@ from typing import Any
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
 
-
 _STYLE_SHEET = re.compile(r"<style.*?</style>", re.DOTALL)
 _BLOCK_TAG = re.compile(r"</?(?:div|p|br|pre|details|summary|tr|td|th|li|ul|table|h\d)\b[^>]*>")
 _TAG = re.compile(r"<[^>]+>")

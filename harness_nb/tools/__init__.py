@@ -3,12 +3,23 @@
 May import ``core`` and ``sandbox`` (``bash`` runs in it); nothing above them.
 """
 
-from .base import CallOrder, FunctionTool, Tool, ToolContext, ToolOutcome, ToolOutput, ToolRegistry, invoke, own_timeout, tool
+from ..sandbox import Sandbox, SandboxMode
+from .base import (
+    CallOrder,
+    FunctionTool,
+    Tool,
+    ToolContext,
+    ToolOutcome,
+    ToolOutput,
+    ToolRegistry,
+    invoke,
+    own_timeout,
+    tool,
+)
 from .builtin import READ_ONLY_TOOLS, builtin_tools
 from .files import edit_file, ls, read_file, write_file
 from .path import Target, display_path, read_target, resolve_in_workdir, write_target
 from .search import glob, grep
-from ..sandbox import Sandbox, SandboxMode
 from .shell import BashTool, bash, kill_running_commands
 
 __all__ = [

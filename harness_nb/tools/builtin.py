@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import copy
 
+from ..sandbox import Sandbox
 from .base import FunctionTool, Tool
 from .files import edit_file, ls, read_file, write_file
-from ..sandbox import Sandbox
 from .search import glob, grep
 from .shell import BashTool
 

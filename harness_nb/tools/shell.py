@@ -27,8 +27,8 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from ..core import ToolError, run_blocking
-from .base import FunctionTool, ToolContext
 from ..sandbox import Plan, Sandbox, default_sandbox, stop_mount_helper
+from .base import FunctionTool, ToolContext
 
 BASH_MAX_OUTPUT_CHARS = 30_000
 """Most characters of output ``bash`` returns: the first and the last half of that."""

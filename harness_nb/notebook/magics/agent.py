@@ -24,9 +24,9 @@ from IPython.display import display
 from ...core import ConfigError, HarnessError, UnknownNameError, Usage
 from ...settings import RunSettings
 from ...subagents import TaskStatus
-from ..widgets.agent_table import AgentTable
 from ..controller import NotebookHarness, Pending, completion_markdown, done, shown_as_one_line, with_ticker
 from ..kernel.history import refers_to_error
+from ..widgets.agent_table import AgentTable
 from ..widgets.reply import AgentReply, MarkdownText
 from ..widgets.theme import table
 

@@ -66,6 +66,7 @@ from pathlib import Path
 
 from ...core.error import HarnessError
 from ..protected import BYTECODE, ProtectedPlaces, home_in, protection
+from ..watch import FolderWatch
 from .effects import Change, Effects, diff, reverted_for_model, reverted_for_person, shown_path
 from .gitstore import GitStore, StoreError
 from .history import Checkpoint, History
@@ -73,7 +74,6 @@ from .manifest import Entry, Manifest
 from .restore import Restorer
 from .rewind import Rewind, rewind_diff
 from .snapshot import WALK_LIMITS, Snapshotter, WalkLimits
-from ..watch import FolderWatch
 
 __all__ = [
     "DEFAULT_MAX_FILE_MB",

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 
 from ...core.secret import SECRETS
 from ...core.usage import plural
+from ..protected import CREDENTIALS, protection
 from .effects import Change, Effects, shown_path
 from .gitstore import GitStore
 from .history import Checkpoint
 from .manifest import Entry
-from ..protected import CREDENTIALS, protection
 from .restore import Restored
 
 __all__ = ["DIFF_LINES", "Rewind", "rewind_diff"]

@@ -61,10 +61,10 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from ..watch import FolderWatch
 from .gitstore import GitStore
 from .manifest import Manifest
 from .walk import CACHE_DIRS, DIR_FLAGS, WALK_LIMITS, Walk, WalkLimits
-from ..watch import FolderWatch
 
 __all__ = [
     "CACHE_DIRS",
