@@ -385,3 +385,39 @@ async def test_a_virtualenv_under_tmp_stays_visible_inside_the_sandbox(sandboxed
     out = await run(sandboxed, workdir, f"cat {prefix}/bin/marker; echo x > {prefix}/bin/new")
     assert "the venv is here" in out.content
     assert not (prefix / "bin" / "new").exists()  # visible, and read-only
+
+
+def _gated_bwrap(tmp_path: Path, verdict: str) -> tuple[Path, Path]:
+    """(a fake bubblewrap whose probe waits for a gate file, then ends with ``verdict``; the
+    gate). Unopened for 5 s, the probe gives up, saying so."""
+    gate, fake = tmp_path / "gate", tmp_path / "bwrap"
+    fake.write_text(
+        f"#!/bin/sh\nfor i in $(seq 500); do [ -e {gate} ] && {{ {verdict}; }}; sleep 0.01; done\n"
+        "echo 'bwrap: the gate never opened' >&2\nexit 1\n"
+    )
+    fake.chmod(0o755)
+    return fake, gate
+
+
+def test_auto_returns_before_its_probes_end_and_reading_the_verdict_waits_for_it(tmp_path, caplog):
+    fake, gate = _gated_bwrap(tmp_path, "echo 'bwrap: no namespaces past the gate' >&2; exit 1")
+    with caplog.at_level(logging.WARNING, logger="harness_nb.sandbox"):
+        sandbox = Sandbox.create("auto", executable=str(fake))  # returns with the probe at the gate
+        copies = [sandbox.protecting([tmp_path / "agents"]), sandbox.limited({"processes": 512})]
+        assert not caplog.records  # nothing known yet
+        gate.touch()
+        assert not sandbox.active  # waits: the probe passed the gate, so create did not wait for it
+        assert "no namespaces past the gate" in sandbox.reason
+        assert all("past the gate" in c.reason and not BashTool(c).sandboxed for c in copies)
+    assert copies[0].read_only == (tmp_path / "agents",) and copies[1].limits.processes == 512
+    assert [r.getMessage() for r in caplog.records] == [sandbox.notice]
+
+
+def test_a_pending_sandbox_that_works_is_active_once_probed(tmp_path):
+    fake, gate = _gated_bwrap(tmp_path, "exit 0")
+    sandbox = Sandbox.create("auto", executable=str(fake), idmap=False)
+    gate.touch()
+    assert BashTool(sandbox).sandboxed and sandbox.reason == ""
+    expected = ("root", "idmapped mounts were turned off (idmap=False)") if os.geteuid() == 0 else ("user", "")
+    assert (sandbox.identity, sandbox.weaker) == expected
+    assert sandbox == Sandbox.create("auto", executable=str(fake), idmap=False)

@@ -35,8 +35,9 @@ the process count apply there too.
 
 bubblewrap, like every program the harness runs outside the sandbox, never comes from a
 folder commands may write (``program.py``). ``Sandbox.create("auto")`` probes it once per
-process and falls back to no sandbox with one logged warning; ``"bwrap"`` requires it (``ConfigError`` naming the
-fix); ``"off"`` never uses it. ``Sandbox.active`` says which it is, ``Sandbox.identity``
+process, in a thread that the first harness starts and only what needs the verdict waits for
+(a ``bash`` command, ``describe``), and falls back to no sandbox with one logged warning;
+``"bwrap"`` requires it (``ConfigError`` naming the fix); ``"off"`` never uses it. ``Sandbox.active`` says which it is, ``Sandbox.identity``
 who commands run as.
 """
 
@@ -46,10 +47,12 @@ import functools
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ..core import ConfigError, ToolError
 from ..core.dotenv import scan_dotenv
@@ -208,6 +211,52 @@ def _unavailable(executable: str | None) -> tuple[str, str]:
     return "", ""
 
 
+_PROBED = ("active", "reason", "fix", "identity", "weaker")
+"""The fields of a ``Sandbox`` that the probes of its bubblewrap decide."""
+
+
+def _verdict(executable: str | None, idmap: bool) -> dict[str, Any]:
+    """The ``_PROBED`` fields for bubblewrap at ``executable``: blocking, it runs the probes
+    (each once per process)."""
+    reason, fix = _unavailable(executable)
+    if reason:
+        return {"active": False, "reason": reason, "fix": fix, "identity": "user", "weaker": ""}
+    identity, weaker = identity_for(cast(str, executable), idmap=idmap)
+    return {"active": True, "reason": "", "fix": "", "identity": identity, "weaker": weaker}
+
+
+_probing: dict[tuple[str, bool], Future[dict[str, Any]]] = {}
+_probing_lock = threading.Lock()
+
+
+def _verdict_later(executable: str, idmap: bool) -> Future[dict[str, Any]]:
+    """``_verdict`` made in a thread of its own, once per process: the probes wait on a few
+    processes (~5 ms, ~45 ms as root), which every process's first harness waited for as it
+    was built, though most runs never need them (only ``bash`` does)."""
+    with _probing_lock:
+        future = _probing.get((executable, idmap))
+        if future is None:
+            future = _probing[(executable, idmap)] = Future()
+            thread = threading.Thread(
+                target=_settle, args=(future, executable, idmap), name="harness_nb sandbox probes", daemon=True
+            )
+            thread.start()
+    return future
+
+
+def _settle(future: Future[dict[str, Any]], executable: str, idmap: bool) -> None:
+    try:
+        future.set_result(_verdict(executable, idmap))
+    except BaseException as exc:  # handed to whoever reads the verdict
+        future.set_exception(exc)
+
+
+def _later(default: Any) -> Any:
+    """A field with a default but no class attribute (``default_factory``): a sandbox whose
+    probes still run lacks it, so reading it reaches ``Sandbox.__getattr__``, which waits."""
+    return field(default_factory=lambda: default)
+
+
 @dataclass(frozen=True)
 class Sandbox:
     """How ``bash`` commands run: ``active`` when under bubblewrap. Made by ``create``.
@@ -218,19 +267,34 @@ class Sandbox:
     one command may use. ``identity`` is who sandboxed commands run as (``identity.py``);
     ``weaker`` why a root kernel's commands run as root (the weaker mode). ``reason`` and
     ``fix`` say why the sandbox is not active and how to get it.
+
+    Those five (``_PROBED``) come from probing bubblewrap: ``create("auto")`` returns before
+    the probes end, and reading any of them waits for the verdict (then warns, once).
     """
 
     mode: SandboxMode = "off"
-    active: bool = False
+    active: bool = _later(False)
     network: bool = False
-    reason: str = "the sandbox setting is 'off'"
-    fix: str = ""
+    reason: str = _later("the sandbox setting is 'off'")
+    fix: str = _later("")
     executable: str | None = None
     read_only: tuple[Path, ...] = ()
     hidden: tuple[Path, ...] = ()
     limits: SandboxLimits = field(default_factory=SandboxLimits)
-    identity: Identity = "user"
-    weaker: str = ""
+    identity: Identity = _later("user")
+    weaker: str = _later("")
+
+    if not TYPE_CHECKING:  # mypy would let any attribute through
+
+        def __getattr__(self, name: str) -> Any:
+            # Reached only for a missing attribute: a _PROBED field of a sandbox whose probes
+            # were still running when ``create`` returned.
+            future = self.__dict__.get("_verdict")
+            if future is None or name not in _PROBED:
+                raise AttributeError(f"'Sandbox' object has no attribute {name!r}")
+            self.__dict__.update(future.result())  # "_verdict" stays: a copy of this one finds its fields set
+            self._warn()
+            return self.__dict__[name]
 
     @classmethod
     def create(
@@ -262,27 +326,46 @@ class Sandbox:
         if mode == "off":
             return base
         executable = executable or harness_program("bwrap")
-        reason, fix = _unavailable(executable)
-        if not reason:
-            assert executable is not None
-            identity, weaker = identity_for(executable, idmap=idmap)
-            sandbox = replace(base, active=True, reason="", executable=executable, identity=identity, weaker=weaker)
-            if weaker:
-                warn_once(sandbox.weaker_notice)
-            return sandbox
-        if mode == "bwrap":
-            raise ConfigError(f"sandbox 'bwrap' cannot be used: {reason}; {fix} (or use sandbox 'auto')")
-        sandbox = replace(base, reason=reason, fix=fix, executable=executable)
-        warn_once(cast(str, sandbox.notice))
+        if (
+            mode == "auto"
+            and executable is not None
+            and Path(executable).is_file()
+            and sys.platform.startswith("linux")
+        ):
+            pending = replace(base, executable=executable)
+            for name in _PROBED:
+                del pending.__dict__[name]
+            pending.__dict__["_verdict"] = _verdict_later(executable, idmap)
+            return pending
+        sandbox = replace(base, executable=executable, **_verdict(executable, idmap))
+        if mode == "bwrap" and not sandbox.active:
+            raise ConfigError(
+                f"sandbox 'bwrap' cannot be used: {sandbox.reason}; {sandbox.fix} (or use sandbox 'auto')"
+            )
+        sandbox._warn()
         return sandbox
+
+    def _warn(self) -> None:
+        """Warn, once per process, of the weaker mode or of ``auto`` finding no sandbox."""
+        notice = self.weaker_notice or self.notice
+        if notice:
+            warn_once(notice)
+
+    def _copy(self, **changes: Any) -> Sandbox:
+        """``replace(self, **changes)``, without waiting for the probes: the copy shares them."""
+        if "_verdict" not in self.__dict__:
+            return replace(self, **changes)
+        copy = object.__new__(Sandbox)
+        copy.__dict__.update(self.__dict__, **changes)
+        return copy
 
     def protecting(self, paths: Iterable[Path]) -> Sandbox:
         """This sandbox, also keeping ``paths`` read-only."""
-        return replace(self, read_only=(*self.read_only, *(Path(p) for p in paths)))
+        return self._copy(read_only=(*self.read_only, *(Path(p) for p in paths)))
 
     def limited(self, limits: SandboxLimits | Mapping[str, Any] | None) -> Sandbox:
         """This sandbox with other ``limits``."""
-        return replace(self, limits=SandboxLimits.of(limits))
+        return self._copy(limits=SandboxLimits.of(limits))
 
     @property
     def notice(self) -> str | None:
