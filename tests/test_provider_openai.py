@@ -24,7 +24,7 @@ from harness_nb.core import (
 )
 from harness_nb.providers import ModelRequest, ModelResponse, create_provider
 from harness_nb.providers.base import Provider
-from harness_nb.providers.http import RetryPolicy
+from harness_nb.providers.http import RetryPolicy, tls_context
 from harness_nb.providers.openai import OpenAIProvider
 from harness_nb.testing.fake_server import FakeLLMServer
 from provider_support import CaptureReplayer
@@ -422,3 +422,24 @@ async def test_a_provider_trusts_the_ca_file_set_when_it_is_made(
         finally:
             for provider in providers:
                 await provider.aclose()
+
+
+async def test_the_ca_certificates_load_at_the_first_tls_connection_only(
+    self_signed: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Loading them costs ~19 ms of CPU that a server speaking plain HTTP never needs: a
+    conversation with one leaves the context empty; the first over TLS loads and uses them
+    (streamed, as providers talk by default)."""
+    cert, key = self_signed
+    served = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    served.load_cert_chain(cert, key)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # a context of this test's own
+    context = tls_context()
+    async with FakeLLMServer([{"text": "Hello."}], loop=True) as plain:
+        async with create_provider("openai-compatible/m", base_url=plain.url + "/v1") as provider:
+            assert (await provider.complete(REQUEST)).message.content == "Hello."
+    assert context.cert_store_stats()["x509"] == 0
+    async with FakeLLMServer([{"text": "Hello over TLS."}], loop=True, tls=served) as secure:
+        async with create_provider("openai-compatible/m", base_url=secure.url + "/v1") as provider:
+            assert (await provider.complete(REQUEST)).message.content == "Hello over TLS."
+    assert context.cert_store_stats()["x509"] == 1

@@ -20,6 +20,8 @@ import json
 import logging
 import os
 import ssl
+import sys
+import threading
 import time
 from collections.abc import (
     AsyncGenerator,
@@ -219,13 +221,56 @@ def tls_context() -> ssl.SSLContext:
     """The TLS context providers verify servers with, as httpx makes it (certifi's CA
     bundle, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set), made once for each value of
     those variables instead of once per provider: loading the bundle costs about 20 ms of
-    CPU, which every harness, and every subagent on a model of its own, paid again."""
+    CPU, which every harness, and every subagent on a model of its own, paid again. It loads
+    them at its first connection (``TrustOnFirstUse``)."""
     return _tls_context_for(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
 
 
 @functools.lru_cache(maxsize=4)
 def _tls_context_for(cafile: str | None, capath: str | None) -> ssl.SSLContext:
-    return httpx.create_ssl_context()  # reads the same two variables
+    if not cafile and not capath:
+        import certifi  # httpx's default, as httpx.create_ssl_context
+
+        cafile = certifi.where()
+    return TrustOnFirstUse(cafile or None, None if cafile else capath)
+
+
+class TrustOnFirstUse(ssl.SSLContext):
+    """A client context as ``ssl.create_default_context`` makes it (server certificate and
+    host name verified), whose CA certificates load as it wraps its first connection, not
+    when it is made: loading certifi's bundle takes ~19 ms of CPU holding the GIL, at a
+    harness's first run, though a provider whose server speaks plain HTTP (a local model
+    server, the benchmarks' fake one) never uses them. anyio wraps a connection in a worker
+    thread for a context of a type of its own, so that first load leaves the event loop be."""
+
+    _locations: tuple[str | None, str | None]
+    _trusted: bool
+    _trusting: threading.Lock
+
+    def __new__(cls, cafile: str | None, capath: str | None) -> Self:
+        context = super().__new__(cls, ssl.PROTOCOL_TLS_CLIENT)  # verify_mode CERT_REQUIRED, check_hostname
+        context._locations = (cafile, capath)
+        context._trusted = False
+        context._trusting = threading.Lock()
+        keylog = os.environ.get("SSLKEYLOGFILE")  # as ssl.create_default_context
+        if keylog and not sys.flags.ignore_environment:
+            context.keylog_filename = keylog
+        return context
+
+    def trust(self) -> None:
+        """Load the CA certificates, once (called before each connection is wrapped)."""
+        with self._trusting:
+            if not self._trusted:
+                self.load_verify_locations(*self._locations)
+                self._trusted = True
+
+    def wrap_bio(self, *args: Any, **kwargs: Any) -> ssl.SSLObject:
+        self.trust()
+        return super().wrap_bio(*args, **kwargs)
+
+    def wrap_socket(self, *args: Any, **kwargs: Any) -> ssl.SSLSocket:
+        self.trust()
+        return super().wrap_socket(*args, **kwargs)
 
 
 class HTTPProvider(Provider):
