@@ -90,6 +90,64 @@ async def test_asking_is_bounded_in_time_and_size(monkeypatch: pytest.MonkeyPatc
         await p.aclose()
 
 
+async def test_eight_providers_of_one_server_ask_it_once_and_two_servers_twice() -> None:
+    async with (
+        FakeLLMServer([], server="vllm", context_window=4096) as one,
+        FakeLLMServer([], server="vllm", context_window=8192) as two,
+    ):
+        providers = [compatible(one.url) for _ in range(8)] + [compatible(two.url) for _ in range(8)]
+        windows = await asyncio.gather(*(p.discover_window() for p in providers))  # all at once: one in flight
+        for p in providers:
+            await p.aclose()
+    assert windows == [4096] * 8 + [8192] * 8
+    assert [r.path for r in one.info_requests] == [r.path for r in two.info_requests] == ["/v1/models"]
+
+
+async def test_a_kept_window_is_asked_again_after_its_time_and_each_key_has_its_own() -> None:
+    now = [0.0]
+    lookups = window.WindowLookups(ttl=600, clock=lambda: now[0])
+    async with FakeLLMServer([], server="vllm", context_window=4096) as srv, httpx.AsyncClient() as client:
+        key = lookups.key(srv.url + "/v1", "fake", "sk-one-0123456789")
+        assert await lookups.window(key, client) == 4096
+        now[0] = 599.0
+        assert await lookups.window(key, client) == 4096  # kept
+        assert len(srv.info_requests) == 1
+        now[0] = 601.0
+        assert await lookups.window(key, client) == 4096  # its time is up: asked again
+        assert len(srv.info_requests) == 2
+        other = lookups.key(srv.url + "/v1", "fake", "sk-two-0123456789")
+        assert other != key and "sk-one" not in repr(key)
+        assert await lookups.window(other, client) == 4096
+        assert len(srv.info_requests) == 3
+
+
+async def test_a_too_long_error_makes_the_server_asked_again() -> None:
+    from harness_nb.providers import ModelRequest
+
+    async with FakeLLMServer([{"text": "never"}], server="llamacpp", context_window=20) as srv:
+        first, later = compatible(srv.url), compatible(srv.url)
+        assert await first.discover_window() == 20
+        assert await later.discover_window() == 20
+        assert [r.path for r in srv.info_requests] == ["/v1/models", "/props"]  # asked once for both
+        with pytest.raises(ProviderError):
+            await first.complete(ModelRequest(system="s", messages=[UserMessage(content="x" * 400)]))
+        assert await later.discover_window() == 20  # forgotten: asked again (a restarted server)
+        for p in (first, later):
+            await p.aclose()
+    assert [r.path for r in srv.info_requests] == ["/v1/models", "/props"] * 2
+
+
+async def test_a_server_that_did_not_answer_is_asked_again_next_time() -> None:
+    async with FakeLLMServer([], server="vllm", context_window=4096, info_failures=1) as srv:
+        first, second = compatible(srv.url), compatible(srv.url)
+        assert await first.discover_window() is None  # a 500: not an answer to keep
+        assert await first.discover_window() is None  # ... nor to ask again every call of this provider
+        assert await second.discover_window() == 4096
+        for p in (first, second):
+            await p.aclose()
+    assert [r.path for r in srv.info_requests] == ["/v1/models"] * 2
+
+
 # -- each API's too-long error --------------------------------------------------------------
 
 

@@ -7,7 +7,6 @@ Ollama's OpenAI-compatible endpoint at ``$OLLAMA_HOST/v1`` (no key).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -32,7 +31,7 @@ from .base import ModelRequest, ModelResponse
 from .effort import openai_effort
 from .http import HTTPProvider, Payload, RetryPolicy, stream_cut
 from .options import EmptyContent, ProviderOptions
-from .window import known_window, probe_window
+from .window import WINDOWS, WindowUnanswered, known_window
 from .wire import EncodedList, Histories, History, encoded_message, to_json
 
 STOP_REASONS = {
@@ -309,24 +308,44 @@ class OpenAIProvider(HTTPProvider):
         )
         self.empty_content: EmptyContent = self.options.empty_content or "empty_string"
         self._histories = Histories()
-        self._window_asked = not self.asks_window or self.context_window is not None
-        self._window_lock = asyncio.Lock()
+        asking = self.asks_window and self.context_window is None
+        self._window_key = WINDOWS.key(self.base_url, model, self.api_key()) if asking else None
+        self._window_settled = not asking  # the option's, a stated one, or the server unanswering
+        self._window_stated = False
         if self.context_window is None and not self.asks_window:
             self.context_window = known_window(model)
 
     async def discover_window(self) -> int | None:
         """The context window: the option's, else (a server that may say it) what the
-        server reports, asked once, else that of a known model name (a proxy's
-        ``gpt-4o``), else ``None``."""
-        if self._window_asked:
+        server reports (``window.WINDOWS``: asked once for every provider of the process,
+        kept ten minutes), else that of a known model name (a proxy's ``gpt-4o``), else
+        ``None``. A server that does not answer is asked once by this provider."""
+        if self._window_settled or self._window_key is None:
             return self.context_window
-        async with self._window_lock:  # parallel subagents ask once between them
-            if not self._window_asked:
-                reported = await probe_window(self._client, self.base_url, self.model)
-                if self.context_window is None:  # a too-long error may have said it meanwhile
-                    self.context_window = reported or known_window(self.model)
-                self._window_asked = True
+        try:
+            reported = await WINDOWS.window(self._window_key, self._client)
+        except WindowUnanswered:
+            reported = None
+            self._window_settled = True
+        if not self._window_stated:  # a too-long error may have said it meanwhile
+            self.context_window = reported or known_window(self.model)
         return self.context_window
+
+    def learn_window(self, tokens: int) -> None:
+        """Take the window a server stated (in a too-long error) over what it reported."""
+        super().learn_window(tokens)
+        self._window_settled = self._window_stated = True
+
+    def api_error(
+        self, status: int | None, kind: str, detail: str, *, retry_after: float | None = None, body: Any = None
+    ) -> ProviderError:
+        """The base's error; a too-long one also makes every provider of this server ask it
+        its window again (a llama.cpp restarted with another size), this one included."""
+        error = super().api_error(status, kind, detail, retry_after=retry_after, body=body)
+        if error.kind == "context_length" and self._window_key is not None:
+            WINDOWS.forget(self._window_key)
+            self._window_settled = self._window_stated
+        return error
 
     # Resolved before Provider.__init__ runs, hence ``model`` as a parameter.
     def _key(self, api_key: str | None, model: str) -> str | None:

@@ -12,6 +12,8 @@ how to tell a "too long" error from any other.
   OpenRouter and others, ``meta.n_ctx_train`` from llama.cpp), then llama.cpp's ``/props``
   (``default_generation_settings.n_ctx``) and ``/slots`` (``n_ctx``): bounded in time and
   size; any failure means "not said". (httpx is imported only by the probe.)
+- ``WINDOWS`` (a ``WindowLookups``): the process's one lookup of what each server says,
+  shared by every provider: asked once per server, model and key, kept for ten minutes.
 - ``context_length_error(message, body)``: whether an API's error says the request was too
   long, and the maximum it names if it does (``ProviderError.kind == "context_length"``).
 """
@@ -19,10 +21,14 @@ how to tell a "too long" error from any other.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import json
 import logging
+import os
 import re
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..core.imports import shielded_imports
@@ -35,7 +41,10 @@ log = logging.getLogger("harness_nb.providers")
 __all__ = [
     "CONTEXT_WINDOWS",
     "DEFAULT_CHARS_PER_TOKEN",
+    "WINDOWS",
     "TokenRatio",
+    "WindowLookups",
+    "WindowUnanswered",
     "context_length_error",
     "known_window",
     "probe_window",
@@ -136,9 +145,22 @@ class TokenRatio:
 _MODEL_FIELDS = ("max_model_len", "context_length", "context_window", "max_context_length")
 
 
+class WindowUnanswered(Exception):
+    """The server did not answer (transport failure, 5xx, timeout): nothing learnt."""
+
+
 async def probe_window(client: httpx.AsyncClient, base_url: str, model: str) -> int | None:
     """The context window an OpenAI-compatible server at ``base_url`` reports for ``model``,
     or ``None`` (not said, not reachable, not in time: never an error)."""
+    try:
+        return await _ask_window(client, base_url, model)
+    except WindowUnanswered:
+        return None
+
+
+async def _ask_window(client: httpx.AsyncClient, base_url: str, model: str) -> int | None:
+    """What ``probe_window`` says, but a server that did not answer raises ``WindowUnanswered``
+    (so that ``WindowLookups`` asks it again, where it keeps a "said nothing")."""
     root = re.sub(r"/v1/?$", "", base_url.rstrip("/"))
     try:
         async with asyncio.timeout(_PROBE_SECONDS):
@@ -159,16 +181,19 @@ async def probe_window(client: httpx.AsyncClient, base_url: str, model: str) -> 
             return trained  # llama.cpp's training context: better than nothing
     except TimeoutError:
         log.info("%s did not say its context window within %.0f s", base_url, _PROBE_SECONDS)
-    return None
+        raise WindowUnanswered from None
 
 
 async def _get_json(client: httpx.AsyncClient, url: str) -> Any:
-    """The JSON at ``url``, or ``None`` for any failure (status, transport, size, syntax)."""
+    """The JSON at ``url``, or ``None`` when the server says nothing there (4xx, size,
+    syntax); ``WindowUnanswered`` when it does not answer (transport failure, 5xx)."""
     with shielded_imports():
         import httpx  # here: the providers' base imports this module, and must not import httpx
 
     try:
         async with client.stream("GET", url) as response:
+            if response.status_code >= 500:
+                raise WindowUnanswered
             if response.status_code != 200:
                 return None
             data = bytearray()
@@ -177,8 +202,77 @@ async def _get_json(client: httpx.AsyncClient, url: str) -> Any:
                 if len(data) > _PROBE_BYTES:
                     return None
         return json.loads(data)
-    except (httpx.HTTPError, ValueError):
+    except httpx.HTTPError:
+        raise WindowUnanswered from None
+    except ValueError:
         return None
+
+
+WindowKey = tuple[str, str, str]
+
+
+class WindowLookups:
+    """What servers say of their context windows, asked once for the whole process.
+
+    Every harness of a fan-out makes its own provider; each asking its server (three
+    ``GET``s on a fresh connection for llama.cpp) cost ~35 ms of event-loop time apiece.
+    Here an answer, "said nothing" (``None``) included, is kept per ``(base URL, model,
+    key identity)`` for ``ttl`` seconds of ``clock``; concurrent askers of one server await
+    one request. A server that did not answer is not remembered, so the next asker tries
+    again; ``forget`` drops a server's answer when it refuses a request as too long (a
+    llama.cpp restarted with another ``--ctx-size``). The key identity is a keyed hash,
+    salted per process, so neither the key nor a digest of it that could be checked
+    against guesses is kept."""
+
+    def __init__(self, *, ttl: float = 600.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.ttl = ttl
+        self.clock = clock
+        self._answers: dict[WindowKey, tuple[float, int | None]] = {}
+        self._pending: dict[WindowKey, asyncio.Task[int | None]] = {}
+        self._salt = os.urandom(16)
+
+    def key(self, base_url: str, model: str, api_key: str | None) -> WindowKey:
+        """The identity of one server's answer for ``model`` to ``api_key``."""
+        who = hmac.new(self._salt, (api_key or "").encode(), hashlib.sha256).hexdigest() if api_key else ""
+        return base_url.rstrip("/"), model, who
+
+    async def window(self, key: WindowKey, client: httpx.AsyncClient) -> int | None:
+        """The window the server of ``key`` reports (``None``: it says nothing), asked
+        through ``client`` unless known; ``WindowUnanswered`` when it did not answer."""
+        kept = self._answers.get(key)
+        if kept is not None and self.clock() < kept[0]:
+            return kept[1]
+        pending = self._pending.get(key)
+        if pending is None or pending.get_loop() is not asyncio.get_running_loop():
+            pending = asyncio.ensure_future(self._ask(key, client))
+            pending.add_done_callback(_retrieved)  # every asker cancelled: no "never retrieved" warning
+            self._pending[key] = pending
+        # shielded: one asker cancelled (its cell interrupted) leaves the others' answer coming
+        return await asyncio.shield(pending)
+
+    async def _ask(self, key: WindowKey, client: httpx.AsyncClient) -> int | None:
+        try:
+            answer = await _ask_window(client, key[0], key[1])
+            self._answers[key] = (self.clock() + self.ttl, answer)
+            return answer
+        finally:
+            if self._pending.get(key) is asyncio.current_task():
+                del self._pending[key]
+
+    def forget(self, key: WindowKey) -> None:
+        """Drop what the server of ``key`` said (it refused a request as too long)."""
+        self._answers.pop(key, None)
+
+    def __len__(self) -> int:
+        return len(self._answers)
+
+
+WINDOWS = WindowLookups()
+
+
+def _retrieved(task: asyncio.Task[int | None]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 def _from_models(data: Any, model: str) -> tuple[int | None, int | None]:

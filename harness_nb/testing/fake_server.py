@@ -46,7 +46,8 @@ or, with ``server="llamacpp"``, llama.cpp's 400 ``exceed_context_size_error`` (w
 what ``GET /v1/models`` reports: vLLM's ``max_model_len``, llama.cpp's ``meta.n_ctx_train``
 plus ``/props`` and ``/slots`` with ``n_ctx``; OpenAI's lists the model without a window.
 ``report_window=False`` makes those endpoints answer 404, so that a client only learns the
-window from the error.
+window from the error; ``info_failures=N`` makes the first N of them answer 500 (a server
+that did not answer, rather than one that says nothing).
 
 With ``strict=True`` the server is as particular as llama.cpp's: an assistant message with
 ``"content": null`` is answered with HTTP 500, and tools offered without ``tool_choice``
@@ -138,6 +139,7 @@ class FakeLLMServer:
     context_window: int | None = None
     server: Literal["openai", "vllm", "llamacpp"] = "openai"
     report_window: bool = True
+    info_failures: int = 0
     cache_min_tokens: int = DEFAULT_MIN_TOKENS
     tls: ssl.SSLContext | None = None
     requests: list[ReceivedRequest] = field(default_factory=list)
@@ -279,7 +281,10 @@ class FakeLLMServer:
         api = next((a for a, suffix in _ROUTES.items() if path.endswith(suffix)), "")
         if request.method == "GET":
             info = window_info(path, self.server, self.context_window if self.report_window else None)
-            if info is None:
+            if self.info_failures > 0:
+                self.info_failures -= 1
+                await _send_json(writer, 500, error_body("openai", "api_error", "loading the model"))
+            elif info is None:
                 await _send_json(writer, 404, error_body("openai", "not_found_error", f"no route {path}"))
             else:
                 await _send_json(writer, 200, info)
