@@ -359,3 +359,23 @@ def test_a_schema_is_made_once_per_model_and_every_tool_owns_its_copy() -> None:
 
     assert list(probe_a.spec().parameters["properties"]) == ["path"]
     assert list(probe_b.spec().parameters["properties"]) == ["count"]
+
+
+def test_tools_made_from_one_closure_share_its_arguments_model_unless_their_defaults_differ() -> None:
+    """Each harness makes its coordination tools from closures of its own: the same code
+    with the same annotations and defaults makes one model, and a closure whose default
+    differs gets a model of its own."""
+    from harness_nb.tools import tool
+
+    def made(limit: int) -> Any:
+        @tool(name="pick")
+        async def pick(ctx: ToolContext, kind: str, count: int = limit) -> str:
+            """Pick some."""
+            return f"{kind} {count}"
+
+        return pick
+
+    one, again, other = made(3), made(3), made(5)
+    assert one is not again and one.Params is again.Params
+    assert other.Params is not one.Params
+    assert (one.Params(kind="a").count, other.Params(kind="a").count) == (3, 5)
