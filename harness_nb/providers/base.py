@@ -91,7 +91,7 @@ class Provider(ABC):
     async def discover_window(self) -> int | None:
         """The model's context window in tokens, or ``None`` when unknown. By default
         ``context_window``; a provider that can ask its server (an OpenAI-compatible one)
-        does so the first time, and never again."""
+        does so through ``window.WINDOWS``, which asks each server once for the process."""
         return self.context_window
 
     def learn_window(self, tokens: int) -> None:

@@ -263,9 +263,6 @@ class WindowLookups:
         """Drop what the server of ``key`` said (it refused a request as too long)."""
         self._answers.pop(key, None)
 
-    def __len__(self) -> int:
-        return len(self._answers)
-
 
 WINDOWS = WindowLookups()
 
