@@ -61,6 +61,7 @@ def test_scrub_removes_keys_and_partly_masked_echoes(monkeypatch):
 OUTSIDE_THE_TREE = {
     "harness_nb.core.fs.NotRegularFileError": "an OSError: handled with every other error of opening a file",
     "harness_nb.core.fs.SymlinkError": "an OSError: handled with every other error of opening a file",
+    "harness_nb.providers.window.WindowUnansweredError": "a window lookup the server did not answer, caught inside providers/",
     "harness_nb.sandbox.checkpoints.gitstore.StoreError": "an OSError of the checkpoint store, caught inside sandbox/",
     "harness_nb.sandbox.helper.HelperError": "the root helper's failure, caught inside sandbox/",
     "harness_nb.tools.ripgrep.RgPatternError": "a pattern rg refuses, caught by the grep tool",

@@ -31,7 +31,7 @@ from .base import ModelRequest, ModelResponse
 from .effort import openai_effort
 from .http import HTTPProvider, Payload, RetryPolicy, stream_cut
 from .options import EmptyContent, ProviderOptions
-from .window import WINDOWS, WindowUnanswered, known_window
+from .window import WINDOWS, WindowUnansweredError, known_window
 from .wire import EncodedList, Histories, History, encoded_message, to_json
 
 STOP_REASONS = {
@@ -324,7 +324,7 @@ class OpenAIProvider(HTTPProvider):
             return self.context_window
         try:
             reported = await WINDOWS.window(self._window_key, self._client)
-        except WindowUnanswered:
+        except WindowUnansweredError:
             reported = None
             self._window_settled = True
         if not self._window_stated:  # a too-long error may have said it meanwhile

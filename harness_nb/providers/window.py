@@ -44,7 +44,7 @@ __all__ = [
     "WINDOWS",
     "TokenRatio",
     "WindowLookups",
-    "WindowUnanswered",
+    "WindowUnansweredError",
     "context_length_error",
     "known_window",
     "probe_window",
@@ -145,7 +145,7 @@ class TokenRatio:
 _MODEL_FIELDS = ("max_model_len", "context_length", "context_window", "max_context_length")
 
 
-class WindowUnanswered(Exception):
+class WindowUnansweredError(Exception):
     """The server did not answer (transport failure, 5xx, timeout): nothing learnt."""
 
 
@@ -154,12 +154,12 @@ async def probe_window(client: httpx.AsyncClient, base_url: str, model: str) -> 
     or ``None`` (not said, not reachable, not in time: never an error)."""
     try:
         return await _ask_window(client, base_url, model)
-    except WindowUnanswered:
+    except WindowUnansweredError:
         return None
 
 
 async def _ask_window(client: httpx.AsyncClient, base_url: str, model: str) -> int | None:
-    """What ``probe_window`` says, but a server that did not answer raises ``WindowUnanswered``
+    """What ``probe_window`` says, but a server that did not answer raises ``WindowUnansweredError``
     (so that ``WindowLookups`` asks it again, where it keeps a "said nothing")."""
     root = re.sub(r"/v1/?$", "", base_url.rstrip("/"))
     try:
@@ -181,19 +181,19 @@ async def _ask_window(client: httpx.AsyncClient, base_url: str, model: str) -> i
             return trained  # llama.cpp's training context: better than nothing
     except TimeoutError:
         log.info("%s did not say its context window within %.0f s", base_url, _PROBE_SECONDS)
-        raise WindowUnanswered from None
+        raise WindowUnansweredError from None
 
 
 async def _get_json(client: httpx.AsyncClient, url: str) -> Any:
     """The JSON at ``url``, or ``None`` when the server says nothing there (4xx, size,
-    syntax); ``WindowUnanswered`` when it does not answer (transport failure, 5xx)."""
+    syntax); ``WindowUnansweredError`` when it does not answer (transport failure, 5xx)."""
     with shielded_imports():
         import httpx  # here: the providers' base imports this module, and must not import httpx
 
     try:
         async with client.stream("GET", url) as response:
             if response.status_code >= 500:
-                raise WindowUnanswered
+                raise WindowUnansweredError
             if response.status_code != 200:
                 return None
             data = bytearray()
@@ -203,7 +203,7 @@ async def _get_json(client: httpx.AsyncClient, url: str) -> Any:
                     return None
         return json.loads(data)
     except httpx.HTTPError:
-        raise WindowUnanswered from None
+        raise WindowUnansweredError from None
     except ValueError:
         return None
 
@@ -238,7 +238,7 @@ class WindowLookups:
 
     async def window(self, key: WindowKey, client: httpx.AsyncClient) -> int | None:
         """The window the server of ``key`` reports (``None``: it says nothing), asked
-        through ``client`` unless known; ``WindowUnanswered`` when it did not answer."""
+        through ``client`` unless known; ``WindowUnansweredError`` when it did not answer."""
         kept = self._answers.get(key)
         if kept is not None and self.clock() < kept[0]:
             return kept[1]
