@@ -64,6 +64,7 @@ async def test_a_server_that_says_nothing_leaves_the_window_unknown_or_the_known
         assert [r.path for r in srv.info_requests] == ["/v1/models", "/props", "/slots"]
         proxied = create_provider("openai-compatible/gpt-4o", base_url=srv.url + "/v1")
         assert await proxied.discover_window() == 128_000  # a proxy's known model name
+        assert await proxied.discover_window() == 128_000  # ... on every call, the server's silence kept
         given = compatible(srv.url, context_window=2048)
         assert await given.discover_window() == 2048  # the option wins, nothing asked
         for p in (provider, proxied, given):

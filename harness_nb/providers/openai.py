@@ -312,8 +312,10 @@ class OpenAIProvider(HTTPProvider):
         self._window_key = WINDOWS.key(self.base_url, model, self.api_key()) if asking else None
         self._window_settled = not asking  # the option's, a stated one, or the server unanswering
         self._window_stated = False
+        # Looked up once: a server that reports no window falls back to it on every call.
+        self._known_window = known_window(model) if self.context_window is None else None
         if self.context_window is None and not self.asks_window:
-            self.context_window = known_window(model)
+            self.context_window = self._known_window
 
     async def discover_window(self) -> int | None:
         """The context window: the option's, else (a server that may say it) what the
@@ -328,7 +330,7 @@ class OpenAIProvider(HTTPProvider):
             reported = None
             self._window_settled = True
         if not self._window_stated:  # a too-long error may have said it meanwhile
-            self.context_window = reported or known_window(self.model)
+            self.context_window = reported or self._known_window
         return self.context_window
 
     def learn_window(self, tokens: int) -> None:
