@@ -20,7 +20,9 @@ from ..engine import RunResult, UsageAccount
 from ..harness import Harness
 from ..settings import RunSettings
 from ..subagents import TaskEntry, TaskStatus, resolve_model
-from ..subagents.agent_map import MapHandle, MapOptions, MapResult
+from ..subagents.map_handle import MapHandle
+from ..subagents.map_options import MapOptions
+from ..subagents.map_result import MapResult
 from ..textview import TextView, terminal_approval
 from ..tools import Sandbox
 from .config import HarnessNB

@@ -13,7 +13,7 @@ import ipywidgets as widgets
 from ...core.media import STATIC_VIEW_CLOSE as MARK_CLOSE
 from ...core.media import STATIC_VIEW_OPEN as MARK_OPEN
 from ...core.usage import usd
-from ...subagents.agent_map import MapProgress, MapResult
+from ...subagents.map_result import MapProgress, MapResult
 from .live import Scheduler, StaticCopyBox
 from .theme import STYLE
 
