@@ -56,7 +56,7 @@ from ..providers.base import Provider
 from ..providers.http import RetryPolicy
 from .definition import SubAgentDefinition
 from .map_output import AnswerShaper, RowOutput
-from .map_result import MapEstimate, MapProgress, MapResult, MapRow, Projection
+from .map_result import MapEstimate, MapProgress, MapResult, MapRow, Projection, RowSource
 from .map_rows import check_template, fill, map_rows
 from .map_store import MapInfo, MapKind, MapStore, StoredRow, map_key, open_map_store, row_key
 from .model import resolve_model
@@ -376,11 +376,13 @@ class AgentMap:
             self._report()
 
     def _fan_out(self, row: MapRow, positions: list[int]) -> None:
-        """``row``'s outcome for every row of ``positions`` (those after the first: duplicates)."""
+        """``row``'s outcome for every row of ``positions``: those after the first are its
+        copies (duplicates of a row run now; a stored row's are stored too), costing nothing."""
+        source: RowSource = "duplicate" if row.source == "run" else row.source
         for position in positions:
             if position != row.position:
                 index = self.rows[position].index
-                self._record(replace(row, position=position, index=index, usage=Usage(), source="duplicate"))
+                self._record(replace(row, position=position, index=index, usage=Usage(), source=source))
             else:
                 self._record(row)
 
