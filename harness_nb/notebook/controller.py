@@ -22,7 +22,7 @@ from ..settings import RunSettings
 from ..subagents import TaskEntry, TaskStatus, resolve_model
 from ..subagents.map_handle import MapHandle
 from ..subagents.map_options import MapOptions
-from ..subagents.map_result import MapResult
+from ..subagents.map_result import MapEstimate, MapResult
 from ..textview import TextView, terminal_approval
 from ..tools import Sandbox
 from .config import HarnessNB
@@ -465,12 +465,17 @@ class NotebookHarness:
         retries: int,
         budget_usd: float | None,
         background: bool = False,
-    ) -> MapResult | MapHandle:
+        output: str | None = None,
+        resume: bool = False,
+        estimate: bool = False,
+        sample: int | None = None,
+    ) -> MapResult | MapHandle | MapEstimate:
         """``%agent map``: ``agent`` over ``rows`` with a live progress bar in this cell
         (``background``: the cell returns at once and the bar keeps moving; the kernel is
-        free for other cells). Its rows run without asking: a call that would ask is denied
-        (there is nobody to answer a thousand cards), so give the agent tools that need no
-        approval, or allow rules."""
+        free for other cells; ``estimate``: a sample's bar, and the projection for all
+        rows). Its rows run without asking: a call that would ask is denied (there is
+        nobody to answer a thousand cards), so give the agent tools that need no approval,
+        or allow rules. ``output``, ``resume`` and ``sample`` are ``MapOptions``'."""
         h = self.harness()
         try:
             h.registry.get(agent)
@@ -483,13 +488,20 @@ class NotebookHarness:
             retries=retries,
             budget_usd=budget_usd,
             on_progress=view.update if view is not None else None,
+            output=output,
+            resume=resume,
         )
+        if sample is not None:
+            options["sample"] = sample
         shown: DisplayHandle | None = None
 
-        def finish(result: MapResult) -> None:
+        def finish(result: MapResult | MapEstimate | None) -> None:
             # the map has ended: its static copy stands in for the bar from now on
             assert view is not None
-            view.finish(result)
+            if result is None:
+                view.interrupted()
+            else:
+                view.finish(result)
             if shown is not None:
                 shown.update(view.static_bundle(), raw=True)
 
@@ -498,11 +510,18 @@ class NotebookHarness:
                 handle = await h.start_map(agent, template, rows, **options)
             else:
                 if view is not None:
+                    if estimate:
+                        view.set_title("estimate")
                     shown = display(view, display_id=True)
-                result = await with_ticker(h.map(agent, template, rows, **options))
+                run: Awaitable[MapResult | MapEstimate]
+                if estimate:
+                    run = h.map(agent, template, rows, estimate=True, **options)
+                else:
+                    run = h.map(agent, template, rows, **options)
+                result = await with_ticker(run)
         except asyncio.CancelledError as exc:
-            if view is not None and h.last_map is not None:
-                finish(h.last_map.result())
+            if view is not None:
+                finish(h.last_map.result() if h.last_map is not None and not estimate else None)
             shown_as_one_line(exc)
             raise
         except HarnessError as exc:
