@@ -197,3 +197,19 @@ async def test_a_store_that_is_not_one_is_listed_with_its_problem_and_one_clear_
     with sqlite3.connect(maps / ok.map_id / STORE_FILE) as mine:
         assert mine.execute("PRAGMA application_id").fetchone() == (APPLICATION_ID,)
         assert mine.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def test_the_log_is_checkpointed_every_so_many_rows_by_a_connection_of_its_own(tmp_path):
+    from harness_nb.core import Usage
+    from harness_nb.subagents.map_store import CHECKPOINT_ROWS, MapInfo, MapStore, StoredRow
+
+    info = MapInfo("map-x", 0.0, "a", "m", "{value}", (), "k", "map", CHECKPOINT_ROWS, CHECKPOINT_ROWS)
+    store = MapStore.create(tmp_path, info)
+    file = tmp_path / "map-x" / STORE_FILE
+    due = [store.put(StoredRow(f"{i:08d}", "x" * 500, None, None, Usage(), 1, 0.1)) for i in range(CHECKPOINT_ROWS)]
+    assert due == [False] * (CHECKPOINT_ROWS - 1) + [True]
+    before = file.stat().st_size  # the rows are in the log, not yet in the file (no automatic checkpoint)
+    store.checkpoint()
+    assert file.stat().st_size > before + CHECKPOINT_ROWS * 500
+    assert len(store.rows()) == CHECKPOINT_ROWS
+    store.close()

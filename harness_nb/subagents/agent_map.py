@@ -240,16 +240,19 @@ class AgentMap:
             )
             store, stored = await run_blocking(open_map_store, self.store_folder, wanted, resume=self.resume)
             self.store, self.id = store, store.info.id
-            done = self._take_stored(stored)
+            for key, row in await run_blocking(self._stored_rows, stored):
+                self._fan_out(row, self._groups[key])
+                done.add(key)
         self._left = [key for key in self._groups if key not in done]
         self._prepared = True
 
     def _row_keys(self) -> list[str]:
         return [row_key(self.key, fill(self.template, row)) for row in self.rows]
 
-    def _take_stored(self, stored: Mapping[str, StoredRow]) -> set[str]:
-        """Take the rows done in ``stored`` as this map's; the keys taken."""
-        taken: set[str] = set()
+    def _stored_rows(self, stored: Mapping[str, StoredRow]) -> list[tuple[str, MapRow]]:
+        """The rows of this map done in ``stored``, by key, as outcomes of their first rows
+        (blocking: a typed output is validated again, on a worker thread)."""
+        taken: list[tuple[str, MapRow]] = []
         for key, positions in self._groups.items():
             row = stored.get(key)
             if row is None or not row.ok:
@@ -262,8 +265,7 @@ class AgentMap:
                 output = checked
             first = self.rows[positions[0]]
             done = MapRow(positions[0], first.index, row.text, None, row.usage, row.attempts, output, row.seconds, "stored")
-            self._fan_out(done, positions)
-            taken.add(key)
+            taken.append((key, done))
         return taken
 
     # -- running -------------------------------------------------------------------------------
@@ -371,8 +373,8 @@ class AgentMap:
             row = await self._row(positions[0])
             self._ran += 1
             self._fan_out(row, positions)
-            if row.attempts > 0:
-                self._save(key, row, len(positions))
+            if row.attempts > 0 and self._save(key, row, len(positions)):
+                await self._checkpoint()
             self._report()
 
     def _fan_out(self, row: MapRow, positions: list[int]) -> None:
@@ -393,17 +395,27 @@ class AgentMap:
         else:
             self._failed += 1
 
-    def _save(self, key: str, row: MapRow, copies: int) -> None:
-        """Write ``row`` to the store; a store that fails to write is given up (said in the
-        result), and the map goes on in memory."""
+    def _save(self, key: str, row: MapRow, copies: int) -> bool:
+        """Write ``row`` to the store (``True``: a checkpoint is due); a store that fails to
+        write is given up (said in the result), and the map goes on in memory."""
         if self.store is None or self._store_problem is not None:
-            return
+            return False
         output = row.output.model_dump_json() if row.output is not None else None
         try:
-            self.store.put(StoredRow(key, row.text, output, row.error, row.usage, row.attempts, row.seconds, copies))
+            return self.store.put(StoredRow(key, row.text, output, row.error, row.usage, row.attempts, row.seconds, copies))
         except sqlite3.Error as exc:
             self._store_problem = f"{self.store.path}: {type(exc).__name__}: {exc}"
             log.warning("map %s: rows are no longer stored: %s", self.id, self._store_problem)
+            return False
+
+    async def _checkpoint(self) -> None:
+        """The store's checkpoint, on a worker thread (this worker waits; the others go on)."""
+        if self.store is None:
+            return
+        try:
+            await run_blocking(self.store.checkpoint)
+        except sqlite3.Error as exc:  # the rows are in the log all the same; the next one tries again
+            log.warning("map %s: a checkpoint of its store failed: %s", self.id, exc)
 
     async def _row(self, position: int) -> MapRow:
         row = self.rows[position]
