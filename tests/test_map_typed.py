@@ -183,3 +183,31 @@ async def test_every_map_option_is_checked_with_a_did_you_mean_before_any_call(t
         with pytest.raises(ConfigError, match="unknown map option 'concurency'"):
             await h.start_map("general-purpose", "ROW<{value}>", ["a"], concurency=2)  # type: ignore[call-arg]
     assert srv.requests == []
+
+
+async def test_a_typed_map_recorded_from_a_json_schema_model_replays_offline_as_it_was_asked(tmp_path):
+    """A cassette records the row's request as it went (its JSON answer format included), and
+    a replay told the recorded model's ``structured_output`` asks the same way and answers;
+    left at the default (a forced tool) it asks differently and the miss says so."""
+
+    def answer(body):
+        return {"text": json.dumps({"label": "bug" if row_of(body) == "crash" else "question", "score": 1.0})}
+
+    async with FakeLLMServer([answer], loop=True) as srv:
+        h = Harness(
+            "openai/gpt-4o-mini", workdir=tmp_path, base_url=srv.url, api_key="sk-test", include_user_agents=False,
+            sandbox="off", record_to="typed.jsonl",
+        )
+        OPEN.append(h)
+        live = await h.map("general-purpose", "Triage ROW<{value}>", ["crash", "howto"], output=FIELDS)
+    assert live.failed == 0
+
+    def replayed(**options: Any) -> Harness:
+        h = Harness("replay/typed.jsonl", workdir=tmp_path, include_user_agents=False, sandbox="off", provider_options=options)
+        OPEN.append(h)
+        return h
+
+    again = await replayed(structured_output="json_schema").map("general-purpose", "Triage ROW<{value}>", ["crash", "howto"], output=FIELDS)
+    assert [o.model_dump() for o in again.outputs] == [o.model_dump() for o in live.outputs]
+    missed = await replayed().map("general-purpose", "Triage ROW<{value}>", ["crash"], output=FIELDS)
+    assert missed.failed == 1 and "no recorded answer for this request" in missed.errors[0]
