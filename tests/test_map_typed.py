@@ -127,8 +127,10 @@ async def test_typed_rows_over_anthropic_s_forced_answer_tool(tmp_path, agent_to
 
 
 def test_output_specs_parse_to_fields_and_a_bad_one_is_one_error_naming_it():
-    fields = output_fields(" label : bug | question ,score:float, tags:list[str], ok:bool")
-    assert fields == {"label": Literal["bug", "question"], "score": float, "tags": list[str], "ok": bool}
+    fields = output_fields(" label : bug | question ,score:float, tags:list[str], ok:bool, stars:1|2|3")
+    assert fields == {
+        "label": Literal["bug", "question"], "score": float, "tags": list[str], "ok": bool, "stars": Literal[1, 2, 3]
+    }
     for spec, says in [
         ("", "the output names no field: give name:type pairs, e.g. 'label:bug|question, score:float'"),
         ("label", "output field 'label' has no type: write label:TYPE, TYPE being str, int, float, bool, list[str]"),

@@ -275,7 +275,7 @@ class AgentMap:
         running, keeps what finished (``result()``, and the store) and re-raises."""
         await self.prepare()
         try:
-            await self._run(self._left)
+            await self._run(self._left, len(self.rows))
         finally:
             self._close_store()
         return self.result()
@@ -287,13 +287,14 @@ class AgentMap:
         picked = _spread(self._left, sample)
         self._done = self._failed = 0  # the estimate's progress is the sample's
         try:
-            await self._run(picked)
+            await self._run(picked, sum(len(self._groups[key]) for key in picked))
         finally:
             self._close_store()
         ran = [self._outcomes[self._groups[key][0]] for key in picked]
-        ran = [row for row in ran if row.attempts > 0]
+        ran = [row for row in ran if row.attempts > 0]  # not those a spent budget left unstarted
         left = len(self._left) - sum(1 for row in ran if row.ok)
         costs = [row.usage.cost for row in ran]
+        workers = min(self.concurrency, max(left, 1))
         return MapEstimate(
             agent=self.definition.name,
             rows=len(self.rows),
@@ -304,14 +305,13 @@ class AgentMap:
             sample=tuple(ran),
             tokens=Projection.of([row.usage.total_tokens for row in ran], left) if ran else None,
             cost=Projection.of([c for c in costs if c is not None], left) if ran and None not in costs else None,
-            seconds=Projection.of([row.seconds for row in ran], left, scale=min(self.concurrency, max(left, 1)))
-            if ran
-            else None,
+            seconds=Projection.of([row.seconds for row in ran], left, scale=workers) if ran else None,
             map_id=self.id if self.store_folder is not None else None,
         )
 
-    async def _run(self, keys: list[str]) -> None:
-        self._scope = _Scope(keys, len(self.rows) if keys is self._left else sum(len(self._groups[k]) for k in keys))
+    async def _run(self, keys: list[str], rows: int) -> None:
+        """Run the rows of ``keys``, ``rows`` in all with their copies (what progress counts)."""
+        self._scope = _Scope(keys, rows)
         self._started_at = self.clock()
         self._report()
         pending = iter(keys)

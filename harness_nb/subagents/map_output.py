@@ -69,8 +69,9 @@ TOOL_NOTE = f"Give your final answer by calling {ANSWER_TOOL} with this row's fi
 
 def output_fields(spec: str) -> dict[str, Any]:
     """The fields ``spec`` names (``"label:bug|question, score:float"``) as name → type: a
-    type of ``TYPE_NAMES``, or two or more choices joined by ``|`` (a ``Literal``). A bad
-    spec is one ``ConfigError`` naming the first problem and how to write it."""
+    type of ``TYPE_NAMES``, or two or more choices joined by ``|`` (a ``Literal`` of texts,
+    or of whole numbers when every choice is one: ``rating:1|2|3``). A bad spec is one
+    ``ConfigError`` naming the first problem and how to write it."""
     fields: dict[str, Any] = {}
     items = [item.strip() for item in spec.split(",")]
     if not any(items):
@@ -110,6 +111,8 @@ def _field_type(name: str, kind: str) -> Any:
         raise ConfigError(f"output field {name}: {kind!r} has an empty choice; write choices as a|b|c")
     if len(set(choices)) != len(choices):
         raise ConfigError(f"output field {name}: {kind!r} names a choice twice")
+    if all(re.fullmatch(r"-?[0-9]+", choice) for choice in choices):  # a rating 1|2|3: whole numbers
+        return Literal[tuple(int(choice) for choice in choices)]
     return Literal[tuple(choices)]
 
 
