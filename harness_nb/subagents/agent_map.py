@@ -55,6 +55,7 @@ from ..engine.limits import BUDGET_STOPS, EARLY_STOPS
 from ..providers.base import Provider
 from ..providers.http import RetryPolicy
 from .definition import SubAgentDefinition
+from .map_options import MapOptions, check_options
 from .map_output import AnswerShaper, RowOutput
 from .map_result import MapEstimate, MapProgress, MapResult, MapRow, Projection, RowSource
 from .map_rows import check_template, fill, map_rows
@@ -70,12 +71,24 @@ __all__ = [
     "NOT_RUN_INTERRUPTED",
     "AgentMap",
     "MapEstimate",
+    "MapOptions",
     "MapProgress",
     "MapResult",
     "MapRow",
     "agent_fingerprint",
+    "check_options",
     "row_definition",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # ``MapHandle`` and ``start_map`` moved to ``map_handle.py`` (which imports this module):
+    # code written against the old place still finds them
+    if name in ("MapHandle", "start_map"):
+        from . import map_handle
+
+        return getattr(map_handle, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 log = logging.getLogger("harness_nb.subagents")
 
