@@ -54,6 +54,8 @@ def load(shell: Any) -> None:
         shell.input_transformers_post.append(_post_transform)
     shell.events.register("pre_run_cell", magics.refresh_agents)
     shell.events.register("pre_run_cell", controller.before_cell)
+    shell.events.register("pre_run_cell", controller.republish_settled)
+    shell.events.register("post_run_cell", controller.republish_settled)
     shell.events.register("post_run_cell", controller.history.after_cell)
     shell.events.register("post_run_cell", controller.proposals.after_cell)
     controller.queued_cells.install()
@@ -68,6 +70,8 @@ def unload(shell: Any) -> None:
     controller = magics.controller
     shell.events.unregister("pre_run_cell", magics.refresh_agents)
     shell.events.unregister("pre_run_cell", controller.before_cell)
+    shell.events.unregister("pre_run_cell", controller.republish_settled)
+    shell.events.unregister("post_run_cell", controller.republish_settled)
     shell.events.unregister("post_run_cell", controller.history.after_cell)
     shell.events.unregister("post_run_cell", controller.proposals.after_cell)
     controller.queued_cells.uninstall()
