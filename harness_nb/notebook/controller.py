@@ -394,6 +394,8 @@ class NotebookHarness:
         except HarnessError as exc:
             self._end(view, "failed")
             raise UsageError(str(exc)) from None
+        if isinstance(view, RunView) and done.usage is not None:
+            view.show_usage(done.usage)  # the summary calls: no turn of a run reports them
         self._end(view, "done")
         return MarkdownText(done.describe())
 
