@@ -13,7 +13,8 @@ A page is one client session (the ``session`` of its messages' headers): the dri
 Every page sees every iopub message; it keeps those on its comm addressed to it
 (``received``). What it does with an ``edit`` is ``decide(request)`` — a decision and a
 reason, or ``None`` to leave the card waiting (``answer`` decides later). ``hostile``, when
-set, replaces every reply with what it returns (a malformed or huge one).
+set, replaces every reply with what it returns (a malformed or huge one; ``None``: no
+reply at all).
 """
 
 from __future__ import annotations
@@ -58,10 +59,11 @@ class FakePage:
         self.received: list[dict[str, Any]] = []
         self.errors: list[str] = []
         self.decide: Callable[[dict[str, Any]], Decision] = lambda _edit: None
-        self.hostile: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+        self.hostile: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None
         self.waiting: dict[int, dict[str, Any]] = {}  # edits shown as cards, by request id
         self.running: Cell | None = None
         self._running_id: str | None = None
+        self._executed: dict[str, Cell] = {}  # cells run from this page, by id: their counts
         k.listeners.append(self._heard)
 
     # ------------------------------------------------------------------ sending
@@ -98,6 +100,7 @@ class FakePage:
         cell = {"id": uuid.uuid4().hex[:8], "agent": None, **code(source)}
         self.cells.append(cell)
         self.running, self._running_id = self.k.execute(source, page=self.session), cell["id"]
+        self._executed[cell["id"]] = self.running
         return self.running
 
     # ------------------------------------------------------------------ receiving
@@ -126,7 +129,9 @@ class FakePage:
             self.waiting.pop(data["of"], None)
         elif kind in ("read", "edit", "insert"):
             if self.hostile is not None:
-                self._reply(data["id"], self.hostile(data))
+                reply = self.hostile(data)
+                if reply is not None:
+                    self._reply(data["id"], reply)
             elif kind == "read":
                 self._reply(data["id"], {"notebook": self.notebook, "cells": self.snapshot()})
             elif kind == "insert":
@@ -164,13 +169,14 @@ class FakePage:
     def snapshot(self) -> list[dict[str, Any]]:
         """The cells as a ``read`` reply gives them."""
         running = self._running_id if self.running is not None and self.running.reply is None else None
+        replies = {i: cell.reply for i, cell in self._executed.items() if cell.reply is not None}
         return [
             {
                 "id": c["id"],
                 "index": n,
                 "kind": c["kind"],
                 "source": c["source"],
-                "execution_count": c["execution_count"],
+                "execution_count": replies[c["id"]]["content"].get("execution_count") if c["id"] in replies else c["execution_count"],
                 "outputs": c["outputs"],
                 "running": c["id"] == running,
                 "agent": c["agent"],

@@ -273,8 +273,8 @@ def _run_tree(
         error = ToolError(f"{_clip(note + printed + ''.join(relevant).rstrip())}\n{_raised(exc)}")
         lines = _clip("".join(relevant).rstrip()).splitlines()
         return CodeRun(None, error, (*_stream(printed), _error_output(type(exc).__name__, _clip(str(exc), 1_000), lines)))
-    printed = buffer.getvalue().rstrip("\n")
-    texts = [printed]
+    printed = buffer.getvalue()
+    texts = [printed.rstrip("\n")]
     cell = list(_stream(printed))
     displays: list[DisplayData] = []
     figures = _new_figures(figures_before)
