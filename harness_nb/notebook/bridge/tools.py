@@ -111,17 +111,13 @@ def notebook_tools(bridge: NotebookBridge, shell: Any, *, approval_timeout: Call
         return done
 
     @tool(name="notebook_read", read_only=True, foreground_only=True, usable=bridge.offered)
-    async def notebook_read(
-        ctx: ToolContext,
-        start: Annotated[int, Field(ge=0)] = 0,
-        end: Annotated[int | None, Field(ge=0)] = None,
-    ) -> str:
-        """The notebook's cells, markdown and unrun ones too: source, outputs, errors, the
-        running cell. start/end: indices, end included."""
+    async def notebook_read(ctx: ToolContext, start: int | None = None, end: int | None = None) -> str:
+        """All cells (markdown, unrun too) with outputs, errors and which runs now.
+        start/end: inclusive indices."""
         notebook = await read()
-        last = notebook.total - 1 if end is None else end
-        text = render(notebook, start, last)
-        seen.note(notebook, start, last)
+        first, last = start or 0, notebook.total - 1 if end is None else end
+        text = render(notebook, first, last)
+        seen.note(notebook, first, last)
         return text
 
     @tool(
@@ -129,12 +125,11 @@ def notebook_tools(bridge: NotebookBridge, shell: Any, *, approval_timeout: Call
     )
     async def notebook_edit(
         ctx: ToolContext,
-        cell: Annotated[int, Field(ge=0)],
+        cell: int,
         new_source: str,
         explanation: Annotated[str, Field(description="One line: why.")],
     ) -> str | ToolOutput:
-        """Replace a cell's source. The person sees the diff in the cell: accepts, rejects
-        or accepts and runs it."""
+        """Replace a cell's source (the person accepts the diff)."""
         asked = ctx.ask is not None
         told = False
 
@@ -206,13 +201,16 @@ def notebook_tools(bridge: NotebookBridge, shell: Any, *, approval_timeout: Call
     @tool(name="notebook_insert", read_only=True, foreground_only=True, usable=bridge.offered)
     async def notebook_insert(
         ctx: ToolContext,
-        position: Annotated[int, Field(ge=0)],
+        position: int,
         source: str,
-        kind: Literal["code", "markdown"] = "code",
+        kind: Literal["code", "markdown"] | None = None,
     ) -> str:
-        """Insert a cell at index position (the cell count: at the end). It is not run."""
+        """Add a cell at index position (cell count: end); not run."""
         if len(source) > MAX_SOURCE:
             raise ToolError(f"keep source under {MAX_SOURCE:,} characters")
+        if position < 0:
+            raise ToolError(f"position {position} is no index: 0 is the top, the cell count the end")
+        kind = kind or "code"
         reply = await bridge.request("insert", {"index": position, "kind": kind, "source": source, "agent": ctx.agent})
         cell_id, index = reply.get("cell"), reply.get("index")
         if not isinstance(cell_id, str) or not 0 < len(cell_id) <= 100 or not isinstance(index, int) or index < 0:
@@ -221,8 +219,8 @@ def notebook_tools(bridge: NotebookBridge, shell: Any, *, approval_timeout: Call
         return f"inserted a {kind} cell at index {index} (not run); the cells after it moved down by one"
 
     @tool(name="notebook_run", foreground_only=True, usable=bridge.offered)
-    async def notebook_run(ctx: ToolContext, cell: Annotated[int, Field(ge=0)]) -> ToolOutput:
-        """Run a code cell; its outputs go into the cell and come back to you."""
+    async def notebook_run(ctx: ToolContext, cell: int) -> ToolOutput:
+        """Run a code cell: its outputs go into it and to you."""
         return run((await read()).cell(cell), ctx).result()
 
     return [notebook_read, notebook_edit, notebook_insert, notebook_run]
