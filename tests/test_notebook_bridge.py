@@ -50,6 +50,11 @@ async def fresh(kernel: KernelDriver, folder: Path, script: dict[str, Any]) -> K
     return await fresh_harness(kernel, folder, script)
 
 
+def _script(*steps: dict[str, Any]) -> dict[str, Any]:
+    """A scripted model for the main agent: ``steps`` in order."""
+    return {"agents": {"main": list(steps)}}
+
+
 def _call(name: str, **arguments: Any) -> dict[str, Any]:
     return {"tool_calls": [{"name": name, "arguments": arguments}]}
 
@@ -87,7 +92,7 @@ async def test_the_notebook_tools_are_offered_only_where_the_running_cells_page_
     four notebook tools instead (and the prompt's two sentences on them); a cell from
     another page, one without the extension, is back to the first set. ``%agents`` says
     which, and how to get the extension."""
-    script = {"agents": {"main": [{"text": "one"}, {"text": "two"}, {"text": "three"}]}}
+    script = _script({"text": "one"}, {"text": "two"}, {"text": "three"})
     k = await fresh(kernel, tmp_path, script)
     await k.run("%%agent\nno extension yet")
     page = FakePage(k, [code("x = 1")])
@@ -130,7 +135,7 @@ async def test_read_shows_every_cell_with_outputs_bounded_and_secrets_masked(ker
         code("never_ran()"),
         code("plot()", outputs=[{"output_type": "display_data", "data": {"image/png": "iVBORw0KGgo="}, "metadata": {}}]),
     ]
-    script = {"agents": {"main": [_call("notebook_read"), _call("notebook_read", start=4, end=4), {"text": "read"}]}}
+    script = _script(_call("notebook_read"), _call("notebook_read", start=4, end=4), {"text": "read"})
     k = await fresh(kernel, tmp_path, script)
     await k.run(f"api_token = {TOKEN!r}")
     page = FakePage(k, cells)
@@ -156,19 +161,15 @@ async def test_an_edit_is_decided_on_its_own_card_and_the_model_is_told_the_outc
     accept-and-run runs the new source in the kernel, sends the cell its outputs and
     returns them. A cell the person changed after the model read it is refused as stale
     before any card is shown."""
-    script = {
-        "agents": {
-            "main": [
-                _call("notebook_read"),
-                _call("notebook_edit", cell=0, new_source="total = 1 + 1", explanation="add"),
-                _call("notebook_edit", cell=1, new_source="name = 'b'", explanation="rename"),
-                _call("notebook_edit", cell=2, new_source="rate = 0.2", explanation="raise the rate"),
-                _call("notebook_edit", cell=3, new_source="answer = 6 * 7\nprint(answer)", explanation="compute"),
-                _call("notebook_edit", cell=4, new_source="late = 2", explanation="tidy"),
-                {"text": "edited"},
-            ]
-        }
-    }
+    script = _script(
+        _call("notebook_read"),
+        _call("notebook_edit", cell=0, new_source="total = 1 + 1", explanation="add"),
+        _call("notebook_edit", cell=1, new_source="name = 'b'", explanation="rename"),
+        _call("notebook_edit", cell=2, new_source="rate = 0.2", explanation="raise the rate"),
+        _call("notebook_edit", cell=3, new_source="answer = 6 * 7\nprint(answer)", explanation="compute"),
+        _call("notebook_edit", cell=4, new_source="late = 2", explanation="tidy"),
+        {"text": "edited"},
+    )
     k = await fresh(kernel, tmp_path, script)
     page = FakePage(k, [code("total = 1"), code("name = 'a'"), code("rate = 0.1"), code("answer = None"), code("late = 1")])
     page.connect()
@@ -221,16 +222,12 @@ async def test_an_allow_rule_applies_an_edit_unasked_and_a_deny_rule_refuses_it(
     """``notebook_edit`` is judged by the permission hook like every tool: an allow rule
     sends the edit with ``ask: false`` (the page applies it at once); a deny rule refuses
     it before the page hears of it."""
-    script = {
-        "agents": {
-            "main": [
-                {"match": "allowed", **_call("notebook_edit", cell=0, new_source="a = 2", explanation="two")},
-                {"match": "allowed", "text": "done"},
-                {"match": "denied", **_call("notebook_edit", cell=0, new_source="a = 3", explanation="three")},
-                {"match": "denied", "text": "not done"},
-            ]
-        }
-    }
+    script = _script(
+        {"match": "allowed", **_call("notebook_edit", cell=0, new_source="a = 2", explanation="two")},
+        {"match": "allowed", "text": "done"},
+        {"match": "denied", **_call("notebook_edit", cell=0, new_source="a = 3", explanation="three")},
+        {"match": "denied", "text": "not done"},
+    )
     k = await fresh(kernel, tmp_path, script)
     page = FakePage(k, [code("a = 1")])
     page.connect()
@@ -249,16 +246,12 @@ async def test_insert_places_a_cell_marked_as_the_agents_and_later_indices_follo
     """``notebook_insert`` adds a markdown or code cell where asked, marked with the
     agent's name, and returns its index; an edit by the indices the model now knows (the
     cells below moved down) is not taken for stale."""
-    script = {
-        "agents": {
-            "main": [
-                _call("notebook_read"),
-                _call("notebook_insert", position=1, source="## Cleaning", kind="markdown"),
-                _call("notebook_edit", cell=2, new_source="clean = True", explanation="flag"),
-                {"text": "inserted"},
-            ]
-        }
-    }
+    script = _script(
+        _call("notebook_read"),
+        _call("notebook_insert", position=1, source="## Cleaning", kind="markdown"),
+        _call("notebook_edit", cell=2, new_source="clean = True", explanation="flag"),
+        {"text": "inserted"},
+    )
     k = await fresh(kernel, tmp_path, script)
     page = FakePage(k, [code("load()"), code("clean = False")])
     page.connect()
@@ -277,7 +270,7 @@ async def test_notebook_run_asks_then_runs_the_cell_in_the_kernel_and_returns_it
     the cell's source (magics too) in the kernel, sends the page its outputs as nbformat
     outputs and returns them to the model; a failing cell comes back as an error output
     and an error result."""
-    script = {"agents": {"main": [_call("notebook_run", cell=0), _call("notebook_run", cell=1), {"text": "ran"}]}}
+    script = _script(_call("notebook_run", cell=0), _call("notebook_run", cell=1), {"text": "ran"})
     k = await fresh(kernel, tmp_path, script)
     page = FakePage(k, [code("%time x = 6 * 7\nprint('hi')\nx"), code("1 / 0")])
     page.connect()
@@ -301,7 +294,7 @@ async def test_notebook_run_asks_then_runs_the_cell_in_the_kernel_and_returns_it
 async def test_requests_go_only_to_the_page_that_ran_the_cell(kernel, tmp_path):
     """Two pages on one kernel, both with the extension: a run started from one sends its
     requests to that one; the other hears nothing."""
-    script = {"agents": {"main": [_call("notebook_read"), {"text": "b"}, _call("notebook_read"), {"text": "a"}]}}
+    script = _script(_call("notebook_read"), {"text": "b"}, _call("notebook_read"), {"text": "a"})
     k = await fresh(kernel, tmp_path, script)
     a = FakePage(k, [code("from_a = 1")])
     b = FakePage(k, [code("from_b = 1")], session=str(uuid.uuid4()), notebook="other.ipynb")
@@ -318,15 +311,11 @@ async def test_a_page_that_says_hello_while_an_edit_waits_gets_it_again_and_the_
     """An edit waits on page A's card; a second view of the notebook (a reload, a second
     tab) says hello and is sent the same edit; its reply decides, and A is told the edit
     is settled. Once A has gone, the run's next request goes to the page that replaced it."""
-    script = {
-        "agents": {
-            "main": [
-                _call("notebook_edit", cell=0, new_source="y = 2", explanation="two"),
-                _call("notebook_read"),
-                {"text": "done"},
-            ]
-        }
-    }
+    script = _script(
+        _call("notebook_edit", cell=0, new_source="y = 2", explanation="two"),
+        _call("notebook_read"),
+        {"text": "done"},
+    )
     k = await fresh(kernel, tmp_path, script)
     a = FakePage(k, [code("y = 1")])
     a.connect()
@@ -350,7 +339,7 @@ async def test_a_page_that_says_hello_while_an_edit_waits_gets_it_again_and_the_
 async def test_a_second_tab_deciding_first_settles_the_card_in_the_other(kernel, tmp_path):
     """Two tabs show the same waiting edit; the first reply wins, the other tab is told
     ``settled`` with the decision, and its late reply changes nothing."""
-    script = {"agents": {"main": [_call("notebook_edit", cell=0, new_source="z = 2", explanation="two"), {"text": "ok"}]}}
+    script = _script(_call("notebook_edit", cell=0, new_source="z = 2", explanation="two"), {"text": "ok"})
     k = await fresh(kernel, tmp_path, script)
     a = FakePage(k, [code("z = 1")])
     a.connect()
@@ -376,7 +365,7 @@ async def test_a_hostile_page_gets_bounded_clear_errors(kernel, tmp_path):
     field of the wrong type, or never coming: each is one bounded error the model can act
     on, and the kernel goes on. Junk messages (an unknown id, another protocol, a kind that
     is no string) are ignored; a huge hello is cut."""
-    k = await fresh(kernel, tmp_path, {"agents": {"main": [*[_call("notebook_read")] * 5, {"text": "survived"}]}})
+    k = await fresh(kernel, tmp_path, _script(*[_call("notebook_read")] * 5, {"text": "survived"}))
     page = FakePage(k, [code("b = 1")])
     page.connect()
     page.say({"type": "reply", "id": 999_999, "cells": []})
@@ -409,7 +398,7 @@ async def test_a_hostile_page_gets_bounded_clear_errors(kernel, tmp_path):
 async def test_an_unknown_decision_is_a_malformed_reply(kernel, tmp_path):
     """A page answering an edit with a decision the protocol does not have: the model is
     told the reply was malformed; nothing is run."""
-    script = {"agents": {"main": [_call("notebook_edit", cell=0, new_source="c = 2", explanation="two"), {"text": "ok"}]}}
+    script = _script(_call("notebook_edit", cell=0, new_source="c = 2", explanation="two"), {"text": "ok"})
     k = await fresh(kernel, tmp_path, script)
     page = FakePage(k, [code("c = 1")])
     page.connect()
@@ -422,14 +411,10 @@ async def test_an_unknown_decision_is_a_malformed_reply(kernel, tmp_path):
 async def test_fix_asks_for_an_edit_of_the_failing_cell(kernel, tmp_path):
     """``%fix`` in a page with the extension names the failing cell by its index in the
     page's notebook and asks for the fix as a ``notebook_edit`` of it."""
-    script = {
-        "agents": {
-            "main": [
-                _call("notebook_edit", cell=1, new_source="total = sum([1, 2])", explanation="sum a list"),
-                {"text": "fixed"},
-            ]
-        }
-    }
+    script = _script(
+        _call("notebook_edit", cell=1, new_source="total = sum([1, 2])", explanation="sum a list"),
+        {"text": "fixed"},
+    )
     k = await fresh(kernel, tmp_path, script)
     page = FakePage(k, [markdown("# Totals")])
     page.connect()
@@ -452,7 +437,7 @@ def test_nbclient_offers_none_of_the_notebook_tools(tmp_path):
     ``notebook_history`` and ``propose_cell`` as before and none of the notebook tools."""
     from harness_nb.testing.run_notebook import execute
 
-    (tmp_path / "script.yaml").write_text(json.dumps({"agents": {"main": [{"text": "Hello."}]}}))
+    (tmp_path / "script.yaml").write_text(json.dumps(_script({"text": "Hello."})))
     cells = [
         "%load_ext harness_nb",
         "%config HarnessNB.model = 'scripted/script.yaml'",
@@ -469,7 +454,7 @@ def test_nbclient_offers_none_of_the_notebook_tools(tmp_path):
 async def test_an_interrupt_withdraws_the_waiting_edit(tmp_path):
     """Stop pressed while an edit waits on its card: the run ends interrupted and the page
     is told to take the card away (``cancel``)."""
-    script = {"agents": {"main": [_call("notebook_edit", cell=0, new_source="w = 2", explanation="two"), {"text": "no"}]}}
+    script = _script(_call("notebook_edit", cell=0, new_source="w = 2", explanation="two"), {"text": "no"})
     async with notebook(tmp_path, script) as k:
         page = FakePage(k, [code("w = 1")])
         page.connect()

@@ -379,7 +379,9 @@ class NotebookHarness:
         traceback; in a page with the notebook extension, asking for the fix as an edit of
         that cell (``UsageError`` when no cell failed)."""
         failure = self.history.last_failure()
-        how = await fix_by_edit(self.bridge, failure) if failure is not None and self.bridge.offered() else ""
+        how = ""
+        if failure is not None and self.bridge.offered():
+            how = await with_ticker(fix_by_edit(self.bridge, failure))
         return self.history.prompt_with_error(prompt, fix=True, fix_with=how)
 
     async def compact(self, *, model: str | None = None) -> MarkdownText:

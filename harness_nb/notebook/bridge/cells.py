@@ -22,6 +22,7 @@ known secrets masked).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,6 +74,8 @@ class Notebook:
             return self.cells[index]
         if not self.cells:
             raise ToolError("the notebook has no cells")
+        if len(self.cells) <= index < self.total:
+            raise ToolError(f"cell {index} is past the first {MAX_CELLS:,} cells, the most read from a page")
         raise ToolError(f"no cell {index}: the notebook has {self.total} cells (0–{self.total - 1})")
 
 
@@ -164,7 +167,7 @@ def _output_text(output: Any, position: int) -> str:
         raise malformed(f"an output of cell {position} has no data")
     if "text/plain" in data:
         return _text(data["text/plain"], MAX_OUTPUT_TEXT, f"an output of cell {position}").rstrip("\n")
-    kinds = [str(k)[:60] for k in list(data)[:5]]
+    kinds = [str(k)[:60] for k in itertools.islice(data, 5)]
     return f"[{', '.join(kinds)}]" if kinds else ""
 
 

@@ -260,7 +260,8 @@ class NotebookBridge:
             self._requests.pop(request.id, None)
         error = reply.get("error")
         if error is not None:
-            raise ToolError(f"the notebook page could not {kind}: {clean(str(error), MAX_TEXT)}")
+            said = clean(error[:MAX_TEXT], MAX_TEXT) if isinstance(error, str) else "(an error that is not text)"
+            raise ToolError(f"the notebook page could not {kind}: {said}")
         return reply
 
     async def read(self) -> Notebook:
