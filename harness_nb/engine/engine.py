@@ -514,7 +514,9 @@ class AgentEngine:
         place: Place,
     ) -> ToolOutcome:
         """The call's outcome: refused, denied, or run — holding one of the run's tool slots
-        (``place``) only while it runs, never while it waits for an approval."""
+        (``place``) only while it runs, never while it waits for an approval. A tool that
+        asks through its own card (``Tool.asks_itself``) is run, told why, instead of the
+        channel being asked; it holds no slot then, and bounds its own wait."""
         tool, hooks = ctx.tool, self._hooks(context)
         if tool is None:
             names = ", ".join(self._tools(context).names()) or "(none)"
