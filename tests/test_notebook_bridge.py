@@ -268,11 +268,12 @@ async def test_insert_places_a_cell_marked_as_the_agents_and_later_indices_follo
 async def test_notebook_run_asks_then_runs_the_cell_in_the_kernel_and_returns_its_outputs(kernel, tmp_path):
     """``notebook_run`` asks on the approval card as ``run_python`` does; approved, it runs
     the cell's source (magics too) in the kernel, sends the page its outputs as nbformat
-    outputs and returns them to the model; a failing cell comes back as an error output
+    outputs (printed text, an HTML display, the last value) and returns them to the model; a failing cell comes back as an error output
     and an error result."""
     script = _script(_call("notebook_run", cell=0), _call("notebook_run", cell=1), {"text": "ran"})
     k = await fresh(kernel, tmp_path, script)
-    page = FakePage(k, [code("%time x = 6 * 7\nprint('hi')\nx"), code("1 / 0")])
+    shown = "from IPython.display import HTML, display\ndisplay(HTML('<b>bold</b>'))\n"
+    page = FakePage(k, [code(f"%time x = 6 * 7\n{shown}print('hi')\nx"), code("1 / 0")])
     page.connect()
     run = page.execute("%%agent\nrun my cells")
     for _ in range(2):
@@ -280,12 +281,13 @@ async def test_notebook_run_asks_then_runs_the_cell_in_the_kernel_and_returns_it
         await k.wait_for(lambda: not k.find_models(_model_name="ButtonModel", description="Approve", disabled=False))
     await k.finished(run)
     ok, failed = _results(await model_requests(k, "main"))
-    assert "Wall time" in ok and ok.endswith("hi\n42\nstatus: ok"), ok
+    assert "Wall time" in ok and ok.endswith("hi\n<IPython.core.display.HTML object>\n42\nstatus: ok"), ok
     assert failed.startswith("error: Traceback") and "ZeroDivisionError" in failed
     first, second = page.requests("outputs")
     assert first["cell"] == page.cells[0]["id"] and first["execution_count"] is None
     kinds = [o["output_type"] for o in first["outputs"]]
-    assert kinds == ["stream", "execute_result"] and first["outputs"][1]["data"]["text/plain"] == "42"
+    assert kinds == ["stream", "display_data", "execute_result"] and first["outputs"][2]["data"]["text/plain"] == "42"
+    assert first["outputs"][1]["data"]["text/html"] == "<b>bold</b>"
     assert "hi" in first["outputs"][0]["text"]
     assert [o["output_type"] for o in second["outputs"]] == ["error"] and second["outputs"][0]["ename"] == "ZeroDivisionError"
 
