@@ -24,7 +24,7 @@ import pytest
 from harness_nb.notebook.bridge.cells import READ_CHARS
 from harness_nb.notebook.prompt import BRIDGE_PROMPT
 from harness_nb.testing.kernel_driver import KernelDriver
-from frontend_support import FakePage, code, markdown
+from frontend_support import TARGET, FakePage, code, markdown
 from notebook_support import (
     CONTROLLER,
     HARNESS,
@@ -112,6 +112,23 @@ async def test_the_notebook_tools_are_offered_only_where_the_running_cells_page_
     assert "notebook_edit" in connected and "notebook_edit" not in missing
     assert "notebook extension: not in this page" in missing and "pip install harness_nb" in missing
     assert "reload the page" in missing
+
+
+@on_the_kernels_loop
+async def test_a_page_open_at_the_load_says_hello_on_the_kernels_comm(kernel, tmp_path):
+    """``%load_ext`` opens the kernel's comm; a page already open answers hello on it and
+    is asked on it. ``%unload_ext`` closes it: the page has no comm until the next load."""
+    k = await fresh(kernel, tmp_path, _script(_call("notebook_read"), {"text": "read"}))
+    page = FakePage(k, [code("q = 1")])
+    await k.run("%unload_ext harness_nb")
+    await k.run("%load_ext harness_nb\n%config HarnessNB.model = 'scripted/script.yaml'")
+    opened = [m for _, m in k.iopub if m["header"]["msg_type"] == "comm_open" and m["content"]["target_name"] == TARGET]
+    assert opened[-1]["content"]["data"] == {"protocol": 1} and page.comm_id == opened[-1]["content"]["comm_id"]
+    (read,) = await _ran(k, page, "read")
+    assert "q = 1" in read and page.requests("read")
+    await k.run("%unload_ext harness_nb")
+    await k.wait_for(lambda: page.comm_id is None, what="the kernel's comm closed")
+    await k.run("%load_ext harness_nb")  # as the next test's fresh harness expects
 
 
 @on_the_kernels_loop
