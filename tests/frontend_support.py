@@ -125,8 +125,10 @@ class FakePage:
         if kind == "outputs":
             cell = self.cell_by_id(data["cell"])
             cell["outputs"], cell["execution_count"] = data["outputs"], data["execution_count"]
+            self._reply(data["id"], {})  # as the extension does: a notice's answer, ignored
         elif kind in ("cancel", "settled"):
             self.waiting.pop(data["of"], None)
+            self._reply(data["id"], {})
         elif kind in ("read", "edit", "insert"):
             if self.hostile is not None:
                 reply = self.hostile(data)
@@ -146,7 +148,10 @@ class FakePage:
         self.say({"type": "reply", "id": request_id, **fields})
 
     def _insert(self, data: dict[str, Any]) -> None:
-        index = min(data["index"], len(self.cells))
+        index, count = data["index"], len(self.cells)
+        if index > count:
+            self._reply(data["id"], {"error": f'"index" is {index} but the notebook has {count} cells'})
+            return
         cell = {"id": uuid.uuid4().hex[:8], "agent": data["agent"], **code(data["source"]), "kind": data["kind"]}
         self.cells.insert(index, cell)
         self._reply(data["id"], {"cell": cell["id"], "index": index})

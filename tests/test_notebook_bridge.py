@@ -262,23 +262,26 @@ async def test_an_allow_rule_applies_an_edit_unasked_and_a_deny_rule_refuses_it(
 async def test_insert_places_a_cell_marked_as_the_agents_and_later_indices_follow(kernel, tmp_path):
     """``notebook_insert`` adds a markdown or code cell where asked, marked with the
     agent's name, and returns its index; an edit by the indices the model now knows (the
-    cells below moved down) is not taken for stale."""
+    cells below moved down) is not taken for stale; a position past the end is the page's
+    error, told to the model."""
     script = _script(
         _call("notebook_read"),
         _call("notebook_insert", position=1, source="## Cleaning", kind="markdown"),
         _call("notebook_edit", cell=2, new_source="clean = True", explanation="flag"),
+        _call("notebook_insert", position=9, source="past the end"),
         {"text": "inserted"},
     )
     k = await fresh(kernel, tmp_path, script)
     page = FakePage(k, [code("load()"), code("clean = False")])
     page.connect()
     page.decide = lambda _edit: ("accepted", "")
-    _read, inserted, edited = await _ran(k, page, "add a heading")
+    _read, inserted, edited, past = await _ran(k, page, "add a heading")
     assert inserted == "inserted a markdown cell at index 1 (not run); the cells after it moved down by one"
     heading = page.cells[1]
     assert (heading["kind"], heading["source"], heading["agent"]) == ("markdown", "## Cleaning", "main")
     assert edited == "cell 2 now holds your source (the person accepted it; not run)"
     assert page.cells[2]["source"] == "clean = True"
+    assert past == 'error: the notebook page could not insert: "index" is 9 but the notebook has 4 cells'
 
 
 @on_the_kernels_loop
@@ -370,7 +373,7 @@ async def test_a_second_tab_deciding_first_settles_the_card_in_the_other(kernel,
     await k.wait_for(lambda: b.requests("edit"), what="the edit sent again to page B")
     b.answer(edit["id"], "rejected", "not now")
     (settled,) = await k.wait_for(lambda: a.requests("settled"), what="settled sent to page A")
-    assert settled == {"type": "settled", "of": edit["id"], "decision": "rejected", "page": a.session}
+    assert settled | {"id": 0} == {"type": "settled", "id": 0, "of": edit["id"], "decision": "rejected", "page": a.session}
     a.say({"type": "reply", "id": edit["id"], "decision": "accepted", "reason": ""})  # too late: ignored
     await k.finished(run)
     (result,) = _results(await model_requests(k, "main"))
@@ -483,5 +486,5 @@ async def test_an_interrupt_withdraws_the_waiting_edit(tmp_path):
         await k.finished(run)
         assert error_name(run) == "CancelledError"
         (cancel,) = await k.wait_for(lambda: page.requests("cancel"), what="the edit withdrawn")
-        assert cancel == {"type": "cancel", "of": edit["id"], "page": page.session}
+        assert cancel | {"id": 0} == {"type": "cancel", "id": 0, "of": edit["id"], "page": page.session}
         assert page.cells[0]["source"] == "w = 1" and not page.errors

@@ -42,6 +42,7 @@ MAX_PAGES = 32  # pages known at once; the oldest is forgotten past this
 MAX_GONE = 256  # pages gone (reloaded, closed) remembered by notebook, to find their successor
 MAX_TEXT = 1_000  # of a string a page names itself by (its notebook's path, an error)
 FRONTENDS = ("jupyterlab", "notebook")
+DECISIONS = ("accepted", "rejected", "accepted_and_run", "stale")  # an edit's
 NO_PAGE = (
     "the page that ran this cell has no harness_nb extension (or has not connected yet), so the notebook "
     "cannot be read or changed from here: use propose_cell and notebook_history"
@@ -269,11 +270,12 @@ class NotebookBridge:
         return parse_notebook(await self.request("read", {}))
 
     def notify(self, kind: str, fields: dict[str, Any]) -> bool:
-        """Send a notice (``outputs``) to the running cell's page; False when it has none."""
+        """Send a notice (``outputs``) to the running cell's page; False when it has none.
+        A notice has an id as a request does, and needs no reply (one is ignored)."""
         page = self.current()
         if page is None:
             return False
-        self._send(page, {"type": kind, **fields})
+        self._send(page, {"type": kind, "id": next(self._ids), **fields})
         return True
 
     def _send_request(self, request: _Request, page: Page) -> None:
@@ -292,11 +294,11 @@ class NotebookBridge:
         if request.resend:
             self._tell_others(request, {"type": "cancel", "of": request.id}, but=None)
 
-    def _tell_others(self, request: _Request, message: dict[str, Any], *, but: str | None) -> None:
+    def _tell_others(self, request: _Request, notice: dict[str, Any], *, but: str | None) -> None:
         for session in sorted(request.pages - {but} if but else request.pages):
             page = self._pages.get(session)
             if page is not None:
-                self._send(page, message)
+                self._send(page, {**notice, "id": next(self._ids)})
 
     def _reply(self, session: str, data: dict[str, Any]) -> None:
         """A page's reply: resolves its request's future, if that page was asked and no
@@ -308,8 +310,9 @@ class NotebookBridge:
         request.future.set_result(data)
         if request.resend and len(request.pages) > 1:
             decision = data.get("decision")
-            shown = decision if isinstance(decision, str) and len(decision) <= 40 else "unknown"
-            self._tell_others(request, {"type": "settled", "of": request.id, "decision": shown}, but=session)
+            # an error or a decision the protocol lacks decides nothing: the others' cards go
+            ended = {"type": "settled", "of": request.id, "decision": decision} if decision in DECISIONS else None
+            self._tell_others(request, ended or {"type": "cancel", "of": request.id}, but=session)
 
     def describe(self) -> str:
         """One line for ``%agents``: the running cell's page and the extension, or how to

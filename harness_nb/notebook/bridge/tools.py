@@ -38,10 +38,9 @@ from ..kernel.credential_variable import learn_credentials
 from ..kernel.history import CONTEXT_SOURCE_CHARS, CellError, clean, is_agent_cell
 from ..kernel.tools import CodeRun, execute_code, user_variables
 from .cells import MAX_CELLS, MAX_SOURCE, Notebook, NotebookCell, malformed, render
-from .endpoint import NotebookBridge
+from .endpoint import DECISIONS, NotebookBridge
 
 MAX_EXPLANATION = 2_000
-DECISIONS = ("accepted", "rejected", "accepted_and_run", "stale")
 
 
 class CellsSeen:
