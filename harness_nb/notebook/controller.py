@@ -23,6 +23,7 @@ from ..subagents import TaskEntry, TaskStatus, resolve_model
 from ..subagents.agent_map import MapHandle, MapOptions, MapResult
 from ..textview import TextView, terminal_approval
 from ..tools import Sandbox
+from .bridge import NotebookBridge, fix_by_edit, notebook_tools
 from .config import HarnessNB
 from .kernel.history import CellHistory
 from .kernel.proposal import CellProposals
@@ -122,6 +123,8 @@ class NotebookHarness:
         # ... and for a cell queued behind a busy one from a page that lost them (a reload)
         self.queued_cells = QueuedCells(getattr(shell, "kernel", None), self.pending, self.show_waiting)
         self._chores: set[asyncio.Task[Any]] = set()  # undos clicked in views: cancelled on close
+        # the comm to the frontend extension (opened by the load): the notebook tools use it
+        self.bridge = NotebookBridge(getattr(shell, "kernel", None), page=self.page)
 
     @property
     def widgets_enabled(self) -> bool:
@@ -167,16 +170,22 @@ class NotebookHarness:
         """A new harness for ``settings`` (``ConfigError`` when they cannot work)."""
         box = settings.sandbox
         kernel = self.config.kernel_tools  # the notebook's prompt speaks of the kernel tools
+        bridged = self.bridge.offered
+        tools = [
+            *kernel_tools(self.shell, history=self.history, proposals=self.proposals, bridged=bridged),
+            *notebook_tools(self.bridge, self.shell, approval_timeout=lambda: self.config.approval_timeout),
+        ]
         return Harness(
             workdir=workdir,
             settings=settings,
-            extra_tools=kernel_tools(self.shell, history=self.history, proposals=self.proposals) if kernel else [],
+            extra_tools=tools if kernel else [],
             sandbox=Sandbox.create(box.mode, network=box.network, hidden=_connection_file(), limits=box.limits),
-            main_prompt=notebook_prompt(self.shell) if kernel else None,
+            main_prompt=notebook_prompt(self.shell, bridged=bridged) if kernel else None,
         )
 
     def close(self) -> None:
-        """Stop background work (on unload)."""
+        """Stop background work and close the comm to the pages (on unload)."""
+        self.bridge.close()
         for chore in self._chores:
             chore.cancel()
         if self._harness is not None:
@@ -379,6 +388,16 @@ class NotebookHarness:
         view = self.new_view(agent, self.model_of(definition.model))
         run = h.run_subagent(agent, prompt, on_event=self._track(view), approval=self.approval_for(view))
         return await self._foreground(view, run)
+
+    async def fix_prompt(self, prompt: str) -> str:
+        """``%fix`` / ``%%agent --fix``: ``prompt`` with the last failed cell and its
+        traceback; in a page with the notebook extension, asking for the fix as an edit of
+        that cell (``UsageError`` when no cell failed)."""
+        failure = self.history.last_failure()
+        how = ""
+        if failure is not None and self.bridge.offered():
+            how = await with_ticker(fix_by_edit(self.bridge, failure))
+        return self.history.prompt_with_error(prompt, fix=True, fix_with=how)
 
     async def compact(self, *, model: str | None = None) -> MarkdownText:
         """``%agent --compact``: compact the conversation now, shown in a view of its own;

@@ -207,6 +207,7 @@ class HarnessMagics(Magics):
         if cell is not None and rest:
             raise UsageError(f"unexpected text after the options of %%agent: {rest!r}; put the prompt in the cell body")
         c = self.controller
+        typed = prompt
         if args.fix or refers_to_error(prompt):
             prompt = c.history.prompt_with_error(prompt, fix=args.fix)
         if args.sessions:
@@ -234,6 +235,8 @@ class HarnessMagics(Magics):
                 return done(None)
         if args.compact:
             return Pending(self._compact_then(prompt, model=args.model, max_turns=args.max_turns), "agent compact")
+        if args.fix and not args.bg:  # asked again where the page can show an edit of the cell
+            return Pending(self._fix(typed, model=args.model, max_turns=args.max_turns), "fix run")
         if args.bg:
             task_id = c.start_background(args.agent, prompt)
             return done(None, f"background {task_id}")
@@ -244,8 +247,13 @@ class HarnessMagics(Magics):
     def fix(self, line: str) -> Pending:
         """Fix the last error: the main agent gets the last failed cell and its traceback,
         and what you write after %fix (``%fix keep the column names``)."""
-        prompt = self.controller.history.prompt_with_error(line, fix=True)
-        return Pending(self.controller.run_main(prompt, model=None, max_turns=None), "fix run")
+        self.controller.history.prompt_with_error(line, fix=True)  # a UsageError now when nothing failed
+        return Pending(self._fix(line, model=None, max_turns=None), "fix run")
+
+    async def _fix(self, prompt: str, *, model: str | None, max_turns: int | None) -> AgentReply:
+        """Fix the last error: asked as an edit of the failed cell where the page can show one."""
+        fixing = await self.controller.fix_prompt(prompt)
+        return await self.controller.run_main(fixing, model=model, max_turns=max_turns)
 
     async def _compact_then(self, prompt: str, *, model: str | None, max_turns: int | None) -> Any:
         """Compact the conversation; then run ``prompt`` in it, when there is one."""
@@ -341,6 +349,8 @@ class HarnessMagics(Magics):
             h.registry.reload()
         self.sync_agent_magics()
         display(AgentTable(h))
+        if self.controller.widgets_enabled and self.controller.unattended() is None:  # a page a person reads
+            print(self.controller.bridge.describe())
         return done(None)
 
     @no_var_expand
