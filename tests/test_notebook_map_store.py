@@ -124,6 +124,10 @@ async def test_output_estimate_and_list_in_a_kernel(tmp_path):
         assert await kernel_json(k, "_.texts") == ["one", "two", "three", "four"]
         asked = [r["messages"][-1]["content"] for r in (await model_requests(k))[before + 2 :]]
         assert [re.search(r"ROW<(\w+)>", a).group(1) for a in asked] == ["x2", "x4"]
+        asked_before = len(await model_requests(k))
+        resumed = await k.run('%agent map --over more --resume "ROW<{value}>"')  # a one-word template, not a session id
+        assert "4 done, 0 failed, 4 of them from the store" in result_text(resumed), result_text(resumed)
+        assert len(await model_requests(k)) == asked_before
         listing = result_text(await k.run("%agent map --list")).splitlines()
         assert len(listing) == 2 and all("done · general-purpose · scripted/script.yaml" in line for line in listing)
         assert await kernel_json(k, f"len({HARNESS}.maps())") == 2

@@ -25,6 +25,7 @@ from ..subagents.map_options import MapOptions
 from ..subagents.map_result import MapEstimate, MapResult
 from ..textview import TextView, terminal_approval
 from ..tools import Sandbox
+from .bridge import NotebookBridge, fix_by_edit, notebook_tools
 from .config import HarnessNB
 from .kernel.history import CellHistory
 from .kernel.proposal import CellProposals
@@ -117,10 +118,15 @@ class NotebookHarness:
         self._accounts: weakref.WeakKeyDictionary[RunView, UsageAccount] = weakref.WeakKeyDictionary()
         # the display of each view still drawn as a widget, to put its static copy in at the end
         self._handles: weakref.WeakKeyDictionary[RunView, DisplayHandle] = weakref.WeakKeyDictionary()
+        # views of background runs that settled after their cell ended: their static copy is
+        # published again from the next cell that starts or ends (see republish_settled)
+        self._settled_late: dict[RunView, DisplayHandle] = {}
         self.pending = PendingApprovals(page=self.page)  # cards waiting, for %approvals and the next cell
         # ... and for a cell queued behind a busy one from a page that lost them (a reload)
         self.queued_cells = QueuedCells(getattr(shell, "kernel", None), self.pending, self.show_waiting)
         self._chores: set[asyncio.Task[Any]] = set()  # undos clicked in views: cancelled on close
+        # the comm to the frontend extension (opened by the load): the notebook tools use it
+        self.bridge = NotebookBridge(getattr(shell, "kernel", None), page=self.page)
 
     @property
     def widgets_enabled(self) -> bool:
@@ -166,16 +172,22 @@ class NotebookHarness:
         """A new harness for ``settings`` (``ConfigError`` when they cannot work)."""
         box = settings.sandbox
         kernel = self.config.kernel_tools  # the notebook's prompt speaks of the kernel tools
+        bridged = self.bridge.offered
+        tools = [
+            *kernel_tools(self.shell, history=self.history, proposals=self.proposals, bridged=bridged),
+            *notebook_tools(self.bridge, self.shell, approval_timeout=lambda: self.config.approval_timeout),
+        ]
         return Harness(
             workdir=workdir,
             settings=settings,
-            extra_tools=kernel_tools(self.shell, history=self.history, proposals=self.proposals) if kernel else [],
+            extra_tools=tools if kernel else [],
             sandbox=Sandbox.create(box.mode, network=box.network, hidden=_connection_file(), limits=box.limits),
-            main_prompt=notebook_prompt(self.shell) if kernel else None,
+            main_prompt=notebook_prompt(self.shell, bridged=bridged) if kernel else None,
         )
 
     def close(self) -> None:
-        """Stop background work (on unload)."""
+        """Stop background work and close the comm to the pages (on unload)."""
+        self.bridge.close()
         for chore in self._chores:
             chore.cancel()
         if self._harness is not None:
@@ -345,9 +357,21 @@ class NotebookHarness:
         if view.own_task == entry.id:
             view.finish("done" if entry.status is TaskStatus.COMPLETED else str(entry.status))
         if view.settled:
-            # from whatever cell runs now: JupyterLab, Notebook 7 and nbclient apply a display
-            # update by its id, across cells
-            self._publish(view)
+            handle = self._handles.get(view)
+            self._publish(view)  # a live page applies it at once, by its display id
+            if handle is not None:
+                self._settled_late[view] = handle
+
+    def republish_settled(self, *_: Any) -> None:
+        """``pre_run_cell`` and ``post_run_cell``: publish again the static copies of
+        background runs that settled since the last cell, now under the cell that runs.
+        ipykernel 7.4 sends a background task's update as from the cell that launched it,
+        which nbclient (nbconvert, run_notebook, papermill) has finished with and ignores;
+        an update sent from the running cell is applied by display id to the launching
+        cell's output, so a saved notebook keeps the finished run, not "running"."""
+        settled, self._settled_late = self._settled_late, {}
+        for view, handle in settled.items():
+            handle.update(view.static_bundle(), raw=True)
 
     # ------------------------------------------------------------------ runs
     async def run_main(self, prompt: str, *, model: str | None, max_turns: int | None) -> AgentReply:
@@ -367,6 +391,16 @@ class NotebookHarness:
         run = h.run_subagent(agent, prompt, on_event=self._track(view), approval=self.approval_for(view))
         return await self._foreground(view, run)
 
+    async def fix_prompt(self, prompt: str) -> str:
+        """``%fix`` / ``%%agent --fix``: ``prompt`` with the last failed cell and its
+        traceback; in a page with the notebook extension, asking for the fix as an edit of
+        that cell (``UsageError`` when no cell failed)."""
+        failure = self.history.last_failure()
+        how = ""
+        if failure is not None and self.bridge.offered():
+            how = await with_ticker(fix_by_edit(self.bridge, failure))
+        return self.history.prompt_with_error(prompt, fix=True, fix_with=how)
+
     async def compact(self, *, model: str | None = None) -> MarkdownText:
         """``%agent --compact``: compact the conversation now, shown in a view of its own;
         returns what was done, as one line."""
@@ -381,6 +415,8 @@ class NotebookHarness:
         except HarnessError as exc:
             self._end(view, "failed")
             raise UsageError(str(exc)) from None
+        if isinstance(view, RunView) and done.usage is not None:
+            view.show_usage(done.usage)  # the summary calls: no turn of a run reports them
         self._end(view, "done")
         return MarkdownText(done.describe())
 

@@ -12,7 +12,7 @@ import html
 import re
 import shlex
 import time
-from argparse import ArgumentTypeError
+from argparse import SUPPRESS, ArgumentTypeError
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -67,9 +67,11 @@ def _option_value(option: str, rest: str) -> tuple[str, str]:
     return value, tail.lstrip()
 
 
-def split_options(line: str) -> tuple[str, str]:
+def split_options(line: str, *, session_ids: bool = True) -> tuple[str, str]:
     """Split ``--opt value … prompt text`` into (options, prompt); the prompt is kept verbatim
-    (quotes, apostrophes, braces and a trailing ``?`` included)."""
+    (quotes, apostrophes, braces and a trailing ``?`` included). ``session_ids``: a word
+    after ``--resume`` may be a session's id (``%agent``; not ``%agent map``, whose
+    ``--resume`` is a flag and whose template may be one word)."""
     rest = line.lstrip()
     options: list[str] = []
     while rest.startswith("-"):
@@ -79,7 +81,10 @@ def split_options(line: str) -> tuple[str, str]:
         if token in _VALUE_OPTIONS and "=" not in token:
             value, rest = _option_value(token, rest)
             options.append(value)
-        if token == "--resume" and rest.startswith("session-"):  # its session id is optional
+        resumed = session_ids and token == "--resume"
+        if resumed and (rest.startswith("session-") or (rest and " " not in rest.strip())):
+            # its session id is optional: the word after it is one when it looks like one or
+            # is the line's last word (so a mistyped id fails its cell, never becomes a paid prompt)
             value, _, tail = rest.partition(" ")
             options.append(value)
             rest = tail.lstrip()
@@ -136,6 +141,14 @@ class HarnessMagics(Magics):
         if harness.registry.changed_on_disk():
             harness.registry.reload()
         self.sync_agent_magics()
+
+    def knows_agent(self, name: str) -> bool:
+        """Whether ``%@name`` names an agent (agent files added since the last cell count:
+        the folders are read again when the name is not known yet)."""
+        if self.shell is not None and self.shell.find_magic("@" + name) is not None:
+            return True
+        self.refresh_agents()
+        return name in self._agent_magics
 
     def sync_agent_magics(self) -> None:
         """Register ``%@name`` for every agent in the registry, dropping stale ones."""
@@ -210,6 +223,7 @@ class HarnessMagics(Magics):
         if cell is not None and rest:
             raise UsageError(f"unexpected text after the options of %%agent: {rest!r}; put the prompt in the cell body")
         c = self.controller
+        typed = prompt
         if args.fix or refers_to_error(prompt):
             prompt = c.history.prompt_with_error(prompt, fix=args.fix)
         if args.sessions:
@@ -237,6 +251,8 @@ class HarnessMagics(Magics):
                 return done(None)
         if args.compact:
             return Pending(self._compact_then(prompt, model=args.model, max_turns=args.max_turns), "agent compact")
+        if args.fix and not args.bg:  # asked again where the page can show an edit of the cell
+            return Pending(self._fix(typed, model=args.model, max_turns=args.max_turns), "fix run")
         if args.bg:
             task_id = c.start_background(args.agent, prompt)
             return done(None, f"background {task_id}")
@@ -247,8 +263,13 @@ class HarnessMagics(Magics):
     def fix(self, line: str) -> Pending:
         """Fix the last error: the main agent gets the last failed cell and its traceback,
         and what you write after %fix (``%fix keep the column names``)."""
-        prompt = self.controller.history.prompt_with_error(line, fix=True)
-        return Pending(self.controller.run_main(prompt, model=None, max_turns=None), "fix run")
+        self.controller.history.prompt_with_error(line, fix=True)  # a UsageError now when nothing failed
+        return Pending(self._fix(line, model=None, max_turns=None), "fix run")
+
+    async def _fix(self, prompt: str, *, model: str | None, max_turns: int | None) -> AgentReply:
+        """Fix the last error: asked as an edit of the failed cell where the page can show one."""
+        fixing = await self.controller.fix_prompt(prompt)
+        return await self.controller.run_main(fixing, model=model, max_turns=max_turns)
 
     async def _compact_then(self, prompt: str, *, model: str | None, max_turns: int | None) -> Any:
         """Compact the conversation; then run ``prompt`` in it, when there is one."""
@@ -291,7 +312,7 @@ class HarnessMagics(Magics):
         run the sample again."""
 
     def _map(self, line: str) -> Pending:
-        options, rest = split_options(line)
+        options, rest = split_options(line, session_ids=False)
         args = parse_argstring(self.map_options, options)
         c = self.controller
         if args.last:
@@ -355,6 +376,7 @@ class HarnessMagics(Magics):
 
     @magic_arguments()
     @argument("--reload", action="store_true", help="re-read the agent folders first")
+    @argument("--unknown", default=None, help=SUPPRESS)  # what %@name with no such agent becomes
     @line_magic
     def agents(self, line: str) -> Pending:
         """List the registered subagents: name, source file, effective tools (narrowed
@@ -364,10 +386,18 @@ class HarnessMagics(Magics):
         loaded."""
         args = parse_argstring(self.agents, line)
         h = self.controller.harness()
+        if args.unknown is not None:
+            names = ", ".join(f"%@{n}" for n in h.registry.names())
+            raise UsageError(
+                f"%@{args.unknown}: no agent of that name; the agents here are {names}. "
+                "%agents lists them; an agent is a file agents/<name>.md in the workdir"
+            )
         if args.reload:
             h.registry.reload()
         self.sync_agent_magics()
         display(AgentTable(h))
+        if self.controller.widgets_enabled and self.controller.unattended() is None:  # a page a person reads
+            print(self.controller.bridge.describe())
         return done(None)
 
     @no_var_expand
