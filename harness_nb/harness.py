@@ -13,7 +13,7 @@ everything it sends or writes (``core.secret.SECRETS``).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Self, overload
 
@@ -328,8 +328,6 @@ class Harness:
         """The map ``map`` and ``start_map`` run, as ``last_map`` unless it is an estimate:
         its options, rows, template and output checked and its store opened, so that a bad
         one fails here, before any row runs."""
-        from dataclasses import replace
-
         from .subagents.agent_map import AgentMap
         from .subagents.map_options import check_options
         from .subagents.map_output import row_output
@@ -338,18 +336,37 @@ class Harness:
         definition = self.registry.get(agent)
         output = options.get("output")
         shape = row_output(output) if output is not None else None
-        context = await self._launch(options.get("model"), None, options.get("approval"))
-        budgets: dict[str, Any] = {k: options.get(k) for k in ("budget_usd", "token_budget") if options.get(k) is not None}
-        parent = self._conversation.engine().parent_context(replace(context, limits=replace(context.limits, **budgets)))
+        budgets = {k: options.get(k) for k in ("budget_usd", "token_budget") if options.get(k) is not None}
+        parent = await self._map_parent(options.get("model"), options.get("approval"), budgets)
+        backend = None
+        if options.get("backend", "kernel") == "ray":
+            from .map_ray import RayBackend
+
+            backend = RayBackend(
+                self.settings, self.workdir, self._parts.models, definition, parent,
+                concurrency=options.get("concurrency", 8), approval=options.get("approval"),
+            )
         mapped = AgentMap(
             self._parts.runner, definition, template, rows, parent, concurrency=options.get("concurrency", 8),
             retries=options.get("retries", 3), output=shape, store=self._parts.state_dir / "maps",
-            resume=options.get("resume", False), on_progress=options.get("on_progress"),
+            resume=options.get("resume", False), on_progress=options.get("on_progress"), backend=backend,
         )
         await mapped.prepare("estimate" if estimate else "map")
         if not estimate:
             self.last_map = mapped
         return mapped
+
+    async def _map_parent(
+        self, model: str | None, approval: ApprovalChannel | None, budgets: Mapping[str, Any]
+    ) -> ParentContext:
+        """What a map's rows run under: a run's context on ``model`` with ``budgets``
+        (``budget_usd``, ``token_budget``) for all of them (a Ray worker's rows too, there
+        each row's share: ``map_ray.py``)."""
+        from dataclasses import replace
+
+        context = await self._launch(model, None, approval)
+        limited = replace(context, limits=replace(context.limits, **budgets))
+        return self._conversation.engine().parent_context(limited)
 
     async def aclose(self) -> None:
         """Cancel background tasks, stop the MCP servers, close the providers' connections,

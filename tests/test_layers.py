@@ -28,6 +28,7 @@ RANK = {
     "subagents": 6,
     "team": 7,
     "harness": 8,
+    "map_ray": 8,
     "assembly": 8,
     "settings": 8,
     "setting": 8,

@@ -21,7 +21,7 @@ from ..harness import Harness
 from ..settings import RunSettings
 from ..subagents import TaskEntry, TaskStatus, resolve_model
 from ..subagents.map_handle import MapHandle
-from ..subagents.map_options import MapOptions
+from ..subagents.map_options import MapBackendName, MapOptions
 from ..subagents.map_result import MapEstimate, MapResult
 from ..textview import TextView, terminal_approval
 from ..tools import Sandbox
@@ -505,13 +505,14 @@ class NotebookHarness:
         resume: bool = False,
         estimate: bool = False,
         sample: int | None = None,
+        backend: MapBackendName = "kernel",
     ) -> MapResult | MapHandle | MapEstimate:
         """``%agent map``: ``agent`` over ``rows`` with a live progress bar in this cell
         (``background``: the cell returns at once and the bar keeps moving; the kernel is
         free for other cells; ``estimate``: a sample's bar, and the projection for all
         rows). Its rows run without asking: a call that would ask is denied (there is
         nobody to answer a thousand cards), so give the agent tools that need no approval,
-        or allow rules. ``output``, ``resume`` and ``sample`` are ``MapOptions``'."""
+        or allow rules. ``output``, ``resume``, ``sample`` and ``backend`` are ``MapOptions``'."""
         h = self.harness()
         try:
             h.registry.get(agent)
@@ -526,6 +527,7 @@ class NotebookHarness:
             on_progress=view.update if view is not None else None,
             output=output,
             resume=resume,
+            backend=backend,
         )
         if sample is not None:
             options["sample"] = sample

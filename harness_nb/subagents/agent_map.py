@@ -26,6 +26,10 @@ the rows run:
 - **Interrupts.** Cancelling the map cancels the rows running and keeps every finished
   row: ``AgentMap.result()`` (``Harness.last_map``) has them, the others marked as not run,
   and the store has them for a ``resume``.
+- **Where rows run.** In this process, through the harness's ``SubagentRunner``, unless a
+  ``RowBackend`` is given (``map_ray.RayBackend``: on a Ray cluster). A backend runs each
+  attempt as the runner would; everything else (retries, budget, typed checks, the store,
+  progress) stays here, so a row's outcome is recorded the same wherever it ran.
 - **What a row's agent is told.** Its answer becomes a cell of a column, so its prompt says
   so (``row_definition``): a built-in agent's report-writing prompt is replaced by
   ``MAP_ROW_PROMPT``, an agent file's gets ``MAP_ROW_NOTE`` (or, typed, ``MAP_ROW_FIELDS_NOTE``)
@@ -45,12 +49,12 @@ import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
 from ..core import BudgetSpentError, ConfigError, ProviderError, Usage, new_id, run_blocking
-from ..engine import ParentContext, RunResult
+from ..engine import ParentContext, RunResult, UsageAccount
 from ..engine.limits import BUDGET_STOPS, EARLY_STOPS
 from ..providers.base import Provider
 from ..providers.http import RetryPolicy
@@ -75,6 +79,7 @@ __all__ = [
     "MapProgress",
     "MapResult",
     "MapRow",
+    "RowBackend",
     "agent_fingerprint",
     "check_options",
     "row_definition",
@@ -153,6 +158,27 @@ def _spread(keys: list[str], count: int) -> list[str]:
     return [keys[i * len(keys) // count] for i in range(count)]
 
 
+class RowBackend(Protocol):
+    """Where a map's row attempts run when not in this process (see the module doc):
+    ``run`` takes what ``SubagentRunner.run`` takes from a row and answers as it does (the
+    ``RunResult``, or the same exceptions); ``close`` is called once the map has ended."""
+
+    async def run(
+        self,
+        definition: SubAgentDefinition,
+        prompt: str,
+        parent: ParentContext,
+        *,
+        task_id: str,
+        account: UsageAccount,
+        watched: bool,
+        wrap_provider: Callable[[Provider], Provider] | None,
+        follow_up: Callable[[RunResult], str | None] | None,
+    ) -> RunResult: ...
+
+    def close(self) -> None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class _Scope:
     """What one ``run`` / ``estimate`` covers: the keys it runs and its rows' count."""
@@ -164,7 +190,8 @@ class _Scope:
 class AgentMap:
     """One map of ``definition`` over ``rows`` as children of ``parent`` (see the module
     doc). ``output`` types the answers; ``store`` is the folder of map stores (``None``:
-    nothing is written); ``resume`` as ``MapOptions`` says. ``retry`` sets the backoff
+    nothing is written); ``resume`` as ``MapOptions`` says; ``backend`` runs the rows'
+    attempts elsewhere (``None``: ``runner``, here). ``retry`` sets the backoff
     between a row's attempts (its ``max_retries`` is replaced by ``retries``); ``clock``
     and ``sleep`` are injectable for tests. ``prepare`` (awaited by ``run`` and
     ``estimate`` when nobody did before) reads the store and keys the rows."""
@@ -184,6 +211,7 @@ class AgentMap:
         store: Path | None = None,
         resume: bool | str = False,
         on_progress: Callable[[MapProgress], Any] | None = None,
+        backend: RowBackend | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
@@ -202,6 +230,7 @@ class AgentMap:
         self.concurrency = concurrency
         self.retry = replace(retry or RetryPolicy(), max_retries=retries)
         self.on_progress = on_progress
+        self.backend = backend
         self.clock = clock
         self.sleep = sleep
         self.id = new_id("map")
@@ -336,6 +365,9 @@ class AgentMap:
             self._interrupted = True
             self._report()
             raise
+        finally:
+            if self.backend is not None:
+                self.backend.close()
 
     def _close_store(self) -> None:
         if self.store is not None:
@@ -450,8 +482,9 @@ class AgentMap:
             self._running += 1
             self._report()
             verdicts: list[BaseModel | str] = []
+            run = self.backend.run if self.backend is not None else self.runner.run
             try:
-                result = await self.runner.run(
+                result = await run(
                     self.row, prompt, self.parent, task_id=f"{self.id}-{position + 1}", account=account,
                     watched=False, wrap_provider=self._shaper(), follow_up=self._checker(verdicts),
                 )

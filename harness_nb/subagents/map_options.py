@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Mapping
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict, get_args
 
 from pydantic import BaseModel
 
@@ -14,7 +14,10 @@ from ..core import ConfigError
 from ..engine import ApprovalChannel
 from .map_result import MapProgress
 
-__all__ = ["MAP_OPTIONS", "MapOptions", "check_options"]
+__all__ = ["MAP_BACKENDS", "MAP_OPTIONS", "MapBackendName", "MapOptions", "check_options"]
+
+MapBackendName = Literal["kernel", "ray"]
+MAP_BACKENDS: tuple[str, ...] = get_args(MapBackendName)
 
 
 class MapOptions(TypedDict, total=False):
@@ -23,7 +26,8 @@ class MapOptions(TypedDict, total=False):
     map (the harness's), ``model`` and ``approval`` (the harness's), ``on_progress``,
     ``output`` (a pydantic model, a mapping of field names to types or a text such as
     ``"label:bug|question, score:float"``: typed answers; none), ``resume`` (``True``: the
-    newest stored map of the same key, or a map id; ``False``) and, with
+    newest stored map of the same key, or a map id; ``False``), ``backend`` (``"kernel"``:
+    the rows run in this process; ``"ray"``: on a Ray cluster, ``map_ray.py``) and, with
     ``estimate=True``, ``sample`` (20)."""
 
     concurrency: int
@@ -35,6 +39,7 @@ class MapOptions(TypedDict, total=False):
     on_progress: Callable[[MapProgress], Any] | None
     output: type[BaseModel] | Mapping[str, Any] | str | None
     resume: bool | str
+    backend: MapBackendName
     sample: int
 
 
@@ -57,6 +62,7 @@ _VALUES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "approval": (lambda v: v is None or callable(v), "an approval channel (an async function), or None"),
     "on_progress": (lambda v: v is None or callable(v), "a function taking a MapProgress, or None"),
     "resume": (lambda v: isinstance(v, bool | str), "True, False or a stored map's id (h.maps() lists them)"),
+    "backend": (lambda v: v in MAP_BACKENDS, " or ".join(repr(b) for b in MAP_BACKENDS)),
     "estimate": (lambda v: isinstance(v, bool), "True or False"),
     "sample": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1, "a whole number of rows, 1 or more"),
 }

@@ -24,6 +24,7 @@ from IPython.display import display
 from ...core import ConfigError, HarnessError, UnknownNameError, Usage
 from ...settings import RunSettings
 from ...subagents import TaskStatus
+from ...subagents.map_options import MAP_BACKENDS
 from ...subagents.map_output import output_fields
 from ..controller import NotebookHarness, Pending, completion_markdown, done, shown_as_one_line, with_ticker
 from ..kernel.history import refers_to_error
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 
 _VALUE_OPTIONS = {
     "--model", "-m", "--max-turns", "--agent", "-a", "--timeout", "--over", "--concurrency", "--retries", "--budget",
-    "--undo", "--output", "--sample",
+    "--undo", "--output", "--sample", "--backend",
 }
 _CHECKPOINT = re.compile(r"^#?[0-9]+$|^[0-9a-f]{4,40}$")  # a checkpoint's number, or its commit id
 _MAP = re.compile(r"^\s*map\s+(--|-h\b)")  # `%agent map --over …`; `%agent map the data` is a prompt
@@ -292,11 +293,15 @@ class HarnessMagics(Magics):
         help="typed answers, one column each: 'label:bug|question, score:float' (str, int, float, bool, list[str], a|b)",
     )
     @argument("--resume", action="store_true", help="continue the stored map of this agent, template and model")
+    @argument(
+        "--backend", choices=MAP_BACKENDS, default="kernel",
+        help="where the rows run: kernel (here) or ray (a Ray cluster: ray_address, $RAY_ADDRESS, else local)",
+    )
     @argument("--estimate", action="store_true", help="run a sample of the rows; project tokens, cost and time for all")
     @argument("--sample", type=int, default=None, metavar="N", help="rows the estimate runs (default 20)")
     def map_options(self, line: str) -> None:
         """%agent map --over EXPR [--agent NAME] [--concurrency N] [--retries N] [--budget USD] [--bg]
-                      [--output FIELDS] [--resume] [--estimate [--sample N]] "template"
+                      [--output FIELDS] [--resume] [--backend ray] [--estimate [--sample N]] "template"
 
         Runs the subagent once per row of EXPR, the template filled from the row: {value}
         (the row's value), {index} (its label) and, for a DataFrame, {column} names. Shows
@@ -309,7 +314,8 @@ class HarnessMagics(Magics):
         Every finished row is stored under .harness_nb/maps; --resume runs only the rows
         a crash, restart or interrupt left undone (--list shows the stored maps). --estimate
         runs a sample and says what the whole map would take; the map afterwards does not
-        run the sample again."""
+        run the sample again. --backend ray runs the rows on a Ray cluster (pip install
+        'harness_nb[ray]'); the kernel still stores them, and --resume works either way."""
 
     def _map(self, line: str) -> Pending:
         options, rest = split_options(line, session_ids=False)
@@ -355,6 +361,7 @@ class HarnessMagics(Magics):
             resume=args.resume,
             estimate=args.estimate,
             sample=args.sample,
+            backend=args.backend,
         )
         return Pending(run, "agent map")
 
