@@ -313,7 +313,7 @@ class Harness:
         ``bg-N`` and cancelled when the harness closes."""
         from .subagents.map_handle import start_map
 
-        return start_map(await self._agent_map(agent, template, rows, options), self.tracker)
+        return start_map(await self._agent_map(agent, template, rows, options, background=True), self.tracker)
 
     def maps(self) -> StoredMaps:
         """The maps stored in this workdir (``.harness_nb/maps``), oldest first: id, when
@@ -323,14 +323,16 @@ class Harness:
         return stored_maps(self._parts.state_dir / "maps")
 
     async def _agent_map(
-        self, agent: str, template: str, rows: Any, options: MapOptions, *, estimate: bool = False
+        self, agent: str, template: str, rows: Any, options: MapOptions, *, estimate: bool = False,
+        background: bool = False,
     ) -> AgentMap:
         """The map ``map`` and ``start_map`` run, as ``last_map`` unless it is an estimate:
         its options, rows, template and output checked and its store opened, so that a bad
-        one fails here, before any row runs."""
+        one fails here, before any row runs. A ``background`` map is paced (``LoopPacer``)."""
         from .subagents.agent_map import AgentMap
         from .subagents.map_options import check_options
         from .subagents.map_output import row_output
+        from .subagents.map_pacer import LoopPacer
 
         check_options({**options, "estimate": estimate}, estimate=estimate)
         definition = self.registry.get(agent)
@@ -350,6 +352,7 @@ class Harness:
             self._parts.runner, definition, template, rows, parent, concurrency=options.get("concurrency", 8),
             retries=options.get("retries", 3), output=shape, store=self._parts.state_dir / "maps",
             resume=options.get("resume", False), on_progress=options.get("on_progress"), backend=backend,
+            pacer=LoopPacer() if background else None,
         )
         await mapped.prepare("estimate" if estimate else "map")
         if not estimate:

@@ -26,6 +26,9 @@ the rows run:
 - **Interrupts.** Cancelling the map cancels the rows running and keeps every finished
   row: ``AgentMap.result()`` (``Harness.last_map``) has them, the others marked as not run,
   and the store has them for a ``resume``.
+- **Paced in the background.** A map given a ``LoopPacer`` (``h.start_map``, ``%agent map
+  --bg``) holds back its next row while the kernel's loop is slow to come round
+  (``map_pacer.py``), so the notebook stays responsive; its rows and answers are the same.
 - **Where rows run.** In this process, through the harness's ``SubagentRunner``, unless a
   ``RowBackend`` is given (``map_ray.RayBackend``: on a Ray cluster). A backend runs each
   attempt as the runner would; everything else (retries, budget, typed checks, the store,
@@ -60,6 +63,7 @@ from ..providers.base import Provider
 from ..providers.http import RetryPolicy
 from .definition import SubAgentDefinition
 from .map_options import MapOptions, check_options
+from .map_pacer import LoopPacer
 from .map_output import AnswerShaper, RowOutput
 from .map_result import MapEstimate, MapProgress, MapResult, MapRow, Projection, RowSource
 from .map_rows import check_template, fill, map_rows
@@ -191,7 +195,7 @@ class AgentMap:
     """One map of ``definition`` over ``rows`` as children of ``parent`` (see the module
     doc). ``output`` types the answers; ``store`` is the folder of map stores (``None``:
     nothing is written); ``resume`` as ``MapOptions`` says; ``backend`` runs the rows'
-    attempts elsewhere (``None``: ``runner``, here). ``retry`` sets the backoff
+    attempts elsewhere (``None``: ``runner``, here); ``pacer`` paces a background map. ``retry`` sets the backoff
     between a row's attempts (its ``max_retries`` is replaced by ``retries``); ``clock``
     and ``sleep`` are injectable for tests. ``prepare`` (awaited by ``run`` and
     ``estimate`` when nobody did before) reads the store and keys the rows."""
@@ -212,6 +216,7 @@ class AgentMap:
         resume: bool | str = False,
         on_progress: Callable[[MapProgress], Any] | None = None,
         backend: RowBackend | None = None,
+        pacer: LoopPacer | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
@@ -231,6 +236,7 @@ class AgentMap:
         self.retry = replace(retry or RetryPolicy(), max_retries=retries)
         self.on_progress = on_progress
         self.backend = backend
+        self.pacer = pacer
         self.clock = clock
         self.sleep = sleep
         self.id = new_id("map")
@@ -357,6 +363,8 @@ class AgentMap:
         self._started_at = self.clock()
         self._report()
         pending = iter(keys)
+        if self.pacer is not None:
+            self.pacer.start()
         try:
             async with asyncio.TaskGroup() as group:
                 for n in range(min(self.concurrency, len(keys))):
@@ -366,6 +374,8 @@ class AgentMap:
             self._report()
             raise
         finally:
+            if self.pacer is not None:
+                self.pacer.stop()
             if self.backend is not None:
                 self.backend.close()
 
@@ -414,6 +424,8 @@ class AgentMap:
 
     async def _worker(self, pending: Iterator[str]) -> None:
         for key in pending:  # one shared iterator: rows are taken in order
+            if self.pacer is not None:
+                await self.pacer.admit(lambda: self._running)
             positions = self._groups[key]
             row = await self._row(positions[0])
             self._ran += 1
