@@ -375,7 +375,7 @@ class AgentMap:
             raise
         finally:
             if self.pacer is not None:
-                self.pacer.stop()
+                await self.pacer.stop()
             if self.backend is not None:
                 self.backend.close()
 

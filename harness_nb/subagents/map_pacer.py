@@ -5,12 +5,11 @@ its output and its reply each wait for the loop to come round. A map against a f
 server is CPU-bound (a row is a whole subagent run, milliseconds of Python), and at
 concurrency 32 it fills the loop: a trivial cell then takes several times as long.
 
-So a background map asks before it starts each row: the pacer measures how long the loop
-takes to come back to it (one ``sleep(0)``: the work every other ready callback does
-first, which is what a kernel message waits for at each step) and keeps a window of rows
-that may run, grown while the loop comes back within ``limit`` and halved when it does
-not (the row's own work comes after it is let in, so a window, not the latest measure,
-decides). Rows already running go on; ``floor`` rows may always run, so a map on a
+So a background map asks before it starts each row: a heartbeat measures how late the
+loop wakes it (the work other callbacks did first, which is what a kernel message waits
+for at each step) and keeps a window of rows that may run, grown while the loop is on
+time and shrunk while the map's own work makes it late (a row's work comes after it is
+let in, so a window, not the latest measure, decides). Rows already running go on; ``floor`` rows may always run, so a map on a
 machine busy with other work still moves. When the rows wait on the network (a real model: seconds a call) the loop has room
 and nothing is held; only a map that would starve the notebook is slowed, to what the loop
 can give it. The answers do not change, only when rows start.
@@ -29,60 +28,77 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import time
 from collections.abc import Callable
 
 __all__ = ["LoopPacer"]
 
-_frozen_by = 0  # paced maps running that froze the heap (-1: someone else froze it)
+_running = 0  # paced maps running in this process
+_ours = False  # whether the first of them froze the heap
 
 
 class LoopPacer:
-    """Lets rows start while the loop keeps up (see the module doc): a window of rows that
-    may run grows by one each time the loop comes back within ``limit`` seconds, and
-    halves each time it does not (never below ``floor``); a row past the window waits,
-    measuring again every ``wait`` seconds. One row at a time measures (the others wait
-    their turn on a lock, which costs the loop nothing): 32 workers probing at once would
-    themselves be the load."""
+    """Lets rows start while the loop keeps up (see the module doc). A heartbeat every
+    ``period`` seconds measures how late the loop wakes it and how much of the period the
+    loop's thread spent working: late by more than ``limit`` while working at least
+    ``busy`` of the time, the window of rows that may run shrinks by a third (never below
+    ``floor``); otherwise it grows by one. (Late but idle is another process's doing —
+    a busy machine — which holding rows back would not help.) A row past the window waits
+    for the next beat; one row at a time waits (the others queue on a lock, which costs
+    the loop nothing)."""
 
-    def __init__(self, *, limit: float = 0.001, floor: int = 2, wait: float = 0.01) -> None:
+    def __init__(self, *, limit: float = 0.001, busy: float = 0.25, floor: int = 2, period: float = 0.01) -> None:
         self.limit = limit
+        self.busy = busy
         self.floor = floor
-        self.wait = wait
+        self.period = period
         self.window = float(floor)
         """How many rows may run now."""
         self._turn = asyncio.Lock()
+        self._beat: asyncio.Task[None] | None = None
+
+    async def _heartbeat(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            due, worked = loop.time() + self.period, time.thread_time()
+            await asyncio.sleep(self.period)
+            late = loop.time() - due
+            self.judge(late, (time.thread_time() - worked) / (self.period + late))
+
+    def judge(self, late: float, busy: float) -> None:
+        """One beat: the loop woke it ``late`` seconds late, its thread working ``busy``
+        of the time."""
+        if late > self.limit and busy >= self.busy:
+            self.window = max(float(self.floor), self.window * 2 / 3)
+        else:
+            self.window += 1
 
     def start(self) -> None:
-        """A map begins: freeze the objects there are, if this is the first paced map."""
-        global _frozen_by
-        if _frozen_by == 0 and gc.get_freeze_count() > 0:
-            _frozen_by = -1  # frozen by someone else: never ours to undo
-        if _frozen_by >= 0:
-            if _frozen_by == 0:
+        """A map begins: the first of those running freezes the objects there are (unless
+        the process has frozen some itself)."""
+        global _running, _ours
+        self._beat = asyncio.get_running_loop().create_task(self._heartbeat(), name="harness_nb:map-pacer")
+        if _running == 0:
+            _ours = gc.get_freeze_count() == 0
+            if _ours:
                 gc.freeze()
-            _frozen_by += 1
+        _running += 1
 
-    def stop(self) -> None:
-        """A map has ended: unfreeze when it was the last paced one."""
-        global _frozen_by
-        if _frozen_by > 0:
-            _frozen_by -= 1
-            if _frozen_by == 0:
-                gc.unfreeze()
-        elif _frozen_by < 0 and gc.get_freeze_count() == 0:
-            _frozen_by = 0
+    async def stop(self) -> None:
+        """A map has ended: its heartbeat stops; the last of the maps running unfreezes
+        what the first froze."""
+        global _running, _ours
+        _running -= 1
+        if _running == 0 and _ours:
+            gc.unfreeze()
+            _ours = False
+        beat, self._beat = self._beat, None
+        if beat is not None:
+            beat.cancel()
+            await asyncio.wait({beat})
 
     async def admit(self, running: Callable[[], int]) -> None:
         """Return once fewer rows run (``running()``) than the window allows."""
-        loop = asyncio.get_running_loop()
         async with self._turn:
-            while True:
-                began = loop.time()
-                await asyncio.sleep(0)
-                if loop.time() - began <= self.limit:
-                    self.window += 1
-                else:
-                    self.window = max(float(self.floor), self.window / 2)
-                if running() < self.window:
-                    return
-                await asyncio.sleep(self.wait)
+            while running() >= self.window:
+                await asyncio.sleep(self.period)
