@@ -4,9 +4,10 @@ freezes the heap from full collections while paced maps run (``map_pacer.py``)."
 from __future__ import annotations
 
 import gc
+import sys
 
 from harness_nb import Harness
-from harness_nb.subagents.map_pacer import LoopPacer
+from harness_nb.subagents.map_pacer import SWITCH_INTERVAL, LoopPacer
 from harness_nb.testing import FakeLLMServer
 from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
 from map_support import upper
@@ -33,16 +34,22 @@ async def test_a_row_past_the_window_waits_for_one_to_end():
     assert next(running, None) is None
 
 
-async def test_the_heap_is_frozen_while_paced_maps_run_and_someone_elses_freeze_is_left_alone():
+async def test_the_heap_is_frozen_and_the_gil_handed_over_sooner_while_paced_maps_run():
     gc.unfreeze()
+    before = sys.getswitchinterval()
     one, two = LoopPacer(), LoopPacer()
     one.start()
-    assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() > 0 and sys.getswitchinterval() == SWITCH_INTERVAL < before
     two.start()
     await one.stop()
-    assert gc.get_freeze_count() > 0  # the other map still runs
+    assert gc.get_freeze_count() > 0 and sys.getswitchinterval() == SWITCH_INTERVAL  # the other map still runs
     await two.stop()
-    assert gc.get_freeze_count() == 0
+    assert gc.get_freeze_count() == 0 and sys.getswitchinterval() == before
+
+
+async def test_someone_elses_freeze_is_left_alone():
+    gc.unfreeze()
+    one = LoopPacer()
 
     gc.freeze()  # the process's own
     try:

@@ -22,19 +22,30 @@ collections walk only what is new. The last map to end unfreezes them. Nothing i
 later than it would be by reference counting; only cycles among the frozen objects that
 become garbage meanwhile wait for that end. A process that froze objects itself is left
 alone.
+
+And a kernel is several threads: a message reaches the main thread through the shell
+channel's thread, output leaves through IOPub's, and each hop needs the GIL, which the main
+thread — busy with rows — hands over only every switch interval (5 ms by default). While
+paced maps run the interval is ``SWITCH_INTERVAL``; the last map to end restores it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import sys
 import time
 from collections.abc import Callable
 
 __all__ = ["LoopPacer"]
 
+SWITCH_INTERVAL = 0.0005
+"""Seconds a thread holds the GIL while another waits for it, while paced maps run (5 ms
+otherwise): the kernel's shell and IOPub threads then get it back within that."""
+
 _running = 0  # paced maps running in this process
 _ours = False  # whether the first of them froze the heap
+_switch = 0.005  # the switch interval before the first of them
 
 
 class LoopPacer:
@@ -75,23 +86,27 @@ class LoopPacer:
 
     def start(self) -> None:
         """A map begins: the first of those running freezes the objects there are (unless
-        the process has frozen some itself)."""
-        global _running, _ours
+        the process has frozen some itself) and shortens the switch interval."""
+        global _running, _ours, _switch
         self._beat = asyncio.get_running_loop().create_task(self._heartbeat(), name="harness_nb:map-pacer")
         if _running == 0:
             _ours = gc.get_freeze_count() == 0
             if _ours:
                 gc.freeze()
+            _switch = sys.getswitchinterval()
+            sys.setswitchinterval(min(_switch, SWITCH_INTERVAL))
         _running += 1
 
     async def stop(self) -> None:
         """A map has ended: its heartbeat stops; the last of the maps running unfreezes
-        what the first froze."""
+        what the first froze and restores the switch interval."""
         global _running, _ours
         _running -= 1
-        if _running == 0 and _ours:
-            gc.unfreeze()
-            _ours = False
+        if _running == 0:
+            sys.setswitchinterval(_switch)
+            if _ours:
+                gc.unfreeze()
+                _ours = False
         beat, self._beat = self._beat, None
         if beat is not None:
             beat.cancel()
