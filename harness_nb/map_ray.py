@@ -41,6 +41,7 @@ import dataclasses
 import importlib.util
 import logging
 import os
+import pickle
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -254,6 +255,7 @@ class RayBackend:
         self._actors: list[Any] = []
         self._load: list[int] = []  # rows in flight on each actor
         self._failed: RayWorkerError | None = None
+        self._ray: Any = None  # the module, imported as the workers start
 
     async def run(
         self,
@@ -270,9 +272,8 @@ class RayBackend:
         """One attempt of a row, on the least busy worker; its usage is billed to
         ``account`` and its answers are checked by ``follow_up`` here too (so the map sees
         the verdicts the worker acted on)."""
-        import ray
-
         await self._start()
+        ray = self._ray
         task = RowTask(
             definition, prompt, task_id, parent.remaining_usd(), parent.remaining_tokens(), watched, wrap_provider,
             follow_up,
@@ -313,8 +314,8 @@ class RayBackend:
                 raise self._failed from None
 
     async def _launch(self) -> None:
-        import ray
-
+        # importing Ray takes seconds: never on the loop
+        self._ray = ray = await run_blocking(importlib.import_module, "ray")
         if not ray.is_initialized():
             await run_blocking(_init, self.address)
         free = int(ray.available_resources().get("CPU", 0))
@@ -362,10 +363,9 @@ def _credentials(provider: Provider) -> dict[str, str]:
 
 
 def _refuse_secrets(what: str, value: Any) -> None:
-    """``ConfigError`` when ``value``, as it would be sent, holds a secret this process knows."""
-    from ray import cloudpickle
-
-    sent = cloudpickle.dumps(value).decode("latin-1")
+    """``ConfigError`` when ``value``, pickled as it would be sent, holds a secret this
+    process knows."""
+    sent = pickle.dumps(value).decode("latin-1")
     if any(secret in sent for secret in SECRETS.values()):
         raise ConfigError(
             f"{what} hold a key, which would be sent to the Ray workers with every task: put it in the "
