@@ -58,7 +58,7 @@ class LoopPacer:
     for the next beat; one row at a time waits (the others queue on a lock, which costs
     the loop nothing)."""
 
-    def __init__(self, *, limit: float = 0.001, busy: float = 0.25, floor: int = 2, period: float = 0.01) -> None:
+    def __init__(self, *, limit: float = 0.0005, busy: float = 0.15, floor: int = 2, period: float = 0.01) -> None:
         self.limit = limit
         self.busy = busy
         self.floor = floor
