@@ -8,6 +8,7 @@ what is submitted (read off Ray's own serialization of every task and actor argu
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import os
 import pickle
@@ -28,7 +29,8 @@ from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fix
 from map_support import asked, row_of, upper
 
 pytestmark = pytest.mark.ray
-ray = pytest.importorskip("ray")
+if importlib.util.find_spec("ray") is None:  # not imported here: every worker collects this module
+    pytest.skip("needs the ray extra: pip install 'harness_nb[ray]'", allow_module_level=True)
 
 KEY = "sk-proj-RayMapKey0123456789abcdefGHIJKL"
 STUBS = Path(__file__).parent / "ray_support"
@@ -40,6 +42,7 @@ def ray_address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     ``ray_address``, so the first map connects as a notebook would). Its processes get a
     home of their own, no provider keys or addresses, and ``ray_support`` first on their
     path (see its ``rfc3987_syntax``)."""
+    import ray
     from ray.cluster_utils import Cluster
 
     changes = {"HOME": str(tmp_path_factory.mktemp("ray-home")), "PYTHONPATH": os.pathsep.join(
@@ -107,6 +110,8 @@ async def test_rows_run_on_the_workers_and_come_back_typed_into_the_kernels_stor
 
 
 async def test_the_key_reaches_the_workers_through_their_environment_never_in_what_is_submitted(tmp_path, ray_address):
+    import ray
+
     ray.init(address=ray_address, ignore_reinit_error=True, log_to_driver=False)  # serializers need a connection
     submitted: list[bytes] = []
 
