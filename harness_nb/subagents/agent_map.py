@@ -63,8 +63,8 @@ from ..providers.base import Provider
 from ..providers.http import RetryPolicy
 from .definition import SubAgentDefinition
 from .map_options import MapOptions, check_options
-from .map_pacer import LoopPacer
 from .map_output import AnswerShaper, RowOutput
+from .map_pacer import LoopPacer
 from .map_result import MapEstimate, MapProgress, MapResult, MapRow, Projection, RowSource
 from .map_rows import check_template, fill, map_rows
 from .map_store import MapInfo, MapKind, MapStore, StoredRow, map_key, open_map_store, row_key
