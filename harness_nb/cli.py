@@ -16,7 +16,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from .core import HarnessError
+from .core import HarnessError, SettingFix
 from .harness import Harness
 from .settings import default_model
 from .textview import TextView, terminal_approval
@@ -25,6 +25,18 @@ from .textview import TextView, terminal_approval
 def demo_script() -> Path:
     """The scripted model the demo runs on (shipped inside the package)."""
     return Path(str(resources.files("harness_nb") / "demo" / "demo.yaml"))
+
+
+_FLAGS = {"model": "--model", "workdir": "--workdir"}
+
+
+def command_line_fix(fix: SettingFix) -> str:
+    """How the command line sets the setting an error's ``fix`` names: its flag (``pass
+    --model openai/gpt-4o-mini``), else the Python keyword, saying no flag sets it."""
+    flag = _FLAGS.get(fix.setting)
+    if flag is None:
+        return f"{fix.keyword()} (no flag of python -m harness_nb sets {fix.setting})"
+    return f"pass {flag} {fix.value}"
 
 
 def _line(text: str, width: int) -> str:
@@ -112,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return asyncio.run(_run(args))
     except HarnessError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {exc.explained(command_line_fix)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

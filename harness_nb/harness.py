@@ -151,10 +151,9 @@ class Harness:
     def provider(self) -> Provider:
         """The main agent's provider, made on first use (no model: a ``ConfigError`` saying how to set one)."""
         if not self.model:
-            from .core import ConfigError
-            from .settings import NO_MODEL_MESSAGE
+            from .settings import no_model_error
 
-            raise ConfigError(NO_MODEL_MESSAGE)
+            raise no_model_error()
         return self._parts.models.get(self.model)
 
     def configure(self, **changes: Any) -> None:

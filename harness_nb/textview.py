@@ -24,6 +24,7 @@ from .core import (
     RunFailed,
     RunFinished,
     RunStarted,
+    ServerAdapted,
     SubagentUpdate,
     TextDelta,
     ToolCall,
@@ -137,6 +138,8 @@ class TextView:
             self._line(f"{indent}⇣ {event.describe()}")
         elif isinstance(event, BudgetWarning):
             self._line(f"{indent}⚠ budget: {event.text()}")
+        elif isinstance(event, ServerAdapted):
+            self._line(f"{indent}⚠ {event.text}")
         elif isinstance(event, RunFinished):
             self._line(f"{indent}── {stop_label(event.stop_reason)} · {event.usage.summary()}")
         elif isinstance(event, RunFailed):

@@ -3,10 +3,10 @@
 One turn: put waiting injections (finished background tasks, mailbox messages) into the
 conversation, call the model (streaming text out as events), run the tool calls of its
 answer concurrently, append the results, repeat until the model answers without tool
-calls or a limit stops the run. Events go to a sink callback (a run given none builds
-none of its per-call events); ``run_stream`` turns that into an async iterator. Before each
-call the conversation's ``ContextKeeper`` keeps the request within the model's context
-window (``compaction/keeper.py``).
+calls, a limit stops the run, or the run goes nowhere (``progress.py``). Events go to a
+sink callback (a run given none builds none of its per-call events); ``run_stream`` turns
+that into an async iterator. Before each call the conversation's ``ContextKeeper`` keeps
+the request within the model's context window (``compaction/keeper.py``).
 
 The engine holds what a conversation keeps between runs (its session, prompt, context
 keeper and prompt tally); what belongs to one run — provider, limits, approval channel,
@@ -41,6 +41,7 @@ from ..core import (
     RunFailed,
     RunFinished,
     RunStarted,
+    ServerAdapted,
     TextDelta,
     ToolCall,
     ToolCallFinished,
@@ -69,6 +70,7 @@ from .hook import (
     person_reason,
 )
 from .limits import Limits, Place, RunResult
+from .progress import ProgressGuard
 from .prompt import PromptBuilder
 from .session import MemorySession
 
@@ -213,6 +215,7 @@ class AgentEngine:
         provider, limits, account = context.provider, context.limits, context.account
         budget = BudgetScope(limits, account, agent=self.agent, parent=context.parent_budget)
         parent = self.parent_context(context, budget)
+        progress = ProgressGuard(limits)
         turns = tool_calls = 0
         start = time.perf_counter()
         first_message = len(self.session.history)  # compaction may rewrite ``messages``
@@ -241,6 +244,10 @@ class AgentEngine:
                         break
                     tool_calls += len(message.tool_calls)
                     await self._run_tools(message.tool_calls, response.stop_reason, emit, parent, context)
+                    results = self.session.messages[-len(message.tool_calls) :]
+                    if (note := progress.after_tools(message, results)) is not None:  # going nowhere: say so once
+                        self.session.append(UserMessage(content=note))
+                        emit(MessagesInjected(texts=(note,), agent=self.agent))
         except (LimitExceededError, _Stop) as exc:
             stop = exc.limit if isinstance(exc, LimitExceededError) else exc.stop_reason
             final = f"{final}\n\n[stopped: {exc}]".strip()
@@ -352,6 +359,8 @@ class AgentEngine:
         )
         with self._budgeted(request, context, budget):
             response = await self._request(provider, request, emit)
+        for notice in response.notices:  # what the provider learnt of its server (quirks.py): said once
+            emit(ServerAdapted(model=provider.model_id, text=notice, agent=self.agent))
         self.tally.observe(request.messages, response.usage)
         return response
 

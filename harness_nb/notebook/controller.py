@@ -23,7 +23,7 @@ from ..subagents import TaskEntry, TaskStatus, resolve_model
 from ..subagents.agent_map import MapHandle, MapOptions, MapResult
 from ..textview import TextView, terminal_approval
 from ..tools import Sandbox
-from .config import HarnessNB
+from .config import HarnessNB, config_line
 from .kernel.history import CellHistory
 from .kernel.proposal import CellProposals
 from .kernel.queued_cells import QueuedCells
@@ -36,6 +36,12 @@ from .widgets.rewind_card import RewindCard
 from .widgets.view import RunView
 
 TICK = 0.1  # seconds; keeps the loop waking so an interrupt is seen during an approval wait
+
+
+def cell_error(exc: HarnessError) -> UsageError:
+    """``exc`` as a cell's error: one line, no traceback, secrets masked, and the setting
+    that fixes it (when one does) said as the ``%config`` line that works here."""
+    return UsageError(SECRETS.scrub(exc.explained(config_line)))
 
 
 class Pending:
@@ -156,7 +162,7 @@ class NotebookHarness:
         try:
             harness = self._build(workdir, settings)
         except ConfigError as exc:  # e.g. a workdir that is gone, or the machine's own folder
-            raise UsageError(str(exc)) from None
+            raise cell_error(exc) from None
         if harness.checkpointer is not None:  # IPython's history changes on its own
             harness.checkpointer.leave_out(Path(self.shell.profile_dir.location).parent)
         self._harness, self._harness_key = harness, key
@@ -393,7 +399,7 @@ class NotebookHarness:
             raise
         except HarnessError as exc:
             self._end(view, "failed")
-            raise UsageError(str(exc)) from None
+            raise cell_error(exc) from None
         if isinstance(view, RunView) and done.usage is not None:
             view.show_usage(done.usage)  # the summary calls: no turn of a run reports them
         self._end(view, "done")
@@ -408,7 +414,7 @@ class NotebookHarness:
         try:
             preview = await h.rewind(checkpoint, dry_run=True)
         except HarnessError as exc:
-            raise UsageError(SECRETS.scrub(str(exc))) from None
+            raise cell_error(exc) from None
         number = preview.checkpoint.number
         if not preview.changes and not preview.conflicts:
             print(f"the workdir is as it was at checkpoint #{number}: nothing to rewind")
@@ -431,7 +437,7 @@ class NotebookHarness:
         try:
             report = await h.rewind(number)
         except HarnessError as exc:
-            raise UsageError(SECRETS.scrub(str(exc))) from None
+            raise cell_error(exc) from None
         if card is None:
             print(SECRETS.scrub(report.summary()))
             return
@@ -445,7 +451,7 @@ class NotebookHarness:
         try:
             report = await self.harness().undo(checkpoint)
         except HarnessError as exc:
-            raise UsageError(SECRETS.scrub(str(exc))) from None
+            raise cell_error(exc) from None
         print(SECRETS.scrub(report.summary()))
 
     def model_of(self, requested: str | None) -> str:
@@ -464,7 +470,7 @@ class NotebookHarness:
             raise
         except HarnessError as exc:
             self._end(view, "failed")
-            raise UsageError(SECRETS.scrub(str(exc))) from None
+            raise cell_error(exc) from None
         self._end(view, "done")
         if isinstance(view, RunView) and result.account is not None:
             self._accounts[view] = result.account
@@ -490,7 +496,7 @@ class NotebookHarness:
         try:
             h.registry.get(agent)
         except HarnessError as exc:
-            raise UsageError(SECRETS.scrub(str(exc))) from None
+            raise cell_error(exc) from None
         rows = rows if hasattr(rows, "__len__") else list(rows)
         view = MapView(agent, len(rows), rate=self.config.updates_per_second) if self.widgets_enabled else None
         options = MapOptions(
@@ -521,7 +527,7 @@ class NotebookHarness:
             shown_as_one_line(exc)
             raise
         except HarnessError as exc:
-            raise UsageError(SECRETS.scrub(str(exc))) from None
+            raise cell_error(exc) from None
         if not background:
             if view is not None:
                 finish(result)
@@ -543,7 +549,7 @@ class NotebookHarness:
         try:
             definition = h.registry.get(agent)
         except HarnessError as exc:
-            raise UsageError(SECRETS.scrub(str(exc))) from None
+            raise cell_error(exc) from None
         view = self.new_view(definition.name, self.model_of(definition.model), title="background")
         # the task does not run before this function returns, so no event is missed
         try:
@@ -552,7 +558,7 @@ class NotebookHarness:
             )
         except HarnessError as exc:  # no model configured, say
             self._end(view, "failed")
-            raise UsageError(SECRETS.scrub(str(exc))) from None
+            raise cell_error(exc) from None
         if isinstance(view, RunView):
             view.own_task = handle.id
             view.set_title(f"background {handle.id}")

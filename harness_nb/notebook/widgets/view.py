@@ -36,6 +36,7 @@ from ...core import (
     MessagesInjected,
     RunFailed,
     RunFinished,
+    ServerAdapted,
     SubagentUpdate,
     TextDelta,
     ToolCall,
@@ -235,6 +236,8 @@ class RunView(StaticCopyBox):
                 self._add_note(f"⇢ {plain_injected(text)}")
         elif isinstance(event, BudgetWarning):
             self._add_note(f"⚠ budget: {event.text()}")
+        elif isinstance(event, ServerAdapted):
+            self._add_note(f"⚠ {event.text}")
         elif isinstance(event, RunFinished):
             self.usage = event.usage
             self._limit_stop = limit_state(event.stop_reason)
@@ -309,6 +312,8 @@ class RunView(StaticCopyBox):
             sub.last = inner.describe()
         elif isinstance(inner, BudgetWarning):
             sub.last = f"⚠ budget: {inner.text()}"
+        elif isinstance(inner, ServerAdapted):  # said once for the whole process: not only on its line
+            self._add_note(f"⚠ {inner.text}")
         elif isinstance(inner, RunFinished):
             stopped = limit_state(inner.stop_reason)
             sub.usage = inner.usage

@@ -1,0 +1,96 @@
+"""``ProgressGuard``: a run that keeps calling tools without getting anywhere is told so once,
+then stopped, saying why.
+
+Two signs, each a run limit (``Limits``) on by default:
+
+- ``max_repeated_calls``: one call (a tool's name and arguments) answered with the same
+  result this many times in the run. Calling it again cannot tell the model anything new.
+- ``max_turns_without_text``: this many turns in a row whose answers are tool calls without
+  a word for the person. A small model whose server drops tool results (llama.cpp's chat
+  template for some models does) calls tool after tool, mostly different ones (47 of 50
+  calls distinct in one measured run), which only this sign catches.
+
+When a sign first shows, the model is told what it is doing and that the run stops if it
+goes on (a note after the results, as a user message: a template that drops tool results
+keeps it); when that sign shows again, the run stops with ``LimitExceededError`` whose
+``limit`` (the run's stop reason) is the limit's name. Counted per run, from its own calls.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Sequence
+
+from ..core import AssistantMessage, LimitExceededError, Message, ToolCall, ToolResultMessage
+from .limits import Limits
+
+__all__ = ["ProgressGuard"]
+
+
+class ProgressGuard:
+    """Watches one run's turns for the signs of the module doc (``None`` limits: not watched)."""
+
+    __slots__ = ("_repeats", "_silent_turns", "_calls", "_silent", "_told")
+
+    def __init__(self, limits: Limits) -> None:
+        self._repeats = limits.max_repeated_calls
+        self._silent_turns = limits.max_turns_without_text
+        self._calls: Counter[bytes] = Counter()  # digest of (name, arguments, result) -> times
+        self._silent = 0  # turns in a row with tool calls and no text
+        self._told: set[str] = set()  # the signs the model was told about
+
+    def after_tools(self, answer: AssistantMessage, results: Sequence[Message]) -> str | None:
+        """Take a turn: the model's ``answer`` and its calls' ``results``. The note to give
+        the model when a sign first shows, else ``None``; ``LimitExceededError`` when a sign
+        it was told about shows again."""
+        self._silent = 0 if answer.content.strip() else self._silent + 1
+        note = None
+        if self._repeats is not None:
+            outcome = {r.tool_call_id: r for r in results if isinstance(r, ToolResultMessage)}
+            for call in answer.tool_calls:
+                result = outcome.get(call.id)
+                if result is None:
+                    continue
+                key = _digest(call, result)
+                times = self._calls[key] = self._calls[key] + 1
+                if times >= self._repeats:
+                    note = note or self._sign(
+                        "max_repeated_calls",
+                        f"you have called {call.name} with these same arguments {times} times and got the same "
+                        "result each time; calling it again will not change it. Use the result you have, try "
+                        "something different, or answer in text. The run stops if you repeat it again.",
+                        f"no progress: {call.name} was called {times} times with the same arguments and the same "
+                        f"result (max_repeated_calls = {self._repeats})",
+                    )
+        if self._silent_turns is not None and self._silent >= self._silent_turns:
+            note = note or self._sign(
+                "max_turns_without_text",
+                f"{self._silent} turns of tool calls in a row without a word for the person. Say in text what "
+                "you have found and what you will do next; the run stops if your next answer is tool calls "
+                "alone.",
+                f"no progress: {self._silent} turns of tool calls without any text for the person "
+                f"(max_turns_without_text = {self._silent_turns})",
+            )
+        return note
+
+    def _sign(self, limit: str, note: str, stop: str) -> str:
+        """The note for the sign ``limit`` the first time it shows; a stop after."""
+        if limit in self._told:
+            raise LimitExceededError(limit, stop)
+        self._told.add(limit)
+        return f"Note from the harness: {note}"
+
+
+def _digest(call: ToolCall, result: ToolResultMessage) -> bytes:
+    """One call and its result as a short key: arguments compared as JSON values (key order
+    and spacing aside), the result by its text, images and whether it failed."""
+    try:
+        arguments = json.dumps(json.loads(call.arguments), sort_keys=True, separators=(",", ":"))
+    except ValueError:
+        arguments = call.arguments
+    digest = hashlib.blake2b(digest_size=16)
+    for part in (call.name, arguments, result.content, str(result.is_error), *(i.data for i in result.images)):
+        digest.update(part.encode("utf-8", "surrogatepass") + b"\0")
+    return digest.digest()
