@@ -295,7 +295,9 @@ async def test_a_run_too_long_for_one_window_keeps_its_prompt_verbatim(tmp_path:
     provider.context_window = 2_000
     engine = engine_for(provider, tmp_path)
     events: list[Event] = []
-    run = RunContext(provider, Limits(max_turns=50), compaction=CompactionPolicy(offload_dir=tmp_path / "offload"))
+    # forty turns of calls without a word: the progress guard would stop it, which is not under test
+    limits = Limits(max_turns=50, max_turns_without_text=None)
+    run = RunContext(provider, limits, compaction=CompactionPolicy(offload_dir=tmp_path / "offload"))
     result = await engine.run("read the forty parts", on_event=events.append, context=run)
     assert result.final_text == "all read" and result.stop_reason == "end_turn"
     assert any(isinstance(e, Compacted) and e.summarised for e in events)

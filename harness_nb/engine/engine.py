@@ -244,8 +244,7 @@ class AgentEngine:
                         break
                     tool_calls += len(message.tool_calls)
                     await self._run_tools(message.tool_calls, response.stop_reason, emit, parent, context)
-                    results = self.session.messages[-len(message.tool_calls) :]
-                    if (note := progress.after_tools(message, results)) is not None:  # going nowhere: say so once
+                    if (note := progress.after_tools(message, self.session.messages)) is not None:  # going nowhere
                         self.session.append(UserMessage(content=note))
                         emit(MessagesInjected(texts=(note,), agent=self.agent))
         except (LimitExceededError, _Stop) as exc:

@@ -4,7 +4,9 @@ then stopped, saying why.
 Two signs, each a run limit (``Limits``) on by default:
 
 - ``max_repeated_calls``: one call (a tool's name and arguments) answered with the same
-  result this many times in the run. Calling it again cannot tell the model anything new.
+  result this many times in the run, while the earlier answer is still in the conversation
+  (a result compaction took away may well be asked for again). Calling it again cannot tell
+  the model anything new.
 - ``max_turns_without_text``: this many turns in a row whose answers are tool calls without
   a word for the person. A small model whose server drops tool results (llama.cpp's chat
   template for some models does) calls tool after tool, mostly different ones (47 of 50
@@ -20,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import Counter
 from collections.abc import Sequence
 
 from ..core import AssistantMessage, LimitExceededError, Message, ToolCall, ToolResultMessage
@@ -37,30 +38,38 @@ class ProgressGuard:
     def __init__(self, limits: Limits) -> None:
         self._repeats = limits.max_repeated_calls
         self._silent_turns = limits.max_turns_without_text
-        self._calls: Counter[bytes] = Counter()  # digest of (name, arguments, result) -> times
+        # digest of (name, arguments, result) -> (times in a row it stayed in view, its latest result)
+        self._calls: dict[bytes, tuple[int, ToolResultMessage]] = {}
         self._silent = 0  # turns in a row with tool calls and no text
         self._told: set[str] = set()  # the signs the model was told about
 
-    def after_tools(self, answer: AssistantMessage, results: Sequence[Message]) -> str | None:
-        """Take a turn: the model's ``answer`` and its calls' ``results``. The note to give
-        the model when a sign first shows, else ``None``; ``LimitExceededError`` when a sign
-        it was told about shows again."""
+    def after_tools(self, answer: AssistantMessage, conversation: Sequence[Message]) -> str | None:
+        """Take a turn: the model's ``answer``, whose calls' results end ``conversation``.
+        The note to give the model when a sign first shows, else ``None``;
+        ``LimitExceededError`` when a sign it was told about shows again."""
         self._silent = 0 if answer.content.strip() else self._silent + 1
         note = None
-        if self._repeats is not None:
+        if self._repeats is not None and answer.tool_calls:
+            results = conversation[-len(answer.tool_calls) :]
             outcome = {r.tool_call_id: r for r in results if isinstance(r, ToolResultMessage)}
+            in_view: set[int] | None = None  # ids of the conversation's messages, made when needed
             for call in answer.tool_calls:
                 result = outcome.get(call.id)
                 if result is None:
                     continue
                 key = _digest(call, result)
-                times = self._calls[key] = self._calls[key] + 1
+                times, earlier = self._calls.get(key, (0, result))
+                if times:
+                    in_view = in_view if in_view is not None else {id(m) for m in conversation}
+                    times = times if id(earlier) in in_view else 0
+                times += 1
+                self._calls[key] = (times, result)
                 if times >= self._repeats:
                     note = note or self._sign(
                         "max_repeated_calls",
                         f"you have called {call.name} with these same arguments {times} times and got the same "
-                        "result each time; calling it again will not change it. Use the result you have, try "
-                        "something different, or answer in text. The run stops if you repeat it again.",
+                        "result each time. Use the result you have, try something different, or answer in text "
+                        "(to wait for something, use a call that waits). The run stops if you repeat it again.",
                         f"no progress: {call.name} was called {times} times with the same arguments and the same "
                         f"result (max_repeated_calls = {self._repeats})",
                     )
