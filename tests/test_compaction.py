@@ -360,6 +360,9 @@ async def test_a_second_context_length_error_fails_the_run_clearly(tmp_path: Pat
     assert caught.value.kind == "context_length"
     assert "does not fit the model's context window even after compacting" in str(caught.value)
     assert "%agent --new" in str(caught.value)
+    assert str(caught.value).endswith(
+        "To offer fewer tools, pass tools=['read_file', 'edit_file', 'grep', 'bash'] to Harness or Harness.configure"
+    )
     provider.assert_complete()  # exactly one retry
 
 
