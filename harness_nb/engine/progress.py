@@ -20,11 +20,9 @@ keeps it); when that sign shows again, the run stops with ``LimitExceededError``
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 
-from ..core import AssistantMessage, LimitExceededError, Message, ToolCall, ToolResultMessage
+from ..core import AssistantMessage, LimitExceededError, Message, ToolResultMessage
 from .limits import Limits
 
 __all__ = ["ProgressGuard"]
@@ -38,8 +36,11 @@ class ProgressGuard:
     def __init__(self, limits: Limits) -> None:
         self._repeats = limits.max_repeated_calls
         self._silent_turns = limits.max_turns_without_text
-        # digest of (name, arguments, result) -> (times in a row it stayed in view, its latest result)
-        self._calls: dict[bytes, tuple[int, ToolResultMessage]] = {}
+        # a call and its result (the tool's name, the arguments as sent, the result's text,
+        # failure and images) -> how often in a row while in view, and its latest result.
+        # Python's hash, not a digest: a string keeps its hash, a digest of a long result cost
+        # ~20 µs a call; a collision (one in 2**64) could only count one call once too often.
+        self._calls: dict[int, tuple[int, ToolResultMessage]] = {}
         self._silent = 0  # turns in a row with tool calls and no text
         self._told: set[str] = set()  # the signs the model was told about
 
@@ -47,22 +48,22 @@ class ProgressGuard:
         """Take a turn: the model's ``answer``, whose calls' results end ``conversation``.
         The note to give the model when a sign first shows, else ``None``;
         ``LimitExceededError`` when a sign it was told about shows again."""
-        self._silent = 0 if answer.content.strip() else self._silent + 1
+        text = answer.content
+        self._silent = 0 if text and not text.isspace() else self._silent + 1
         note = None
-        if self._repeats is not None and answer.tool_calls:
-            results = conversation[-len(answer.tool_calls) :]
-            outcome = {r.tool_call_id: r for r in results if isinstance(r, ToolResultMessage)}
+        calls = answer.tool_calls
+        if self._repeats is not None and calls:
             in_view: set[int] | None = None  # ids of the conversation's messages, made when needed
-            for call in answer.tool_calls:
-                result = outcome.get(call.id)
-                if result is None:
+            # the engine appends one result per call, in the calls' order
+            for call, result in zip(calls, conversation[-len(calls) :], strict=False):
+                if not isinstance(result, ToolResultMessage) or result.tool_call_id != call.id:
                     continue
-                key = _digest(call, result)
-                times, earlier = self._calls.get(key, (0, result))
-                if times:
+                key = hash((call.name, call.arguments, result.content, result.is_error, *(i.data for i in result.images)))
+                seen = self._calls.get(key)
+                times = 1
+                if seen is not None:
                     in_view = in_view if in_view is not None else {id(m) for m in conversation}
-                    times = times if id(earlier) in in_view else 0
-                times += 1
+                    times = seen[0] + 1 if id(seen[1]) in in_view else 1
                 self._calls[key] = (times, result)
                 if times >= self._repeats:
                     note = note or self._sign(
@@ -91,15 +92,3 @@ class ProgressGuard:
         self._told.add(limit)
         return f"Note from the harness: {note}"
 
-
-def _digest(call: ToolCall, result: ToolResultMessage) -> bytes:
-    """One call and its result as a short key: arguments compared as JSON values (key order
-    and spacing aside), the result by its text, images and whether it failed."""
-    try:
-        arguments = json.dumps(json.loads(call.arguments), sort_keys=True, separators=(",", ":"))
-    except ValueError:
-        arguments = call.arguments
-    digest = hashlib.blake2b(digest_size=16)
-    for part in (call.name, arguments, result.content, str(result.is_error), *(i.data for i in result.images)):
-        digest.update(part.encode("utf-8", "surrogatepass") + b"\0")
-    return digest.digest()
