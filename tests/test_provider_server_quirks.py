@@ -183,6 +183,7 @@ async def test_a_server_error_that_names_no_system_prompt_is_retried_as_it_was()
         ("system: Input should be a valid string", True),
         ("messages.0.content: expected a string, the system role takes text only", True),
         ("Internal server error", False),
+        ("upstream failed for {'messages': [{'role': 'system', 'content': [{'type': 'text'}]}]}", False),
         ("the system is overloaded", False),
         ("Rate limit reached", False),
     ],

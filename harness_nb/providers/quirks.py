@@ -40,18 +40,16 @@ EMPTY_STREAM = "empty_stream"
 SYSTEM_FORM = "system_form"
 """``ProviderError.kind`` of a request refused for its system prompt's block form."""
 
-# An error that names the system message together with what was wrong with its form:
-# pydantic's "ChatCompletionRequestSystemMessage … content … Input should be a valid string"
-# (llama.cpp, through LiteLLM), or a plainer "system: expected a string" from others.
-_SYSTEM_FORM_ERROR = re.compile(
-    r"system\w*.{0,400}?\b(content|string|str|list|array|blocks?)\b|\b(content|string|list|array|blocks?)\b.{0,80}?\bsystem",
-    re.IGNORECASE | re.DOTALL,
-)
+# An error that names the system message and says it wanted a string: pydantic's
+# "ChatCompletionRequestSystemMessage', 'content') … Input should be a valid string"
+# (llama.cpp, through LiteLLM), or a plainer "system: expected a string" from others. A
+# failure that only echoes the request ("role": "system") says nothing of a string.
+_SYSTEM_FORM_ERROR = re.compile(r"system.{0,400}?\bstr(ing)?(_type)?\b|\bstr(ing)?(_type)?\b.{0,400}?system", re.IGNORECASE | re.DOTALL)
 
 
 def names_system_form(detail: str) -> bool:
     """Whether an error's ``detail`` says the system prompt's form was refused (see the
-    module doc): it names the system message and a form (content, string, list …)."""
+    module doc): it names the system message and says a string was wanted."""
     return _SYSTEM_FORM_ERROR.search(detail[:20_000]) is not None
 
 
