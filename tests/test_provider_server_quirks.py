@@ -125,6 +125,7 @@ async def test_a_stream_that_sends_nothing_without_tools_is_asked_again_too() ->
         _, response = await collect(p, REQUEST)
     assert response.message.content == "plain"
     assert "sent an empty streamed answer;" in response.notices[0]  # not said to be about tools
+    assert "tool_choice" not in response.notices[0]
     assert [bool(r.body.get("stream")) for r in srv.requests] == [True, False]
 
 

@@ -70,10 +70,10 @@ class ServerQuirks:
             return ()
         self.streams = False
         offered = " to a request offering tools" if tools else ""
+        why = " (llama.cpp's server cannot stream when tools are offered with tool_choice 'auto')" if tools else ""
         return self._learnt(
             f"{self.model} at {self.server} sent an empty streamed answer{offered}; asked again without "
-            "streaming, it answered. Streaming is off for this server from now on (llama.cpp's server cannot "
-            "stream when tools are offered with tool_choice 'auto'), so answers appear whole."
+            f"streaming, it answered. Streaming is off for this server from now on{why}, so answers appear whole."
         )
 
     def refuses_system_blocks(self) -> tuple[str, ...]:
