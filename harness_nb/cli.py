@@ -5,7 +5,8 @@
     python -m harness_nb demo            # offline, on the shipped scripted model
     python -m harness_nb agents          # list the registered subagents
 
-Approvals are asked on the terminal (``y`` approves); ``--yes`` approves everything.
+Approvals are asked on the terminal (``y`` approves; ``--yes`` approves everything), and so
+are the questions of ``ask_person`` (a number picks an option, or type the answer).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from .core import HarnessError
 from .harness import Harness
-from .textview import TextView, terminal_approval
+from .textview import TextView, terminal_approval, terminal_ask
 
 
 def demo_script() -> Path:
@@ -34,7 +35,8 @@ async def _run(args: argparse.Namespace) -> int:
         model = f"scripted/{demo_script()}"
         prompt = "Find where the dataset is loaded and summarise the columns."
         workdir = Path(str(resources.files("harness_nb") / "demo" / "project"))
-    async with Harness(model, workdir=workdir, approval=terminal_approval(auto_yes=args.yes), transcripts=args.command != "demo") as h:
+    approval = terminal_approval(auto_yes=args.yes)
+    async with Harness(model, workdir=workdir, approval=approval, ask=terminal_ask(), transcripts=args.command != "demo") as h:
         if args.command == "agents":
             for d in h.registry.list():
                 tools = ", ".join(d.tools) if d.tools is not None else "(all)"

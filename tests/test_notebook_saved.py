@@ -107,7 +107,7 @@ async def test_percent_approvals_shows_a_waiting_card_again_and_its_click_answer
     final = final[-1]["content"]
     assert set(final["data"]) == {"text/plain", "text/html"}
     assert visible_text(final["data"]["text/html"]) == "1 approval shown again ✓ Approved by you: rm -rf build"
-    assert "no approval is waiting" in k.text(await k.run("%approvals"))
+    assert "no approval or question is waiting" in k.text(await k.run("%approvals"))
 
 
 async def test_a_cell_queued_from_a_reloaded_page_shows_the_foreground_card_and_its_click_answers(kernel, tmp_path):
@@ -147,7 +147,7 @@ async def test_a_cell_queued_from_a_reloaded_page_shows_the_foreground_card_and_
     # the queued cells then run in their turn, in order
     assert result_text(await k.finished(same_page)) == "4"
     await k.finished(reloaded)
-    assert "no approval is waiting" not in k.text(reloaded), "the decided card above says it all"
+    assert "no approval or question is waiting" not in k.text(reloaded), "the decided card above says it all"
     assert [o["msg_type"] for o in reloaded.outputs] == ["display_data"], "shown once, nothing more"
     assert result_text(await k.finished(again)) == "6"
     assert not [o for o in again.outputs if o["msg_type"] == "display_data"], "told once"
@@ -219,7 +219,7 @@ async def test_a_card_shown_to_a_queued_approvals_cell_is_not_shown_there_again(
     await k.finished(busy)
     await k.finished(reloaded)
     assert [o["msg_type"] for o in reloaded.outputs] == ["display_data"], "once, though it still waits"
-    assert "no approval is waiting" not in k.text(reloaded)
+    assert "no approval or question is waiting" not in k.text(reloaded)
 
     box = reloaded.outputs[0]["data"][WIDGET_VIEW]["model_id"]
     (approve,) = [
