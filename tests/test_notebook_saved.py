@@ -9,16 +9,12 @@ import pytest
 
 from harness_nb.notebook.widgets.view_static import MARK_OPEN
 from harness_nb.testing.kernel_driver import visible_text
-from notebook_support import fresh_harness, kernel_json, read_text, result_text, wait_for_widget_text
+from notebook_support import children, fresh_harness, kernel_json, read_text, result_text, tree, wait_for_widget_text
 
 pytestmark = [pytest.mark.kernel, pytest.mark.asyncio(loop_scope="module")]
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 RM_BUILD = {"name": "bash", "arguments": {"command": "rm -rf build"}}
-
-
-def children(k, model_id: str) -> list[str]:
-    return [str(ref).removeprefix("IPY_MODEL_") for ref in k.models.get(model_id, {}).get("children", ())]
 
 
 def updates_of(k, display_id: str) -> list[dict]:
@@ -27,17 +23,6 @@ def updates_of(k, display_id: str) -> list[dict]:
         m for _, m in k.iopub
         if m["header"]["msg_type"] == "update_display_data" and m["content"]["transient"]["display_id"] == display_id
     ]
-
-
-def tree(k, model_id: str) -> set[str]:
-    """``model_id`` and every widget below it."""
-    found, todo = set(), [model_id]
-    while todo:
-        current = todo.pop()
-        if current not in found:
-            found.add(current)
-            todo.extend(children(k, current))
-    return found
 
 
 async def test_a_finished_run_leaves_its_static_copy_in_the_cell(kernel, tmp_path):
