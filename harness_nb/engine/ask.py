@@ -123,8 +123,8 @@ class AskPersonTool(Tool):
 
     name = ASK_PERSON
     description = (
-        "Ask the person and wait for the answer: only for a decision or a fact you cannot find "
-        "yourself. options: short choices shown as buttons (they may type another answer)."
+        "Ask the person and wait for their answer. Only for a decision or fact you cannot find "
+        "yourself. options: short choices, shown as buttons."
     )
     Params = AskPersonParams
     read_only = True  # it changes nothing: no approval, and a plan-mode agent keeps it
