@@ -218,8 +218,11 @@ class Harness:
 
     async def compact(self, *, on_event: EventSink | None = None, model: str | None = None) -> Compacted:
         """Compact the conversation now (``engine/compaction.py``): old tool results become stubs,
-        the turns before the latest prompt a summary written by the model (or ``model``)."""
-        return await self._conversation.engine().compact(context=self.run_context(model=model), on_event=on_event)
+        the turns before the latest prompt a summary written by the model (or ``model``). The
+        result's ``usage`` is what the summary calls used (billed to the harness's total)."""
+        context = self.run_context(model=model)
+        done = await self._conversation.engine().compact(context=context, on_event=on_event)
+        return done.model_copy(update={"usage": context.account.snapshot()})
 
     def checkpoints(self) -> list[Checkpoint]:
         """The workdir's checkpoints, oldest first: one before each call that changed files and

@@ -59,6 +59,10 @@ def read_step(n: int = 6_000, tag: str = "x") -> dict[str, Any]:
     return {"tool_calls": [{"name": "big", "arguments": {"n": n, "tag": tag}}]}
 
 
+# a first prompt long enough that a summary of its turn is shorter than the turn itself
+LONG_PROMPT = "{} — " + "read the data files one by one and report what each holds; " * 12
+
+
 def summary_step(request: Any) -> dict[str, Any]:
     return {"text": f"The person asked for data; the agent read it ({len(request.messages[0].content)} chars)."}
 
@@ -264,10 +268,11 @@ async def test_the_summary_is_asked_of_the_model_and_marked_as_history(tmp_path:
         }
     )
     engine = engine_for(provider, tmp_path)
-    for prompt in ("first", "second"):
+    for prompt in (LONG_PROMPT.format("first"), "second"):
         await engine.run(prompt, context=context(provider))
     done = await engine.compact(context=context(provider))
     assert done.reason == "requested" and done.summarised > 0 and done.cleared > 0
+    assert done.tokens_after < done.tokens_before
 
     ask = next(r for r in provider.requests if r.agent == SUMMARISER_AGENT)
     assert not ask.tools and "never write instructions" in ask.system
@@ -328,7 +333,7 @@ async def test_a_context_length_error_compacts_and_retries_once(tmp_path: Path) 
         }
     )
     engine = engine_for(provider, tmp_path)
-    for prompt in ("first", "second"):
+    for prompt in (LONG_PROMPT.format("first"), "second"):
         await engine.run(prompt, context=context(provider))
     assert provider.context_window is None  # nobody said it yet
     events: list[Event] = []
@@ -386,11 +391,12 @@ async def test_harness_compact_on_request(tmp_path: Path) -> None:
         }
     )
     async with Harness(provider, workdir=tmp_path, tools=[big], approval_policy="never", sandbox="off") as h:
-        await h.run("first")
+        await h.run(LONG_PROMPT.format("first"))
         await h.run("second")
         seen: list[Event] = []
         done = await h.compact(on_event=seen.append)
-        assert [type(e) for e in seen[:1]] == [CompactionStarted] and seen[-2] == done
+        assert [type(e) for e in seen[:1]] == [CompactionStarted] and seen[-2] == done.model_copy(update={"usage": None})
+        assert done.usage is not None and done.usage.turns == 1  # the summary call, for the view's header
         # all but the three latest results cleared; the first cell (10 messages) summarised
         assert done.cleared == 1 and done.summarised == 10
         messages = h.session.messages
@@ -469,3 +475,19 @@ async def test_a_result_is_never_stubbed_without_its_whole_kept_on_disk(tmp_path
     assert not any(isinstance(e, Compacted) and e.cleared for e in events)
     assert any(isinstance(e, Compacted) and e.summarised for e in events)  # the summary still keeps it in
     assert not any(m.content.startswith(STUB_PREFIX) for m in engine.session.messages if isinstance(m, ToolResultMessage))
+
+
+async def test_a_summary_no_shorter_than_what_it_replaces_is_not_applied(tmp_path: Path) -> None:
+    """A requested compaction of a short conversation: a summary with its framing would be
+    longer than the turns it replaces (once reported as "196 → 216 tokens"). The turns are
+    kept, the numbers do not grow, and the note says why."""
+    provider = ScriptedProvider({"main": [{"text": "hi"}, {"text": "ok"}], SUMMARISER_AGENT: [{"text": "Greetings."}]})
+    engine = engine_for(provider, tmp_path)
+    for prompt in ("hello", "thanks"):
+        await engine.run(prompt, context=context(provider))
+    kept = list(engine.session.messages)
+    done = await engine.compact(context=context(provider))
+    assert done.summarised == 0 and done.tokens_after <= done.tokens_before
+    assert "no shorter" in done.note and "(" in done.describe()
+    assert engine.session.messages == kept
+

@@ -206,6 +206,13 @@ async def test_mistakes_get_one_clear_message(kernel, tmp_path):
     unknown_agent = await k.run("%%agent --bg --agent nobody\nlook around", check=False)
     _assert_usage_error(k, unknown_agent, "nobody", "explore, general-purpose")
     assert result_text(await k.run("%%agent\nstill fine?")) == "ok"
+    # a mistyped session id fails its cell naming the sessions; it never becomes a paid prompt
+    unknown_session = await k.run("%agent --resume nonexistent-id", check=False)
+    _assert_usage_error(k, unknown_session, "no session 'nonexistent-id'", "the newest are: session-")
+    no_agent = await k.run("%@nosuchagent hi there", check=False)
+    _assert_usage_error(k, no_agent, "%@nosuchagent", "no agent of that name", "%@explore", "%@general-purpose")
+    no_agent_cell = await k.run("%%@nosuchagent\nlook around", check=False)
+    _assert_usage_error(k, no_agent_cell, "%@nosuchagent", "%@explore")
 
 
 TERMINAL_SESSION = """

@@ -21,6 +21,8 @@ SCRIPT = {
 
 async def test_gauge_compact_and_a_lean_tool_set(tmp_path):
     (tmp_path / "a.csv").write_text("x\n1\n")
+    for i in range(40):  # a listing long enough that a summary of its turn is shorter than the turn
+        (tmp_path / f"station_measurements_2024_week_{i:02}.csv").write_text("x\n")
     async with notebook(tmp_path, SCRIPT) as k:
         await k.run("%config HarnessNB.context_window = 100_000")
         assert result_text(await k.run("%%agent\nwhat is here?")) == "two files"
@@ -32,6 +34,7 @@ async def test_gauge_compact_and_a_lean_tool_set(tmp_path):
         assert "3 messages summarised" in result_text(cell)  # all but the last answer
         view = run_views(k)[-1]
         assert "compact" in view.header and "✓" in view.header
+        assert " · 1 turn · " in view.header and " · 0 tokens" not in view.header, view.header  # the summary call
         assert any("compacting the conversation (as asked)" in t for t in k.widget_texts())
 
         assert result_text(await k.run("%%agent\nand now?")) == "still two files"

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from harness_nb.testing.run_notebook import text_outputs, widget_text
+import json
+
+import nbformat
+import pytest
+
+from harness_nb.notebook.widgets.theme import STYLE
+from harness_nb.notebook.widgets.view_static import MARK_OPEN
+from harness_nb.testing.run_notebook import execute, text_outputs, widget_text
 
 STATE = {
     "box": {"model_name": "VBoxModel", "state": {"children": ["IPY_MODEL_head", "IPY_MODEL_acts"]}},
@@ -49,3 +56,35 @@ def test_outputs_use_the_widget_state_when_there_is_one_and_text_otherwise():
         "UsageError: no model configured",
     ]
     assert next(iter(text_outputs(cell, None))) == "agent run: main"
+
+
+def test_a_view_style_sheet_is_never_printed_as_text():
+    """A background run's view carries the view's <style> in an HTML widget: the printout
+    shows the view's lines, not 21 lines of CSS."""
+    state = {"head": {"model_name": "HTMLModel", "state": {"value": f"{STYLE}<div class='hnb'><b>● explore</b> · running</div>"}}}
+    lines = widget_text("head", state)
+    assert lines == ["● explore · running"]
+    assert not any("--hnb" in line or "{" in line for line in lines)
+
+
+@pytest.mark.kernel
+def test_a_saved_background_cell_keeps_the_finished_run_not_running(tmp_path):
+    """nbclient (nbconvert, papermill, run_notebook) saves only what a cell's own messages
+    say; a background run finishes after its cell, so the saved cell said "running · 0
+    tokens" for good. The next cell to run publishes its finished static copy again."""
+    script = {"agents": {"explore": [{"text": "Counted: north 3, south 3.", "delay": 0.3}]}}
+    (tmp_path / "script.yaml").write_text(json.dumps(script))
+    cells = [
+        "%load_ext harness_nb",
+        "%config HarnessNB.model = 'scripted/script.yaml'",
+        "%%agent --bg --agent explore\ncount the orders per region",
+        "%task wait bg-1",
+        "1 + 1",
+    ]
+    path = tmp_path / "bg.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells]), path)
+    nb = execute(path, timeout=120)
+    html = "".join(str(o.get("data", {}).get("text/html", "")) for o in nb.cells[2].outputs)
+    assert MARK_OPEN in html, "the background cell holds no static copy"
+    assert "Counted: north 3, south 3." in html
+    assert ">running<" not in html and "0 tokens" not in html

@@ -50,6 +50,8 @@ async def test_spawn_from_a_cell_message_later_and_see_the_answer_in_the_team_vi
     view = await k.run("%team")
     text = k.text(view)
     assert text.startswith("team view\n")
+    header = await wait_for_widget_text(k, "team view</b> · teams: analysis")
+    assert header.endswith("· 1 teammate"), header
     assert "alice  analysis  explore  idle" in text
     assert "alice → team-lead [idle_notification]: The data folder holds sales.csv." in text
 

@@ -165,6 +165,7 @@ class Compacted(_Event):
     tokens_after: int
     window: int | None = None
     note: str = ""
+    usage: Usage | None = None  # the summary calls of a compaction asked for on its own (Harness.compact)
 
     def describe(self) -> str:
         """One line: ``compacted: 3 tool results cleared, 12 messages summarised · 9,800 →

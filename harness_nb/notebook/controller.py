@@ -115,6 +115,9 @@ class NotebookHarness:
         self._accounts: weakref.WeakKeyDictionary[RunView, UsageAccount] = weakref.WeakKeyDictionary()
         # the display of each view still drawn as a widget, to put its static copy in at the end
         self._handles: weakref.WeakKeyDictionary[RunView, DisplayHandle] = weakref.WeakKeyDictionary()
+        # views of background runs that settled after their cell ended: their static copy is
+        # published again from the next cell that starts or ends (see republish_settled)
+        self._settled_late: dict[RunView, DisplayHandle] = {}
         self.pending = PendingApprovals(page=self.page)  # cards waiting, for %approvals and the next cell
         # ... and for a cell queued behind a busy one from a page that lost them (a reload)
         self.queued_cells = QueuedCells(getattr(shell, "kernel", None), self.pending, self.show_waiting)
@@ -353,9 +356,21 @@ class NotebookHarness:
         if view.own_task == entry.id:
             view.finish("done" if entry.status is TaskStatus.COMPLETED else str(entry.status))
         if view.settled:
-            # from whatever cell runs now: JupyterLab, Notebook 7 and nbclient apply a display
-            # update by its id, across cells
-            self._publish(view)
+            handle = self._handles.get(view)
+            self._publish(view)  # a live page applies it at once, by its display id
+            if handle is not None:
+                self._settled_late[view] = handle
+
+    def republish_settled(self, *_: Any) -> None:
+        """``pre_run_cell`` and ``post_run_cell``: publish again the static copies of
+        background runs that settled since the last cell, now under the cell that runs.
+        ipykernel 7.4 sends a background task's update as from the cell that launched it,
+        which nbclient (nbconvert, run_notebook, papermill) has finished with and ignores;
+        an update sent from the running cell is applied by display id to the launching
+        cell's output, so a saved notebook keeps the finished run, not "running"."""
+        settled, self._settled_late = self._settled_late, {}
+        for view, handle in settled.items():
+            handle.update(view.static_bundle(), raw=True)
 
     # ------------------------------------------------------------------ runs
     async def run_main(self, prompt: str, *, model: str | None, max_turns: int | None) -> AgentReply:
@@ -394,6 +409,8 @@ class NotebookHarness:
         except HarnessError as exc:
             self._end(view, "failed")
             raise UsageError(str(exc)) from None
+        if isinstance(view, RunView) and done.usage is not None:
+            view.show_usage(done.usage)  # the summary calls: no turn of a run reports them
         self._end(view, "done")
         return MarkdownText(done.describe())
 

@@ -16,7 +16,7 @@ from ..tools import kill_running_commands
 from . import harness_magics
 from .config import SettingsMagics
 from .controller import NotebookHarness
-from .kernel.transform import PromptMagicTransformer, await_our_magics
+from .kernel.transform import PromptMagicTransformer, await_our_magics, name_unknown_agents
 from .magics.agent import HarnessMagics
 from .magics.mcp import McpMagics
 from .magics.skill import SkillMagics
@@ -29,7 +29,11 @@ def _post_transform(lines: list[str]) -> list[str]:
     with shielded_imports():
         from IPython import get_ipython
 
-    return await_our_magics(lines, get_ipython())
+    shell = get_ipython()
+    magics = harness_magics(shell)
+    if magics is not None and any("_magic('@" in line for line in lines):
+        lines = name_unknown_agents(lines, magics.knows_agent)
+    return await_our_magics(lines, shell)
 
 
 def load(shell: Any) -> None:
@@ -54,6 +58,8 @@ def load(shell: Any) -> None:
         shell.input_transformers_post.append(_post_transform)
     shell.events.register("pre_run_cell", magics.refresh_agents)
     shell.events.register("pre_run_cell", controller.before_cell)
+    shell.events.register("pre_run_cell", controller.republish_settled)
+    shell.events.register("post_run_cell", controller.republish_settled)
     shell.events.register("post_run_cell", controller.history.after_cell)
     shell.events.register("post_run_cell", controller.proposals.after_cell)
     controller.queued_cells.install()
@@ -68,6 +74,8 @@ def unload(shell: Any) -> None:
     controller = magics.controller
     shell.events.unregister("pre_run_cell", magics.refresh_agents)
     shell.events.unregister("pre_run_cell", controller.before_cell)
+    shell.events.unregister("pre_run_cell", controller.republish_settled)
+    shell.events.unregister("post_run_cell", controller.republish_settled)
     shell.events.unregister("post_run_cell", controller.history.after_cell)
     shell.events.unregister("post_run_cell", controller.proposals.after_cell)
     controller.queued_cells.uninstall()

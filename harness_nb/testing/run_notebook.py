@@ -69,12 +69,13 @@ def execute(path: Path, *, timeout: float = 600, kernel: str | None = None) -> n
 
 _TAG = re.compile(r"<[^>]+>")
 _DETAILS_BODY = re.compile(r"</summary>.*?</details>", re.DOTALL)  # a tool call's full result
+_STYLE_SHEET = re.compile(r"<style.*?</style>", re.DOTALL)  # a view's CSS: never text a reader sees
 _WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 def widget_text(model_id: str, state: dict[str, Any], depth: int = 0) -> list[str]:
-    """The text a widget tree showed when the run ended (HTML values without their tags, the
-    Markdown of Output widgets), one line per piece: a run view's header, its tool calls,
+    """The text a widget tree showed when the run ended (HTML values without their tags and
+    style sheets, the Markdown of Output widgets), one line per piece: a run view's header, its tool calls,
     subagent lines and approval cards."""
     model = state.get(model_id)
     if model is None or depth > 20:
@@ -83,7 +84,7 @@ def widget_text(model_id: str, state: dict[str, Any], depth: int = 0) -> list[st
     lines: list[str] = []
     value = st.get("value")
     if model.get("model_name") in ("HTMLModel", "LabelModel") and isinstance(value, str):
-        text = html.unescape(_TAG.sub(" ", _DETAILS_BODY.sub("", value)))
+        text = html.unescape(_TAG.sub(" ", _DETAILS_BODY.sub("", _STYLE_SHEET.sub("", value))))
         lines += [" ".join(ln.split()) for ln in text.splitlines() if ln.strip()]
     for out in st.get("outputs", ()) or ():
         data = out.get("data", {})
@@ -93,7 +94,6 @@ def widget_text(model_id: str, state: dict[str, Any], depth: int = 0) -> list[st
     return lines
 
 
-_STYLE_SHEET = re.compile(r"<style.*?</style>", re.DOTALL)
 _RESULT_BODY = re.compile(r"</summary><pre.*?</pre></details>", re.DOTALL)  # a tool call's full result
 _BREAK = re.compile(r"<(?:div|summary|br)\b")
 

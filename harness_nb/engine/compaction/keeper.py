@@ -233,9 +233,13 @@ class ContextKeeper:
                     head.append(messages[pinned_at])
                 removed = sum(message_chars(m) for m in messages[:k])
                 added = sum(message_chars(m) for m in head)
-                now = max(0, now - ratio.tokens(removed) + ratio.tokens(added))
-                messages = head + messages[k:]
-                summarised = k
+                if added >= removed:  # a summary no shorter than what it replaces gains nothing
+                    record, pinned_at = None, None
+                    note = "the summary came out no shorter than the messages it would replace; they were kept"
+                else:
+                    now = max(0, now - ratio.tokens(removed) + ratio.tokens(added))
+                    messages = head + messages[k:]
+                    summarised = k
 
         if cleared or summarised:
             self.session.rewrite(

@@ -8,6 +8,8 @@
 * ``await_our_magics`` (after the cell is turned into Python): every call of one of our magics
   that is not inside a function gets ``await`` in front, so the run happens on the kernel's
   own loop — the cell stays busy, Run-All stays sequential, and widget clicks still arrive.
+* ``name_unknown_agents`` (the same step, first): a ``%@name`` with no such agent becomes
+  ``%agents --unknown=name``, whose error lists the agents there are.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import ast
 import re
 import tokenize
+from collections.abc import Callable
 from typing import Any
 
 from IPython.core.inputtransformer2 import EscapedCommand, MagicAssign, TokenTransformBase
@@ -137,6 +140,37 @@ class _Finder(ast.NodeVisitor):
         self.generic_visit(node)
 
 
+def _char(text: str, col: int) -> int:
+    """A character index from ``col_offset``, which counts UTF-8 bytes."""
+    return len(text.encode("utf-8")[:col].decode("utf-8", "ignore"))
+
+
+def name_unknown_agents(lines: list[str], known: Callable[[str], bool]) -> list[str]:
+    """Turn each call of a ``%@name`` magic with no agent of that name (``known`` says)
+    into ``%agents --unknown=name``, which fails the cell naming the agents there are;
+    IPython alone says "Line magic function not found" and lists nothing."""
+    try:
+        tree = ast.parse("".join(lines))
+    except SyntaxError:
+        return lines
+    unknown: list[tuple[ast.Call, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _is_our_call(node):
+            magic = node.args[0]
+            name = str(magic.value) if isinstance(magic, ast.Constant) else ""
+            if name.startswith("@") and not known(name[1:]):
+                unknown.append((node, name[1:]))
+    out = list(lines)
+    for call, name in sorted(unknown, key=lambda found: (found[0].lineno, found[0].col_offset), reverse=True):
+        if call.end_lineno is None or call.end_col_offset is None:
+            continue
+        first, last = out[call.lineno - 1], out[call.end_lineno - 1]
+        replaced = f"get_ipython().run_line_magic('agents', {'--unknown=' + name!r})"
+        joined = first[: _char(first, call.col_offset)] + replaced + last[_char(last, call.end_col_offset) :]
+        out[call.lineno - 1 : call.end_lineno] = [joined]
+    return out
+
+
 def await_our_magics(lines: list[str], shell: Any = None) -> list[str]:
     """Insert ``await`` before top-level calls of our magics (needs ``%autoawait`` on)."""
     if not any("get_ipython()" in ln for ln in lines):
@@ -154,7 +188,6 @@ def await_our_magics(lines: list[str], shell: Any = None) -> list[str]:
     out = list(lines)
     for lineno, col in sorted(finder.spots, reverse=True):
         text = out[lineno - 1]
-        # col_offset counts UTF-8 bytes; convert to a character index
-        char = len(text.encode("utf-8")[:col].decode("utf-8", "ignore"))
+        char = _char(text, col)
         out[lineno - 1] = text[:char] + "await " + text[char:]
     return out

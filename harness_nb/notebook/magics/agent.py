@@ -12,7 +12,7 @@ import html
 import re
 import shlex
 import time
-from argparse import ArgumentTypeError
+from argparse import SUPPRESS, ArgumentTypeError
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -66,7 +66,9 @@ def split_options(line: str) -> tuple[str, str]:
                 raise UsageError(f"{token} needs a value")
             options.append(value)
             rest = tail.lstrip()
-        if token == "--resume" and rest.startswith("session-"):  # its session id is optional
+        if token == "--resume" and (rest.startswith("session-") or (rest and " " not in rest.strip())):
+            # its session id is optional: the word after it is one when it looks like one or
+            # is the line's last word (so a mistyped id fails its cell, never becomes a paid prompt)
             value, _, tail = rest.partition(" ")
             options.append(value)
             rest = tail.lstrip()
@@ -123,6 +125,14 @@ class HarnessMagics(Magics):
         if harness.registry.changed_on_disk():
             harness.registry.reload()
         self.sync_agent_magics()
+
+    def knows_agent(self, name: str) -> bool:
+        """Whether ``%@name`` names an agent (agent files added since the last cell count:
+        the folders are read again when the name is not known yet)."""
+        if self.shell is not None and self.shell.find_magic("@" + name) is not None:
+            return True
+        self.refresh_agents()
+        return name in self._agent_magics
 
     def sync_agent_magics(self) -> None:
         """Register ``%@name`` for every agent in the registry, dropping stale ones."""
@@ -311,6 +321,7 @@ class HarnessMagics(Magics):
 
     @magic_arguments()
     @argument("--reload", action="store_true", help="re-read the agent folders first")
+    @argument("--unknown", default=None, help=SUPPRESS)  # what %@name with no such agent becomes
     @line_magic
     def agents(self, line: str) -> Pending:
         """List the registered subagents: name, source file, effective tools (narrowed
@@ -320,6 +331,12 @@ class HarnessMagics(Magics):
         loaded."""
         args = parse_argstring(self.agents, line)
         h = self.controller.harness()
+        if args.unknown is not None:
+            names = ", ".join(f"%@{n}" for n in h.registry.names())
+            raise UsageError(
+                f"%@{args.unknown}: no agent of that name; the agents here are {names}. "
+                "%agents lists them; an agent is a file agents/<name>.md in the workdir"
+            )
         if args.reload:
             h.registry.reload()
         self.sync_agent_magics()

@@ -20,6 +20,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from ...core import Event, RunFinished, ToolCallStarted
+from ...core.usage import plural
 from ...team import Message, RosterMember, TeamManager
 from ...team.mailbox import TEAM_LEAD
 from ...textview import preview
@@ -223,7 +224,7 @@ class TeamView(LiveBox):
                 ]
             )
         teams = sorted({m.team for m in roster}) or ["default"]
-        self.header.value = f"<b>team view</b> · teams: {html.escape(', '.join(teams))} · {len(roster)} teammates"
+        self.header.value = f"<b>team view</b> · teams: {html.escape(', '.join(teams))} · {plural(len(roster), 'teammate')}"
         self.roster.value = table(["name", "team", "agent", "state", "usage", "last message"], rows) if rows else ""
         log = "".join(f"<div>{html.escape(line)}</div>" for line in self._words)
         self.messages.value = f"<div style='font-family:monospace;font-size:90%'>{log or '<i>no messages yet</i>'}</div>"

@@ -524,6 +524,12 @@ class RunView(StaticCopyBox):
             self.toggle.layout.display = None
             self.set_expanded(bool(self.cards_waiting()))
 
+    def show_usage(self, usage: Usage) -> None:
+        """Show ``usage`` as the run's in the header (work outside a run's turns, such as a
+        compaction's summary calls, reports its usage this way)."""
+        self.usage = usage
+        self.mark("header")
+
     def post_completion(self, markdown: str, *, usage: Usage | None = None, task_id: str | None = None) -> None:
         """Append a background result to this cell (from the task ``task_id`` that
         finished). ``usage`` is the launching run's usage now that the task has billed it:
@@ -531,8 +537,7 @@ class RunView(StaticCopyBox):
         self.completions.append_display_data(MarkdownText(SECRETS.scrub(markdown)))
         self._background.discard(task_id or "")
         if usage is not None:
-            self.usage = usage
-            self.mark("header")
+            self.show_usage(usage)
 
     def approval_channel(self, *, timeout: float | None, unattended: str | None) -> ApprovalChannel:
         """An approval channel that asks in this view, with a card right below the call's
