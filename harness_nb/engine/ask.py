@@ -150,6 +150,7 @@ def offered_tools(tools: ToolRegistry, ask: AskChannel | None) -> ToolRegistry:
     tool = tools.get(ASK_PERSON)
     if not isinstance(tool, AskPersonTool) or tool.offered == (ask is not None):
         return tools
-    held = ToolRegistry(tools)
-    held.add(AskPersonTool(offered=ask is not None))
-    return held
+    return tools.with_tool(AskPersonTool() if ask is not None else _NOT_OFFERED)
+
+
+_NOT_OFFERED = AskPersonTool(offered=False)  # it holds no state: every run without a channel shares it
