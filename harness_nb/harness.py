@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Literal, Self, overload
 
 if TYPE_CHECKING:  # the facade imports its parts as it is built: ``from harness_nb import Harness`` loads none
     from typing_extensions import Unpack
@@ -38,7 +38,11 @@ if TYPE_CHECKING:  # the facade imports its parts as it is built: ``from harness
     from .sandbox import Checkpoint, Rewind
     from .settings import RunSettings
     from .subagents import SubagentHandle
-    from .subagents.agent_map import AgentMap, MapHandle, MapOptions, MapResult
+    from .subagents.agent_map import AgentMap
+    from .subagents.map_handle import MapHandle
+    from .subagents.map_options import MapOptions
+    from .subagents.map_result import MapEstimate, MapResult
+    from .subagents.map_store import StoredMaps
     from .tools import Sandbox, SandboxMode, Tool, ToolRegistry
 
 class Harness:
@@ -296,36 +300,72 @@ class Harness:
 
         return SubagentHandle(self.tracker, entry)
 
-    async def map(self, agent: str, template: str, rows: Any, **options: Unpack[MapOptions]) -> MapResult:
+    @overload
+    async def map(
+        self, agent: str, template: str, rows: Any, *, estimate: Literal[False] = False, **options: Unpack[MapOptions]
+    ) -> MapResult: ...
+    @overload
+    async def map(
+        self, agent: str, template: str, rows: Any, *, estimate: Literal[True], **options: Unpack[MapOptions]
+    ) -> MapEstimate: ...
+    async def map(
+        self, agent: str, template: str, rows: Any, *, estimate: bool = False, **options: Unpack[MapOptions]
+    ) -> MapResult | MapEstimate:
         """Run subagent ``agent`` once per row of ``rows`` (a list, a mapping, a pandas Series
         or DataFrame) on ``template`` filled from the row (``subagents/agent_map.py``;
-        ``options``: ``MapOptions``). Returns the rows in order; interrupted, the rows that
-        finished stay in ``self.last_map.result()``."""
-        return await (await self._agent_map(agent, template, rows, options)).run()
+        ``options``: ``MapOptions``, each name checked). Returns the rows in order;
+        interrupted, the rows that finished stay in ``self.last_map.result()`` and in the
+        map's store (``resume=True`` continues it). ``estimate=True`` runs a sample of the
+        rows instead and returns what the whole map would use (``MapEstimate``)."""
+        mapped = await self._agent_map(agent, template, rows, options, estimate=estimate)
+        if estimate:
+            from .subagents.agent_map import DEFAULT_SAMPLE
+
+            return await mapped.estimate(options.get("sample", DEFAULT_SAMPLE))
+        return await mapped.run()
 
     async def start_map(self, agent: str, template: str, rows: Any, **options: Unpack[MapOptions]) -> MapHandle:
         """``map`` in the background: returns a handle at once, listed by the tracker as
         ``bg-N`` and cancelled when the harness closes."""
-        from .subagents.agent_map import start_map
+        from .subagents.map_handle import start_map
 
         return start_map(await self._agent_map(agent, template, rows, options), self.tracker)
 
-    async def _agent_map(self, agent: str, template: str, rows: Any, options: MapOptions) -> AgentMap:
-        """The map ``map`` and ``start_map`` run, as ``last_map`` (its rows and template
-        checked: a bad one fails here, before any row runs)."""
+    def maps(self) -> StoredMaps:
+        """The maps stored in this workdir (``.harness_nb/maps``), oldest first: id, when
+        made, rows done of all, agent and model (one that cannot be read, with why)."""
+        from .subagents.map_store import stored_maps
+
+        return stored_maps(self._parts.state_dir / "maps")
+
+    async def _agent_map(
+        self, agent: str, template: str, rows: Any, options: MapOptions, *, estimate: bool = False
+    ) -> AgentMap:
+        """The map ``map`` and ``start_map`` run, as ``last_map`` unless it is an estimate:
+        its options, rows, template and output checked and its store opened, so that a bad
+        one fails here, before any row runs."""
         from dataclasses import replace
 
         from .subagents.agent_map import AgentMap
+        from .subagents.map_options import check_options
+        from .subagents.map_output import row_output
 
+        check_options({**options, "estimate": estimate}, estimate=estimate)
         definition = self.registry.get(agent)
+        output = options.get("output")
+        shape = row_output(output) if output is not None else None
         context = await self._launch(options.get("model"), None, options.get("approval"))
         budgets: dict[str, Any] = {k: options.get(k) for k in ("budget_usd", "token_budget") if options.get(k) is not None}
         parent = self._conversation.engine().parent_context(replace(context, limits=replace(context.limits, **budgets)))
-        self.last_map = AgentMap(
+        mapped = AgentMap(
             self._parts.runner, definition, template, rows, parent, concurrency=options.get("concurrency", 8),
-            retries=options.get("retries", 3), on_progress=options.get("on_progress"),
+            retries=options.get("retries", 3), output=shape, store=self._parts.state_dir / "maps",
+            resume=options.get("resume", False), on_progress=options.get("on_progress"),
         )
-        return self.last_map
+        await mapped.prepare("estimate" if estimate else "map")
+        if not estimate:
+            self.last_map = mapped
+        return mapped
 
     async def aclose(self) -> None:
         """Cancel background tasks, stop the MCP servers, close the providers' connections,

@@ -520,7 +520,9 @@ class AgentEngine:
         place: Place,
     ) -> ToolOutcome:
         """The call's outcome: refused, denied, or run — holding one of the run's tool slots
-        (``place``) only while it runs, never while it waits for an approval."""
+        (``place``) only while it runs, never while it waits for an approval. A tool that
+        asks through its own card (``Tool.asks_itself``) is run, told why, instead of the
+        channel being asked; it holds no slot then, and bounds its own wait."""
         tool, hooks = ctx.tool, self._hooks(context)
         if tool is None:
             names = ", ".join(self._tools(context).names()) or "(none)"
@@ -538,7 +540,11 @@ class AgentEngine:
         decision = await hooks.before_tool(call, ctx)
         if isinstance(decision, Deny):
             return ToolOutcome(f"error: denied: {decision.reason}", True)
-        if isinstance(decision, Ask):
+        if isinstance(decision, Ask) and tool.asks_itself:
+            # its own card asks (the notebook's diff in the cell): no second, generic one
+            emit(ApprovalRequested(call=call, reason=decision.reason, risk=decision.risk, agent=self.agent))
+            ctx = dataclasses.replace(ctx, ask=decision.reason)
+        elif isinstance(decision, Ask):
             place.step_aside()
             emit(ApprovalRequested(call=call, reason=decision.reason, risk=decision.risk, agent=self.agent))
             if context.approval is None:
@@ -554,8 +560,10 @@ class AgentEngine:
                 return ToolOutcome(denial_result(answer if isinstance(answer, Denied) else None), True)
         # the protected paths the approved card named, or a hook vouched for: the checkpoints keep those
         vouched = decision.paths if isinstance(decision, Ask) else decision.vouched
-        if tool.long_running:
-            place.leave()  # the delegation tool holds no slot: its subagents' calls need them
+        if tool.long_running or ctx.ask is not None:
+            # the delegation tool holds no slot (its subagents' calls need them), nor does a
+            # call waiting for the person on its own card; both bound their own time
+            place.leave()
             return await hooks.around_tool(call, ctx, lambda: invoke(tool, call, ctx), vouched=vouched)
         # the slot before the hooks around the call: a call waiting for its turn must not hold a
         # checkpoint's "before" that the calls running meanwhile change

@@ -147,7 +147,9 @@ class HarnessNB(Configurable):
     updates_per_second = Float(8.0, help="Most widget refreshes per second per run view.").tag(config=True)
     kernel_tools = Bool(
         True,
-        help="Give the main agent list_variables, inspect_variable, run_python, notebook_history and propose_cell.",
+        help="Give the main agent list_variables, inspect_variable, run_python, notebook_history and propose_cell "
+        "(and, in a page with the frontend extension, notebook_read, notebook_edit, notebook_insert and notebook_run "
+        "in place of the last two).",
     ).tag(config=True)
 
     tool_names: Callable[[], list[str]] | None = None

@@ -20,9 +20,12 @@ from ..engine import AskChannel, RunResult, UsageAccount
 from ..harness import Harness
 from ..settings import RunSettings
 from ..subagents import TaskEntry, TaskStatus, resolve_model
-from ..subagents.agent_map import MapHandle, MapOptions, MapResult
+from ..subagents.map_handle import MapHandle
+from ..subagents.map_options import MapOptions
+from ..subagents.map_result import MapEstimate, MapResult
 from ..textview import TextView, terminal_approval, terminal_ask
 from ..tools import Sandbox
+from .bridge import NotebookBridge, fix_by_edit, notebook_tools
 from .config import HarnessNB
 from .kernel.history import CellHistory
 from .kernel.proposal import CellProposals
@@ -122,6 +125,8 @@ class NotebookHarness:
         # ... and for a cell queued behind a busy one from a page that lost them (a reload)
         self.queued_cells = QueuedCells(getattr(shell, "kernel", None), self.pending, self.show_waiting)
         self._chores: set[asyncio.Task[Any]] = set()  # undos clicked in views: cancelled on close
+        # the comm to the frontend extension (opened by the load): the notebook tools use it
+        self.bridge = NotebookBridge(getattr(shell, "kernel", None), page=self.page)
 
     @property
     def widgets_enabled(self) -> bool:
@@ -167,16 +172,22 @@ class NotebookHarness:
         """A new harness for ``settings`` (``ConfigError`` when they cannot work)."""
         box = settings.sandbox
         kernel = self.config.kernel_tools  # the notebook's prompt speaks of the kernel tools
+        bridged = self.bridge.offered
+        tools = [
+            *kernel_tools(self.shell, history=self.history, proposals=self.proposals, bridged=bridged),
+            *notebook_tools(self.bridge, self.shell, approval_timeout=lambda: self.config.approval_timeout),
+        ]
         return Harness(
             workdir=workdir,
             settings=settings,
-            extra_tools=kernel_tools(self.shell, history=self.history, proposals=self.proposals) if kernel else [],
+            extra_tools=tools if kernel else [],
             sandbox=Sandbox.create(box.mode, network=box.network, hidden=_connection_file(), limits=box.limits),
-            main_prompt=notebook_prompt(self.shell) if kernel else None,
+            main_prompt=notebook_prompt(self.shell, bridged=bridged) if kernel else None,
         )
 
     def close(self) -> None:
-        """Stop background work (on unload)."""
+        """Stop background work and close the comm to the pages (on unload)."""
+        self.bridge.close()
         for chore in self._chores:
             chore.cancel()
         if self._harness is not None:
@@ -395,6 +406,16 @@ class NotebookHarness:
         )
         return await self._foreground(view, run)
 
+    async def fix_prompt(self, prompt: str) -> str:
+        """``%fix`` / ``%%agent --fix``: ``prompt`` with the last failed cell and its
+        traceback; in a page with the notebook extension, asking for the fix as an edit of
+        that cell (``UsageError`` when no cell failed)."""
+        failure = self.history.last_failure()
+        how = ""
+        if failure is not None and self.bridge.offered():
+            how = await with_ticker(fix_by_edit(self.bridge, failure))
+        return self.history.prompt_with_error(prompt, fix=True, fix_with=how)
+
     async def compact(self, *, model: str | None = None) -> MarkdownText:
         """``%agent --compact``: compact the conversation now, shown in a view of its own;
         returns what was done, as one line."""
@@ -495,12 +516,17 @@ class NotebookHarness:
         retries: int,
         budget_usd: float | None,
         background: bool = False,
-    ) -> MapResult | MapHandle:
+        output: str | None = None,
+        resume: bool = False,
+        estimate: bool = False,
+        sample: int | None = None,
+    ) -> MapResult | MapHandle | MapEstimate:
         """``%agent map``: ``agent`` over ``rows`` with a live progress bar in this cell
         (``background``: the cell returns at once and the bar keeps moving; the kernel is
-        free for other cells). Its rows run without asking: a call that would ask is denied
-        (there is nobody to answer a thousand cards), so give the agent tools that need no
-        approval, or allow rules."""
+        free for other cells; ``estimate``: a sample's bar, and the projection for all
+        rows). Its rows run without asking: a call that would ask is denied (there is
+        nobody to answer a thousand cards), so give the agent tools that need no approval,
+        or allow rules. ``output``, ``resume`` and ``sample`` are ``MapOptions``'."""
         h = self.harness()
         try:
             h.registry.get(agent)
@@ -513,13 +539,20 @@ class NotebookHarness:
             retries=retries,
             budget_usd=budget_usd,
             on_progress=view.update if view is not None else None,
+            output=output,
+            resume=resume,
         )
+        if sample is not None:
+            options["sample"] = sample
         shown: DisplayHandle | None = None
 
-        def finish(result: MapResult) -> None:
+        def finish(result: MapResult | MapEstimate | None) -> None:
             # the map has ended: its static copy stands in for the bar from now on
             assert view is not None
-            view.finish(result)
+            if result is None:
+                view.interrupted()
+            else:
+                view.finish(result)
             if shown is not None:
                 shown.update(view.static_bundle(), raw=True)
 
@@ -528,11 +561,18 @@ class NotebookHarness:
                 handle = await h.start_map(agent, template, rows, **options)
             else:
                 if view is not None:
+                    if estimate:
+                        view.set_title("estimate")
                     shown = display(view, display_id=True)
-                result = await with_ticker(h.map(agent, template, rows, **options))
+                run: Awaitable[MapResult | MapEstimate]
+                if estimate:
+                    run = h.map(agent, template, rows, estimate=True, **options)
+                else:
+                    run = h.map(agent, template, rows, **options)
+                result = await with_ticker(run)
         except asyncio.CancelledError as exc:
-            if view is not None and h.last_map is not None:
-                finish(h.last_map.result())
+            if view is not None:
+                finish(h.last_map.result() if h.last_map is not None and not estimate else None)
             shown_as_one_line(exc)
             raise
         except HarnessError as exc:

@@ -48,14 +48,15 @@ from ..core.media import with_placeholders
 from .base import ModelRequest, ModelResponse
 from .effort import thinking_budget
 from .http import HTTPProvider, Payload, RetryPolicy, stream_cut
-from .options import ProviderOptions
+from .options import ProviderOptions, chosen_tool
 from .window import known_window
 from .wire import EncodedList, to_json
 
 API_VERSION = "2023-06-01"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_MAX_TOKENS = 8192
-# ProviderOptions.tool_choice in the Messages API's words ("required" is "any" there).
+# ProviderOptions.tool_choice in the Messages API's words ("required" is "any" there; a
+# tool's name is {"type": "tool", "name": …}).
 TOOL_CHOICES = {"auto": {"type": "auto"}, "required": {"type": "any"}, "none": {"type": "none"}}
 EPHEMERAL = {"type": "ephemeral"}
 
@@ -321,9 +322,13 @@ class AnthropicProvider(HTTPProvider):
     The key comes from ``api_key`` or ``ANTHROPIC_API_KEY``; the base URL from ``base_url``,
     ``ANTHROPIC_BASE_URL`` or ``https://api.anthropic.com``. ``options`` (see
     ``ProviderOptions``) shape every request: ``max_tokens`` (required by the API) is the
-    request's, else the option's, else 8192; ``tool_choice`` is sent only when set (the
-    API's own default is auto); ``extra`` fields are added to the body. The context window
-    is the option's, else that of a known model (``window.CONTEXT_WINDOWS``)."""
+    request's, else the option's, else 8192; ``tool_choice`` (the request's, else the
+    option's) is sent only when set (the API's own default is auto; a forced call,
+    ``required`` or a tool's name, goes without thinking, which the API refuses beside it);
+    ``extra`` fields are added to the body. The Messages API has no JSON-schema mode here:
+    a structured answer is asked for with a forced answer tool (``structured_output`` is
+    ``"tool"``). The context window is the option's, else that of a known model
+    (``window.CONTEXT_WINDOWS``)."""
 
     name: ClassVar[str] = "anthropic"
     endpoint: ClassVar[str] = "/v1/messages"
@@ -355,6 +360,11 @@ class AnthropicProvider(HTTPProvider):
         )
         if self.context_window is None:
             self.context_window = known_window(model)
+        if self.options.structured_output == "json_schema":
+            raise ConfigError(
+                f"anthropic/{model} has no JSON-schema mode here: a structured answer comes through a forced "
+                "answer tool; leave the structured_output option unset (or 'tool')"
+            )
         self.cache_writes = self.options.prompt_caching is not False
 
     def headers(self) -> dict[str, str]:
@@ -384,12 +394,16 @@ class AnthropicProvider(HTTPProvider):
         }
         if system:
             body["system"] = [{"type": "text", "text": system, "cache_control": EPHEMERAL}] if caching else system
+        forced = False
         if tools:
             body["tools"] = tools
-            if options.tool_choice:
-                body["tool_choice"] = TOOL_CHOICES[options.tool_choice]
+            choice = chosen_tool(request.tool_choice or options.tool_choice, [t.name for t in request.tools])
+            if choice:
+                body["tool_choice"] = TOOL_CHOICES.get(choice) or {"type": "tool", "name": choice}
+                forced = choice not in ("auto", "none")
         temperature = self.sampling(request)[1]
-        budget = thinking_budget(self.model, request.effort)
+        # the API refuses thinking with a forced tool call: such a call is sent without it
+        budget = None if forced else thinking_budget(self.model, request.effort)
         if budget:
             body["thinking"] = {"type": "enabled", "budget_tokens": budget}
         elif temperature is not None:  # with thinking the API takes no temperature but 1

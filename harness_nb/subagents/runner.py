@@ -52,7 +52,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -95,6 +95,7 @@ from ..engine.hook import denial_line
 from ..mcp import McpManager, Servers, parse_servers
 from ..permissions.hook import PermissionHook
 from ..permissions.mode import PermissionMode
+from ..providers.base import Provider
 from ..providers.effort import effort_note
 from ..tools import Tool
 from .definition import SubAgentDefinition
@@ -178,6 +179,7 @@ class SubagentRunner:
         mcp_tools: Sequence[Tool] = (),
         watched: bool | None = None,
         prompt_note: str = "",
+        wrap_provider: Callable[[Provider], Provider] | None = None,
     ) -> Child:
         """The child of ``parent`` for one run of ``definition`` (or, for a teammate, for
         all of its turns). ``account`` is the child's usage account (by default a new one
@@ -189,7 +191,8 @@ class SubagentRunner:
         ``watched``: whether the person follows the run as it goes (default: it is not in the
         background) — an unwatched child holds no tool that blocks the kernel or writes into
         the notebook unless its definition names it. ``prompt_note`` follows the definition's prompt
-        (how this run differs from a foreground one).
+        (how this run differs from a foreground one). ``wrap_provider`` wraps the provider
+        the child runs on (a typed map row asks every call for its answer's shape).
         """
         self.check_depth(parent)
         watched = not background if watched is None else watched
@@ -213,6 +216,8 @@ class SubagentRunner:
             session = MemorySession(f"{parent.session_id}.{task_id}", transcript=transcript)
         limits = self.child_limits(definition, parent)
         provider = self.models.provider_for(definition, parent.provider)
+        if wrap_provider is not None:
+            provider = wrap_provider(provider)
         note = effort_note(provider.model_id, definition.effort)
         if note is not None and "not sent" in note:
             log.info("agent %s: effort %s", definition.name, note)
@@ -345,11 +350,16 @@ class SubagentRunner:
         injectors: Sequence[Injector] = (),
         wrap: bool = True,
         watched: bool | None = None,
+        wrap_provider: Callable[[Provider], Provider] | None = None,
+        follow_up: Callable[[RunResult], str | None] | None = None,
     ) -> RunResult:
         """Run ``definition`` on ``prompt`` as a child of ``parent``, billing ``account``;
         child events reach ``emit`` wrapped in ``SubagentUpdate`` (unwrapped with
         ``wrap=False``, for a direct ``%@name`` run where the subagent is the whole run);
-        ``watched`` as for ``build``. Exceptions propagate."""
+        ``watched`` and ``wrap_provider`` as for ``build``. ``follow_up`` is asked after
+        each run for a prompt to continue the same conversation with (a map row's answer
+        that did not validate, with the problem), ``None`` when done; the last run's result
+        is returned, its usage that of them all. Exceptions propagate."""
         async with self._mcp_tools(definition, parent.workdir) as mcp_tools:
             child = self.build(
                 definition,
@@ -361,6 +371,7 @@ class SubagentRunner:
                 mcp_tools=mcp_tools,
                 watched=watched,
                 prompt_note=background_note(parent) if background else "",
+                wrap_provider=wrap_provider,
             )
             sink = emit or (lambda _e: None)
 
@@ -368,7 +379,10 @@ class SubagentRunner:
                 sink(SubagentUpdate(task_id=task_id, event=event, agent=definition.name))
 
             try:
-                return await child.engine.run(prompt, on_event=forward if wrap else sink, context=child.context)
+                result = await child.engine.run(prompt, on_event=forward if wrap else sink, context=child.context)
+                while follow_up is not None and (again := follow_up(result)) is not None:
+                    result = await child.engine.run(again, on_event=forward if wrap else sink, context=child.context)
+                return result
             finally:
                 child.engine.session.close()
 

@@ -62,6 +62,9 @@ class KernelDriver:
         self.python = python or sys.executable
         self.iopub: list[tuple[float, dict[str, Any]]] = []
         self.models: dict[str, dict[str, Any]] = {}
+        # called with each iopub message as it arrives (a page played in Python answers the
+        # kernel's comm messages from here)
+        self.listeners: list[Callable[[dict[str, Any]], None]] = []
         self._t0 = time.monotonic()
         self._changed = asyncio.Event()
 
@@ -127,6 +130,8 @@ class KernelDriver:
             cell = self._cells.get(parent) if parent else None
             if cell is not None and kind in ("stream", "display_data", "execute_result", "error", "update_display_data"):
                 cell.outputs.append({"msg_type": kind, **content})
+            for listen in list(self.listeners):
+                listen(msg)
             self._changed.set()
 
     async def _read_shell(self) -> None:
