@@ -5,7 +5,8 @@
     python -m harness_nb demo            # offline, on the shipped scripted model
     python -m harness_nb agents          # list the registered subagents
 
-Approvals are asked on the terminal (``y`` approves); ``--yes`` approves everything.
+Approvals are asked on the terminal (``y`` approves; ``--yes`` approves everything), and so
+are the questions of ``ask_person`` (a number picks an option, or type the answer).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 from .core import HarnessError, SettingFix
 from .harness import Harness
 from .settings import default_model
-from .textview import TextView, terminal_approval
+from .textview import TextView, terminal_approval, terminal_ask
 
 
 def demo_script() -> Path:
@@ -58,7 +59,7 @@ async def _run(args: argparse.Namespace) -> int:
         prompt = "Find where the dataset is loaded and summarise the columns."
         workdir = Path(str(resources.files("harness_nb") / "demo" / "project"))
     approval = terminal_approval(auto_yes=getattr(args, "yes", False))
-    async with Harness(model, workdir=workdir, approval=approval, transcripts=args.command != "demo") as h:
+    async with Harness(model, workdir=workdir, approval=approval, ask=terminal_ask(), transcripts=args.command != "demo") as h:
         if args.command == "agents":
             for d in h.registry.list():
                 tools = ", ".join(d.tools) if d.tools is not None else "(all)"
@@ -84,7 +85,8 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="python -m harness_nb",
         description="Run harness_nb's main agent or a subagent from a terminal.",
-        epilog="Approvals are asked on the terminal (y approves). In a notebook: %load_ext harness_nb.",
+        epilog="Approvals (y approves) and the agent's questions are asked on the terminal. In a notebook: "
+        "%load_ext harness_nb.",
     )
     commands = top.add_subparsers(dest="command", required=True, metavar="{run,demo,agents}")
     where = argparse.ArgumentParser(add_help=False)

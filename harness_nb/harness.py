@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # the facade imports its parts as it is built: ``from harness
     from .core import Compacted, Event, Usage
     from .engine import (
         ApprovalChannel,
+        AskChannel,
         EventSink,
         Hook,
         MainPrompt,
@@ -52,7 +53,8 @@ class Harness:
     (else ``default_model()``) or a ``Provider``, used as given; ``tools``: tool names (the
     setting) and objects (replacing the built-ins); ``sandbox``: a mode or a ``Sandbox``.
     Not settings: ``approval``, the async ``(call, reason, risk) -> Approved | Denied`` asked
-    when a call needs a person (none: denied); ``extra_tools``; ``hooks``; ``api_key`` and
+    when a call needs a person (none: denied); ``ask``, the async ``(Question) -> Answer``
+    that ``ask_person`` asks through (none: the tool is not offered); ``extra_tools``; ``hooks``; ``api_key`` and
     ``base_url`` of its own model; ``main_prompt``, the main agent's built-in system prompt
     (the notebook's speaks of cells and the kernel). Each run's ``RunContext`` is fixed as it starts:
     ``configure`` / ``apply`` change later runs only, never one under way or the background
@@ -65,6 +67,7 @@ class Harness:
         workdir: str | Path = ".",
         settings: RunSettings | None = None,
         approval: ApprovalChannel | None = None,
+        ask: AskChannel | None = None,
         tools: Iterable[Tool | str] | None = None,
         extra_tools: Iterable[Tool] = (),
         hooks: Iterable[Hook] = (),
@@ -101,6 +104,8 @@ class Harness:
         )
         self.approval = approval
         """Asked when a call needs a person, for runs given no channel of their own (read at launch)."""
+        self.ask = ask
+        """What ``ask_person`` asks through, for runs given no channel of their own (read at launch)."""
         self.workdir: Path = parts.workdir
         self.sandbox: Sandbox = parts.sandbox
         """How ``bash`` runs: ``sandbox.active`` says whether commands are confined, ``describe()`` how."""
@@ -171,18 +176,26 @@ class Harness:
         self._kit = self._parts.applied(self._kit, settings)
 
     def run_context(
-        self, *, model: str | None = None, max_turns: int | None = None, approval: ApprovalChannel | None = None
+        self,
+        *,
+        model: str | None = None,
+        max_turns: int | None = None,
+        approval: ApprovalChannel | None = None,
+        ask: AskChannel | None = None,
     ) -> RunContext:
         """A new run's context, fixed now: the settings in force (or ``model`` / ``max_turns``
-        for this run only), their tools and hooks, the approval channel (``approval``, else
-        the harness's) and a fresh usage account billed to the harness's total."""
+        for this run only), their tools and hooks, the approval and ask channels
+        (``approval`` and ``ask``, else the harness's) and a fresh usage account billed to
+        the harness's total."""
         provider = self._parts.models.get(model) if model is not None else self.provider
-        return self._parts.context(self._kit, provider, max_turns=max_turns, approval=approval or self.approval)
+        return self._parts.context(
+            self._kit, provider, max_turns=max_turns, approval=approval or self.approval, ask=ask or self.ask
+        )
 
-    def lead_context(self, approval: ApprovalChannel | None = None) -> ParentContext:
+    def lead_context(self, approval: ApprovalChannel | None = None, ask: AskChannel | None = None) -> ParentContext:
         """The main agent as a parent, as configured now: what a subagent or teammate
         started from outside a run (``run_subagent``, ``%team``) inherits."""
-        return self._conversation.engine().parent_context(self.run_context(approval=approval))
+        return self._conversation.engine().parent_context(self.run_context(approval=approval, ask=ask))
 
     async def connect_mcp(self) -> list[McpTool]:
         """Start the MCP servers that want a start (at first all; later those that crashed) and
@@ -233,50 +246,53 @@ class Harness:
 
         return await run_blocking(self._parts.checkpoints_on().undo, checkpoint, dry_run=dry_run)
 
-    async def _launch(self, model: str | None, max_turns: int | None, approval: ApprovalChannel | None) -> RunContext:
+    async def _launch(
+        self, model: str | None, max_turns: int | None, approval: ApprovalChannel | None, ask: AskChannel | None = None
+    ) -> RunContext:
         """A run's context, made once the MCP servers have started (their tools are in it)."""
         self.run_context(model=model)  # no model: fail before any server starts
         await self.connect_mcp()
-        return self.run_context(model=model, max_turns=max_turns, approval=approval)
+        return self.run_context(model=model, max_turns=max_turns, approval=approval, ask=ask)
 
     async def run(
         self, prompt: str, *, on_event: EventSink | None = None, model: str | None = None,
-        max_turns: int | None = None, approval: ApprovalChannel | None = None,
+        max_turns: int | None = None, approval: ApprovalChannel | None = None, ask: AskChannel | None = None,
     ) -> RunResult:
-        """Run the main agent on ``prompt`` in the ongoing conversation; ``model``, ``max_turns``
-        and ``approval`` apply to this run only (and to the background work it launches)."""
-        context = await self._launch(model, max_turns, approval)
+        """Run the main agent on ``prompt`` in the ongoing conversation; ``model``, ``max_turns``,
+        ``approval`` and ``ask`` apply to this run only (and to the background work it launches)."""
+        context = await self._launch(model, max_turns, approval, ask)
         return await self._conversation.engine().run(prompt, on_event=on_event, context=context)
 
     async def run_stream(
         self, prompt: str, *, model: str | None = None, max_turns: int | None = None,
-        approval: ApprovalChannel | None = None,
+        approval: ApprovalChannel | None = None, ask: AskChannel | None = None,
     ) -> AsyncIterator[Event]:
         """Yield the events of a main-agent run as they happen."""
-        context = await self._launch(model, max_turns, approval)
+        context = await self._launch(model, max_turns, approval, ask)
         async for event in self._conversation.engine().run_stream(prompt, context=context):
             yield event
 
     async def run_subagent(
-        self, name: str, prompt: str, *, on_event: EventSink | None = None, approval: ApprovalChannel | None = None
+        self, name: str, prompt: str, *, on_event: EventSink | None = None, approval: ApprovalChannel | None = None,
+        ask: AskChannel | None = None,
     ) -> RunResult:
         """Run subagent ``name`` directly on ``prompt`` in the foreground, bypassing the main
         model (the ``%@name`` path). Its usage shows on its task entry (``fg-N``)."""
         definition = self.registry.get(name)
         await self.connect_mcp()
-        parent = self.lead_context(approval)
+        parent = self.lead_context(approval, ask)
         _, result = await self._parts.task_tool.run_child(definition, prompt, parent, emit=on_event, wrap=False)
         return result
 
     def start_subagent(
         self, name: str, prompt: str, *, description: str = "", on_event: EventSink | None = None,
-        approval: ApprovalChannel | None = None,
+        approval: ApprovalChannel | None = None, ask: AskChannel | None = None,
     ) -> SubagentHandle:
         """Start subagent ``name`` in the background, under the settings in force now, and
         return a handle at once: ``await`` it for the ``RunResult``, ``cancel()`` it, or
         ``send(message)`` to steer it. Must be called with an event loop running."""
         definition = self.registry.get(name)
-        parent = self.lead_context(approval)
+        parent = self.lead_context(approval, ask)
         launch = self._parts.task_tool.launch_background
         entry = launch(definition, prompt, parent, description=description, emit=on_event)
         from .subagents import SubagentHandle

@@ -103,8 +103,8 @@ class SubagentSettings:
     background_approvals: BackgroundApprovals = field(
         default="deny",
         metadata=about(
-            "Background subagents: 'deny' the calls that would ask (fail closed) or 'ask' where the launching run "
-            "asks (in a notebook, the launching cell).",
+            "Background subagents: 'deny' the calls that would ask (fail closed) and offer no ask_person, or 'ask' "
+            "where the launching run asks (in a notebook, the launching cell), for approvals and questions alike.",
         ),
     )
     allow_bypass_permissions: bool = field(

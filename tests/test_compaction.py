@@ -459,7 +459,7 @@ def test_a_lean_tool_set_by_name(tmp_path: Path) -> None:
     assert h.tools.names() == ["read_file", "task"]
     h.configure(tools=[])
     assert h.tools.names() == h.tool_pool.names()
-    with pytest.raises(UnknownNameError, match="unknown tool 'raed_file'; valid: bash, edit_file"):
+    with pytest.raises(UnknownNameError, match="unknown tool 'raed_file'; valid: ask_person, bash, edit_file"):
         h.configure(tools=["raed_file"])
     assert h.tools.names() == h.tool_pool.names()  # a refused value changes nothing
     with pytest.raises(UnknownNameError):

@@ -9,13 +9,14 @@ that into an async iterator. Before each call the conversation's ``ContextKeeper
 the request within the model's context window (``compaction/keeper.py``).
 
 The engine holds what a conversation keeps between runs (its session, prompt, context
-keeper and prompt tally); what belongs to one run — provider, limits, approval channel,
-usage account, compaction policy, prices, the tools it offers and the hooks it runs — is a
-``RunContext`` passed to ``run`` (see ``context.py``), so changing a harness's settings
-mid-run changes nothing for the run under way. Budgets are checked before each model call
-(``budget.py``). The constructor's ``provider``, ``tools``, ``hooks``, ``limits`` and
-``approval`` are only the defaults of a run given no context (or a context without tools
-or hooks); nothing re-assigns them between runs.
+keeper and prompt tally); what belongs to one run — provider, limits, approval and ask
+channels, usage account, compaction policy, prices, the tools it offers and the hooks it
+runs — is a ``RunContext`` passed to ``run`` (see ``context.py``), so changing a harness's
+settings mid-run changes nothing for the run under way. A run without an ask channel holds
+``ask_person`` without offering it (``ask.offered_tools``). Budgets are checked before each
+model call (``budget.py``). The constructor's ``provider``, ``tools``, ``hooks``, ``limits``
+and ``approval`` are only the defaults of a run given no context (or a context without
+tools or hooks); nothing re-assigns them between runs.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ from ..core import (
 from ..core.media import bound_images
 from ..providers.base import ModelRequest, ModelResponse, Provider, TextChunk
 from ..tools import CallOrder, ToolContext, ToolOutcome, ToolRegistry, invoke, own_timeout
+from .ask import offered_tools
 from .budget import BudgetScope, PromptTally
 from .compaction.keeper import ContextKeeper, FitContext
 from .context import ParentContext, RunContext, UsageAccount
@@ -170,6 +172,7 @@ class AgentEngine:
             budget=budget,
             tool_slots=context.tool_slots,
             delegation=context.delegation,
+            ask=context.ask,
         )
 
     def _tools(self, context: RunContext) -> ToolRegistry:
@@ -213,6 +216,9 @@ class AgentEngine:
 
     async def _run(self, prompt: str, emit: EventSink, context: RunContext) -> RunResult:
         run_id = new_id("run")
+        tools = offered_tools(self._tools(context), context.ask)
+        if tools is not self._tools(context):  # once per run, so no call rebuilds the registry
+            context = dataclasses.replace(context, tools=tools)
         provider, limits, account = context.provider, context.limits, context.account
         budget = BudgetScope(limits, account, agent=self.agent, parent=context.parent_budget)
         parent = self.parent_context(context, budget)

@@ -142,7 +142,8 @@ class HarnessNB(Configurable):
     # while the environment's default was never read (0.0 was accepted that way).
     approval_timeout = Float(
         300.0,
-        help="Seconds an approval card waits for a click before the call is denied (default 300).",
+        help="Seconds an approval card waits for a click before the call is denied, and a question card for an "
+        "answer before the agent goes on without one (default 300).",
     ).tag(config=True)
     unattended_approvals = Enum(
         ["deny", "approve"],

@@ -16,14 +16,14 @@ from IPython.display import DisplayHandle, display
 from ..core import ConfigError, HarnessError, SubagentUpdate
 from ..core.imports import shielded_imports
 from ..core.secret import SECRETS
-from ..engine import RunResult, UsageAccount
+from ..engine import AskChannel, RunResult, UsageAccount
 from ..harness import Harness
 from ..settings import RunSettings
 from ..subagents import TaskEntry, TaskStatus, resolve_model
 from ..subagents.map_handle import MapHandle
 from ..subagents.map_options import MapOptions
 from ..subagents.map_result import MapEstimate, MapResult
-from ..textview import TextView, terminal_approval
+from ..textview import TextView, terminal_approval, terminal_ask
 from ..tools import Sandbox
 from .bridge import NotebookBridge, fix_by_edit, notebook_tools
 from .config import HarnessNB, config_line
@@ -32,7 +32,7 @@ from .kernel.proposal import CellProposals
 from .kernel.queued_cells import QueuedCells
 from .kernel.tools import kernel_tools
 from .prompt import notebook_prompt
-from .widgets.approval import ApprovalCard, PendingApprovals, WaitingCards
+from .widgets.approval import Card, PendingApprovals, WaitingCards
 from .widgets.map_view import MapView
 from .widgets.reply import AgentReply, MarkdownText
 from .widgets.rewind_card import RewindCard
@@ -310,9 +310,9 @@ class NotebookHarness:
         else:
             handle.update(view)
 
-    def show_waiting(self, cards: list[ApprovalCard] | None = None) -> int:
-        """Show again in this cell the approval cards still waiting (all, or ``cards``);
-        returns how many, as copies (``ApprovalCard.copy``). A page reloaded before the
+    def show_waiting(self, cards: list[Card] | None = None) -> int:
+        """Show again in this cell the approval and question cards still waiting (all, or
+        ``cards``); returns how many, as copies (``Card.copy``). A page reloaded before the
         notebook was saved loses a card from its cell while the run still waits for it:
         this finds it again (``QueuedCells`` calls it for a cell queued behind a busy one)."""
         cards = list(self.pending) if cards is None else cards
@@ -337,6 +337,16 @@ class NotebookHarness:
         if isinstance(view, RunView):
             return view.approval_channel(timeout=self.config.approval_timeout, unattended=self.unattended())
         return terminal_approval()
+
+    def ask_for(self, view: RunView | TextView) -> AskChannel | None:
+        """The ask channel of a run shown in ``view``: question cards in it, or the terminal
+        without widgets. None where no one can answer (an unattended run: nbclient, nbval,
+        papermill): ``ask_person`` is then not offered, and answered "no one to ask"."""
+        if not isinstance(view, RunView):
+            return terminal_ask()
+        if self.unattended() is not None:
+            return None
+        return view.ask_channel(timeout=self.config.approval_timeout)
 
     def _track(self, view: RunView | TextView) -> Callable[[Any], None]:
         """The view's event sink, also noting which background tasks it launched."""
@@ -385,7 +395,10 @@ class NotebookHarness:
         if not prompt.strip():
             raise UsageError("%%agent needs a prompt: write it in the cell body (or after %agent on the line)")
         view = self.new_view("main", model or h.model or "(no model)")
-        run = h.run(prompt, on_event=self._track(view), model=model, max_turns=max_turns, approval=self.approval_for(view))
+        run = h.run(
+            prompt, on_event=self._track(view), model=model, max_turns=max_turns,
+            approval=self.approval_for(view), ask=self.ask_for(view),
+        )
         return await self._foreground(view, run)
 
     async def run_direct(self, agent: str, prompt: str) -> AgentReply:
@@ -394,7 +407,9 @@ class NotebookHarness:
             raise UsageError(f"%@{agent} needs a prompt, e.g. %@{agent} summarise data.csv")
         definition = h.registry.get(agent)
         view = self.new_view(agent, self.model_of(definition.model))
-        run = h.run_subagent(agent, prompt, on_event=self._track(view), approval=self.approval_for(view))
+        run = h.run_subagent(
+            agent, prompt, on_event=self._track(view), approval=self.approval_for(view), ask=self.ask_for(view)
+        )
         return await self._foreground(view, run)
 
     async def fix_prompt(self, prompt: str) -> str:
@@ -594,7 +609,8 @@ class NotebookHarness:
         # the task does not run before this function returns, so no event is missed
         try:
             handle = h.start_subagent(
-                definition.name, prompt, on_event=self._track(view), approval=self.approval_for(view)
+                definition.name, prompt, on_event=self._track(view), approval=self.approval_for(view),
+                ask=self.ask_for(view),
             )
         except HarnessError as exc:  # no model configured, say
             self._end(view, "failed")

@@ -255,6 +255,13 @@ class KernelDriver:
         self.kc.shell_channel.send(msg)
         return str(msg["header"]["msg_id"])
 
+    def submit(self, comm_id: str) -> str:
+        """Press Enter in a Text box as JupyterLab does (a custom ``submit`` comm message)."""
+        data = {"method": "custom", "content": {"event": "submit"}}
+        msg = self.kc.session.msg("comm_msg", {"comm_id": comm_id, "data": data})
+        self.kc.shell_channel.send(msg)
+        return str(msg["header"]["msg_id"])
+
     def set_state(self, comm_id: str, state: dict[str, Any]) -> str:
         """Change a widget's state as the frontend does when a person types."""
         data = {"method": "update", "state": state, "buffer_paths": []}

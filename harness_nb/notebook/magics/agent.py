@@ -360,9 +360,9 @@ class HarnessMagics(Magics):
 
     @line_magic
     def approvals(self, line: str) -> Pending:
-        """Show again the approval cards that still wait for you — after a page reload lost
-        one from its cell, say. Each is a copy of the card: a click here answers the run
-        that asked. (The next cell you run shows a waiting card too; while a foreground run
+        """Show again the approval cards and questions (``ask_person``) that still wait for
+        you — after a page reload lost one from its cell, say. Each is a copy of the card: a
+        click here answers the run that asked. (The next cell you run shows a waiting card too; while a foreground run
         waits, a cell run from a reloaded page shows it as soon as it queues.)"""
         if line.strip():
             raise UsageError("%approvals takes no arguments")
@@ -371,7 +371,7 @@ class HarnessMagics(Magics):
         # waited (QueuedCells): those are above this cell's output, decided or not
         shown = controller.pending.take_shown_in(controller.request_id())
         if not controller.show_waiting([c for c in controller.pending if id(c) not in shown]) and not shown:
-            print("no approval is waiting")
+            print("no approval or question is waiting")
         return done(None)
 
     @magic_arguments()
