@@ -209,11 +209,16 @@ class KernelDriver:
 
     @staticmethod
     def text(cell: Cell) -> str:
-        """Everything the cell printed or displayed as text/plain, in order."""
+        """Everything the cell printed or displayed as text/plain, in order. An update of a
+        display counts only when the display is this cell's own: a frontend applies an
+        update sent from this cell to another cell's display there, not here."""
         parts = []
+        own = {out.get("transient", {}).get("display_id") for out in cell.outputs if out["msg_type"] == "display_data"}
         for out in cell.outputs:
             if out["msg_type"] == "stream":
                 parts.append(out["text"])
+            elif out["msg_type"] == "update_display_data" and out.get("transient", {}).get("display_id") not in own:
+                continue
             elif out["msg_type"] in ("display_data", "execute_result", "update_display_data"):
                 parts.append(out["data"].get("text/plain", "") + "\n")
             elif out["msg_type"] == "error":
