@@ -8,7 +8,7 @@
 
 Each setting is one field here, with its default and its help text (field metadata);
 ``SETTINGS`` lists them by name. The keywords of ``Harness`` and ``configure``, the
-notebook's ``%config HarnessNB`` traits and their help, and the README's table are made
+notebook's ``%config HarnessNB`` traits and their help, and the documentation's settings table are made
 from these fields or checked against them. Related settings sit in frozen groups
 (``subagents``, ``sandbox``, ``mcp``, ``checkpoints``), but every setting keeps one flat
 name — ``sandbox_network``, ``mcp_servers`` — that keywords, ``changed`` and ``%config``
