@@ -61,23 +61,28 @@ class MapProgress:
     eta: float | None
     waiting: float = 0.0
     """Seconds every worker is holding back after a rate limit (0: none)."""
+    batch: str | None = None
+    """In batch mode, the state of its batches at the vendor (``batch in_progress 412/1,000``)."""
 
     @property
     def finished(self) -> int:
         return self.done + self.failed
 
     def line(self) -> str:
-        """``412/1,000 · 3 failed · 8 running · 51,200 tokens · $0.4100 · ETA 72 s``."""
+        """``412/1,000 · 3 failed · 8 running · 51,200 tokens · $0.4100 · ETA 72 s`` (in batch
+        mode: ``… · 588 in batches · batch in_progress 412/1,000 · next check in 45 s``)."""
         parts = [f"{self.finished:,}/{self.total:,}"]
         if self.failed:
             parts.append(f"{self.failed:,} failed")
         if self.running:
-            parts.append(f"{self.running:,} running")
+            parts.append(f"{self.running:,} in batches" if self.batch is not None else f"{self.running:,} running")
         parts.append(self.usage.tokens_label())
         if self.usage.cost is not None:
             parts.append(usd(self.usage.cost))
         if self.waiting > 0:
             parts.append(f"rate-limited: waiting {self.waiting:.0f} s")
+        if self.batch is not None:
+            parts.append(self.batch)
         if self.eta is not None and self.finished < self.total:
             parts.append(f"ETA {duration(self.eta)}")
         return " · ".join(parts)
