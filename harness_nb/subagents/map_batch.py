@@ -181,6 +181,7 @@ class BatchRun:
             self._next_check = mapped.clock() + wait
             self._show()
             await mapped.sleep(wait)
+            self._next_check = None
         self._next_check = None
         self._show()
 
