@@ -162,3 +162,81 @@ async def test_openai_gets_a_jsonl_file_with_purpose_batch_and_a_24h_batch_of_ch
     assert create.body["endpoint"] == "/v1/chat/completions" and create.body["completion_window"] == "24h"
     assert create.body["input_file_id"] in srv.files and create.body["metadata"]["harness_nb"].startswith("map-")
     assert create.headers["authorization"] == f"Bearer {KEY}"
+
+
+def expiring(api: str, body: dict[str, Any]) -> dict[str, Any]:
+    row = row_of(body)
+    return {"expire": True} if row.startswith("late") else {"text": row.upper(), "usage": USAGE}
+
+
+@pytest.mark.parametrize("vendor", ["openai", "anthropic"])
+async def test_an_expired_batch_keeps_the_answers_that_came_back_and_a_resume_sends_only_the_rest(tmp_path, vendor):
+    clock = Clock()
+    async with FakeBatchServer(expiring, polls=1) as srv:
+        h = harness(tmp_path, srv, vendor)
+        rows = ["early1", "late1", "early2", "late2"]
+        first = await batch_map(h, rows, clock).run()
+        assert first.texts == ["EARLY1", None, "EARLY2", None]
+        assert first.errors == {1: "not run: its batch's 24 hours ran out before it", 3: "not run: its batch's 24 hours ran out before it"}
+        assert [row.attempts for row in first] == [1, 0, 1, 0]
+        (expired,) = srv.batches.values()
+        assert expired.status == ("expired" if vendor == "openai" else "ended")
+
+        srv.answer = upper  # the vendor has room now
+        again = await batch_map(h, rows, clock, resume=True).run()
+    assert again.texts == ["EARLY1", "LATE1", "EARLY2", "LATE2"] and not again.errors
+    assert [row.source for row in again] == ["stored", "run", "stored", "run"]
+    assert srv.created == 2
+    resent = list(srv.batches.values())[1]
+    assert sorted(row_of(r.body) for r in resent.requests) == ["late1", "late2"]  # only those that never ran
+
+
+class Stuck(Clock):
+    """A clock whose waits never end: the map sits between two polls until it is cancelled."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting = asyncio.Event()
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.waiting.set()
+        await asyncio.Event().wait()
+
+
+@pytest.mark.parametrize("vendor", ["openai", "anthropic"])
+async def test_a_map_restarted_mid_batch_polls_the_batch_it_stored_and_submits_nothing_again(tmp_path, vendor):
+    async with FakeBatchServer(upper, polls=3) as srv:
+        h = harness(tmp_path, srv, vendor)
+        stuck = Stuck()
+        mapped = batch_map(h, ["tea", "jam", "oat"], stuck)
+        task = asyncio.create_task(mapped.run())
+        await stuck.waiting.wait()  # submitted and polled once; waiting for the next poll
+        task.cancel()  # the kernel is interrupted, or restarted
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        (batch_id,) = srv.batches
+        left = mapped.result()
+        assert left.interrupted and left.texts == [None, None, None]
+        assert left.errors[0] == (
+            f"not back yet: waiting in batch {batch_id} at the vendor; resume=True with mode='batch' collects it"
+        )
+        await h.aclose()
+        assert "3 waiting in batches" in h.maps()[0].line()
+
+        # a new kernel: a new harness on the same workdir
+        fresh = harness(tmp_path, srv, vendor)
+        with pytest.raises(ConfigError, match=r"has 3 rows waiting in vendor batches: resume=True \(mode='batch'\)"):
+            await batch_map(fresh, ["tea", "jam", "oat"], Clock()).prepare()
+        with pytest.raises(ConfigError, match="has rows waiting in vendor batches: resume it with mode='batch'"):
+            await fresh.map("labeler", "Label ROW<{value}>", ["tea", "jam", "oat"], resume=True)
+        clock = Clock()
+        result = await batch_map(fresh, ["tea", "jam", "oat"], clock, resume=True).run()
+
+    assert result.texts == ["TEA", "JAM", "OAT"] and result.map_id == mapped.id
+    assert srv.created == 1 and len(srv.calls("POST", r"batches$")) == 1  # never submitted again
+    polled = srv.calls("GET", rf"/batches/{batch_id}$")
+    # once before the restart, then until it ended: three polls run its rows (OpenAI's last
+    # one leaves it finalizing, for one more)
+    assert len(polled) == 1 + (3 if vendor == "openai" else 2)
+    assert h.maps()[0].line().startswith(f"{mapped.id} ·") and "waiting" not in h.maps()[0].line()
