@@ -25,6 +25,7 @@ from harness_nb.subagents.agent_map import AgentMap
 from harness_nb.subagents.map_output import ANSWER_TOOL, row_output
 from harness_nb.subagents.map_result import MapProgress
 from harness_nb.subagents.map_store import map_key, row_key
+from harness_nb.testing import ScriptedProvider
 from harness_nb.testing.fake_batch_server import FakeBatchServer
 from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
 
@@ -61,12 +62,12 @@ def row_of(body: dict[str, Any]) -> str:
     raise AssertionError(f"no ROW<…> in {body}")
 
 
-def harness(tmp_path, srv: FakeBatchServer, vendor: str, **settings: Any) -> Harness:
+def harness(tmp_path, srv: FakeBatchServer, vendor: str, options: dict[str, Any] | None = None, **settings: Any) -> Harness:
     model = MODELS[vendor]
     base = srv.url + ("/v1" if vendor == "openai" else "")
     h = Harness(
         model, workdir=tmp_path, base_url=base, api_key=KEY, include_user_agents=False, sandbox="off",
-        provider_options={"max_retries": 0}, **settings,
+        provider_options={"max_retries": 0, **(options or {})}, **settings,
     )
     h.registry.register(SubAgentDefinition(name="labeler", description="Labels a row.", tools=[]))
     OPEN.append(h)
@@ -145,9 +146,10 @@ def _fingerprint(h: Harness) -> dict[str, Any]:
 
 
 async def test_openai_gets_a_jsonl_file_with_purpose_batch_and_a_24h_batch_of_chat_completions(tmp_path):
-    async with FakeBatchServer(upper, polls=0) as srv:
+    async with FakeBatchServer(upper, polls=0) as srv:  # ended at the first poll: h.map waits for nothing
         h = harness(tmp_path, srv, "openai")
-        await batch_map(h, ["tea", "jam"], Clock()).run()
+        result = await h.map("labeler", "Label ROW<{value}>", ["tea", "jam"], mode="batch")
+    assert result.texts == ["TEA", "JAM"] and h.last_map is not None and h.last_map.mode == "batch"
     (upload,) = srv.calls("POST", r"/v1/files$")
     assert upload.headers["content-type"].startswith("multipart/form-data; boundary=")
     assert 'name="purpose"\r\n\r\nbatch\r\n' in upload.body
@@ -217,7 +219,8 @@ async def test_a_map_restarted_mid_batch_polls_the_batch_it_stored_and_submits_n
             await task
         (batch_id,) = srv.batches
         left = mapped.result()
-        assert left.interrupted and left.texts == [None, None, None]
+        assert left.interrupted and left.texts == [None, None, None] and left.waiting == 3
+        assert "0 failed (interrupted), 3 waiting in vendor batches (resume=True collects them)" in left.summary()
         assert left.errors[0] == (
             f"not back yet: waiting in batch {batch_id} at the vendor; resume=True with mode='batch' collects it"
         )
@@ -240,3 +243,155 @@ async def test_a_map_restarted_mid_batch_polls_the_batch_it_stored_and_submits_n
     # one leaves it finalizing, for one more)
     assert len(polled) == 1 + (3 if vendor == "openai" else 2)
     assert h.maps()[0].line().startswith(f"{mapped.id} ·") and "waiting" not in h.maps()[0].line()
+
+
+FIELDS = "label:bug|question, score:float"
+TYPED = {  # what each row answers at its first ask, and when asked again
+    "crash": ['{"label": "bug", "score": 0.9}'],
+    "howto": ['{"label": "qestion", "score": 0.5}', '{"label": "question", "score": 0.7}'],
+    "rant": ['{"label": "complaint", "score": 1}', '{"label": "bug"}'],
+}
+
+
+def typed(api: str, body: dict[str, Any]) -> dict[str, Any]:
+    row = row_of(body)
+    asked = sum(1 for m in body["messages"] if m["role"] == "assistant")
+    fields = TYPED[row][asked]
+    if api == "anthropic":
+        return {"tool_calls": [{"name": ANSWER_TOOL, "arguments": json.loads(fields)}], "usage": USAGE}
+    return {"text": fields, "usage": USAGE}
+
+
+@pytest.mark.parametrize("vendor", ["openai", "anthropic"])
+async def test_typed_outputs_in_a_batch_are_asked_in_each_request_and_a_misfit_once_more_in_a_batch(tmp_path, vendor):
+    clock = Clock()
+    async with FakeBatchServer(typed, polls=0) as srv:
+        h = harness(tmp_path, srv, vendor)
+        result = await batch_map(h, ["crash", "howto", "rant"], clock, output=FIELDS).run()
+
+    frame = result.frame()
+    assert list(frame.columns) == ["label", "score", "error", "tokens", "cost", "attempts"]
+    assert frame[["label", "score"]].iloc[:2].values.tolist() == [["bug", 0.9], ["question", 0.7]]
+    assert frame["error"].iloc[2].startswith("the answer did not fit the output twice: score: Field required")
+    assert frame["attempts"].tolist() == [1, 2, 2] and frame["tokens"].tolist() == [1_100, 2_200, 2_200]
+    first, second = srv.batches.values()  # the misfits, asked once more in a batch of their own
+    assert sorted(row_of(r.body) for r in first.requests) == ["crash", "howto", "rant"]
+    assert sorted(row_of(r.body) for r in second.requests) == ["howto", "rant"]
+    for request in (*first.requests, *second.requests):
+        body = request.body
+        if vendor == "openai":
+            sent = body["response_format"]
+            assert sent["type"] == "json_schema" and sent["json_schema"]["strict"] is True
+            assert sent["json_schema"]["schema"]["properties"]["label"]["enum"] == ["bug", "question"]
+        else:
+            (tool,) = body["tools"]
+            assert tool["name"] == ANSWER_TOOL and body["tool_choice"] == {"type": "tool", "name": ANSWER_TOOL}
+    fixing = next(r.body for r in second.requests if row_of(r.body) == "howto")
+    said = fixing["messages"][-1]["content"]
+    told = said if isinstance(said, str) else said[-1]["text"]
+    assert told.startswith("That answer does not fit this row's fields: label: Input should be 'bug' or 'question'")
+
+
+async def test_what_batch_mode_cannot_run_is_one_clear_error_before_anything_is_sent(tmp_path):
+    async with FakeBatchServer(upper) as srv:
+        h = harness(tmp_path, srv, "openai")
+        with pytest.raises(ConfigError) as info:
+            await batch_map(h, ["tea"], Clock(), agent="general-purpose").prepare()
+        assert str(info.value).startswith(
+            "mode='batch' runs each row as one model call without tools, and agent general-purpose has read_file, "
+        )
+        assert "give the map an agent with no tools (an agent file's `tools: []`" in str(info.value)
+        h.registry.register(SubAgentDefinition(name="mcp", description="x", tools=[], mcp_servers=["github"]))
+        with pytest.raises(ConfigError, match="agent mcp names MCP servers"):
+            await batch_map(h, ["tea"], Clock(), agent="mcp").prepare()
+        for options, says in [
+            ({"mode": "bulk"}, "map option mode='bulk': it takes 'online' or 'batch'"),
+            ({"batch_size": 10}, "map option batch_size= goes with mode='batch'"),
+            ({"mode": "batch", "estimate": True}, "estimate=True runs a sample online: drop mode='batch'"),
+            ({"mode": "batch", "batch_size": 0}, "map option batch_size=0: it takes a whole number of rows above 0"),
+        ]:
+            with pytest.raises(ConfigError) as info:
+                await h.map("labeler", "Label ROW<{value}>", ["tea"], **options)
+            assert str(info.value).startswith(says), str(info.value)
+    assert srv.requests == []
+
+    offline = Harness(ScriptedProvider(), workdir=tmp_path, include_user_agents=False, sandbox="off")
+    OPEN.append(offline)
+    offline.registry.register(SubAgentDefinition(name="labeler", description="Labels a row.", tools=[]))
+    with pytest.raises(ConfigError, match="Anthropic's Message Batches: scripted/script has neither. Use an openai/"):
+        await offline.map("labeler", "Label ROW<{value}>", ["tea"], mode="batch")
+
+
+async def test_rows_past_a_batch_size_go_in_several_batches_each_within_the_vendor_s_bounds(tmp_path):
+    async with FakeBatchServer(upper, polls=0, max_requests=2) as srv:
+        h = harness(tmp_path, srv, "openai")
+        result = await batch_map(h, ["a1", "a2", "a3", "a4", "a5"], Clock(), batch_size=2).run()
+    assert result.texts == ["A1", "A2", "A3", "A4", "A5"]
+    assert [sorted(row_of(r.body) for r in b.requests) for b in srv.batches.values()] == [["a1", "a2"], ["a3", "a4"], ["a5"]]
+    assert len(srv.calls("POST", r"/files$")) == 3
+
+
+def test_parts_cut_requests_by_count_and_by_bytes_and_a_giant_stands_alone():
+    sized = [b"x" * n for n in (10, 10, 10, 50, 10, 10)]
+    assert parts(sized, most_requests=4, most_bytes=1_000) == [range(0, 4), range(4, 6)]
+    assert parts(sized, most_requests=10, most_bytes=33) == [range(0, 3), range(3, 4), range(4, 6)]
+    assert parts([b"y" * 100, b"z"], most_requests=10, most_bytes=50) == [range(0, 1), range(1, 2)]
+    assert parts([], most_requests=10, most_bytes=50) == []
+
+
+async def test_a_batch_the_vendor_fails_or_refuses_fails_its_rows_with_the_vendor_s_reason(tmp_path):
+    # OpenAI takes the file, then fails the batch: more requests than it takes
+    async with FakeBatchServer(upper, polls=0, max_requests=1) as srv:
+        h = harness(tmp_path, srv, "openai")
+        failed = await batch_map(h, ["tea", "jam"], Clock()).run()
+    (batch_id,) = srv.batches
+    assert failed.errors == {
+        i: f"its batch {batch_id} failed: too_many_requests: The batch has more than 1 requests." for i in (0, 1)
+    }
+    # Anthropic refuses the batch at once (HTTP 400)
+    async with FakeBatchServer(upper, polls=0, max_requests=1) as srv:
+        (tmp_path / "a").mkdir()
+        h = harness(tmp_path / "a", srv, "anthropic")
+        refused = await batch_map(h, ["tea", "jam"], Clock()).run()
+    assert srv.created == 0
+    assert refused.errors[0].startswith("the batch could not be submitted: anthropic")
+    assert "requests: between 1 and 1 items" in refused.errors[0] and refused.errors[1] == refused.errors[0]
+
+
+@pytest.mark.parametrize("vendor", ["openai", "anthropic"])
+async def test_cancelled_batches_keep_what_ran_and_a_resume_sends_the_rest(tmp_path, vendor):
+    async with FakeBatchServer(upper, polls=2) as srv:
+        h = harness(tmp_path, srv, vendor)
+        stuck = Stuck()
+        mapped = batch_map(h, ["r1", "r2", "r3", "r4"], stuck)
+        task = asyncio.create_task(mapped.run())
+        await stuck.waiting.wait()  # half the rows have run at the vendor
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        (batch_id,) = srv.batches
+        states = await h.cancel_batches(mapped.id)
+        assert [s.status for s in states] == ["cancelling" if vendor == "openai" else "canceling"]
+        assert len(srv.calls("POST", rf"/batches/{batch_id}/cancel$")) == 1
+
+        collected = await batch_map(h, ["r1", "r2", "r3", "r4"], Clock(), resume=True).run()
+        assert collected.texts == ["R1", "R2", None, None]
+        assert collected.errors == {2: "not run: its batch was cancelled before it", 3: "not run: its batch was cancelled before it"}
+        assert srv.created == 1
+
+        again = await batch_map(h, ["r1", "r2", "r3", "r4"], Clock(), resume=True).run()
+    assert again.texts == ["R1", "R2", "R3", "R4"] and srv.created == 2
+    assert sorted(row_of(r.body) for r in list(srv.batches.values())[1].requests) == ["r3", "r4"]
+
+
+async def test_rows_a_budget_cannot_cover_at_their_most_are_not_sent(tmp_path):
+    """Each request is held to its most before it is sent (input at four characters a token,
+    output at max_tokens, batch prices): with room for two, the other two are not sent."""
+    output_most = 1_000 * 0.60 / 2 / 1e6  # 1,000 tokens at gpt-4o-mini's batch output price
+    async with FakeBatchServer(upper, polls=0) as srv:
+        h = harness(tmp_path, srv, "openai", options={"max_tokens": 1_000}, budget_usd=2.3 * output_most)
+        result = await h.map("labeler", "Label ROW<{value}>", ["r1", "r2", "r3", "r4"], mode="batch")
+    assert result.texts == ["R1", "R2", None, None]
+    assert result.errors[2].startswith("not run: the map's budget does not cover this row's most at batch prices")
+    (batch,) = srv.batches.values()
+    assert sorted(row_of(r.body) for r in batch.requests) == ["r1", "r2"]

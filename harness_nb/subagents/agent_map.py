@@ -413,7 +413,7 @@ class AgentMap:
     def result(self) -> MapResult:
         """The rows so far, in order; a row that has not finished is marked as not run (or,
         in batch mode, as waiting in its batch)."""
-        rows = [self._outcomes.get(p) or MapRow(p, row.index, error=self._unfinished(p)) for p, row in enumerate(self.rows)]
+        rows = [self._outcomes.get(p) or self._unfinished(p) for p in range(len(self.rows))]
         return MapResult(
             self.definition.name,
             rows,
@@ -424,9 +424,13 @@ class AgentMap:
             store_problem=self._store_problem,
         )
 
-    def _unfinished(self, position: int) -> str:
+    def _unfinished(self, position: int) -> MapRow:
+        """A row without an outcome: not run, or waiting in a vendor batch."""
+        index = self.rows[position].index
         batch = self.batch.waiting_batch(self._keys[position]) if self.batch is not None and self._keys else None
-        return WAITING_IN_BATCH.format(batch=batch) if batch is not None else NOT_RUN_INTERRUPTED
+        if batch is not None:
+            return MapRow(position, index, error=WAITING_IN_BATCH.format(batch=batch), source="waiting")
+        return MapRow(position, index, error=NOT_RUN_INTERRUPTED)
 
     def progress(self) -> MapProgress:
         """Where the map is now."""
