@@ -19,7 +19,7 @@ import pytest
 
 from harness_nb import Harness
 from harness_nb.core import ConfigError, PriceTable, Usage
-from harness_nb.providers.batch import parts
+from harness_nb.providers.batch import Packer
 from harness_nb.subagents import SubAgentDefinition
 from harness_nb.subagents.agent_map import AgentMap
 from harness_nb.subagents.map_output import ANSWER_TOOL, row_output
@@ -331,12 +331,21 @@ async def test_rows_past_a_batch_size_go_in_several_batches_each_within_the_vend
     assert len(srv.calls("POST", r"/files$")) == 3
 
 
-def test_parts_cut_requests_by_count_and_by_bytes_and_a_giant_stands_alone():
+def cut(lines: list[bytes], most_requests: int, most_bytes: int) -> list[int]:
+    """How many of ``lines`` each batch takes, filled by a ``Packer`` in order."""
+    batch, sizes = Packer(most_requests, most_bytes), []
+    for line in lines:
+        if not batch.fits(line):
+            sizes.append(len(batch.take()[0]))
+        batch.add("k", line)
+    return [*sizes, len(batch.keys)] if batch.keys else sizes
+
+
+def test_a_batch_is_cut_by_its_count_of_requests_and_by_bytes_and_a_giant_stands_alone():
     sized = [b"x" * n for n in (10, 10, 10, 50, 10, 10)]
-    assert parts(sized, most_requests=4, most_bytes=1_000) == [range(0, 4), range(4, 6)]
-    assert parts(sized, most_requests=10, most_bytes=33) == [range(0, 3), range(3, 4), range(4, 6)]
-    assert parts([b"y" * 100, b"z"], most_requests=10, most_bytes=50) == [range(0, 1), range(1, 2)]
-    assert parts([], most_requests=10, most_bytes=50) == []
+    assert cut(sized, most_requests=4, most_bytes=1_000) == [4, 2]
+    assert cut(sized, most_requests=10, most_bytes=33) == [3, 1, 2]  # each line counts its newline
+    assert cut([b"y" * 100, b"z"], most_requests=10, most_bytes=50) == [1, 1]
 
 
 async def test_a_batch_the_vendor_fails_or_refuses_fails_its_rows_with_the_vendor_s_reason(tmp_path):

@@ -12,8 +12,8 @@ error file) and ``anthropic_batch.py`` (Anthropic's Message Batches at
 ``batch_api(provider)`` picks the one for a provider; any other provider is a
 ``ConfigError`` saying so.
 
-A batch has bounds (``max_requests``, ``max_bytes``): ``parts`` cuts a list of encoded
-requests into consecutive runs that each fit one batch.
+A batch has bounds (``max_requests``, ``max_bytes``): a ``Packer`` fills one batch with
+encoded requests up to them, and the next request starts the next batch.
 
 Everything a server sends is bounded: a results line longer than ``MAX_LINE_BYTES`` or
 not JSON is skipped (its request then has no answer, which the caller reports), a batch's
@@ -44,9 +44,9 @@ __all__ = [
     "BatchAnswer",
     "BatchOutcome",
     "BatchState",
+    "Packer",
     "batch_api",
     "jsonl",
-    "parts",
 ]
 
 log = logging.getLogger("harness_nb.providers")
@@ -165,21 +165,33 @@ class BatchAPI(ABC):
         return text if len(text) <= _MAX_PROBLEM_CHARS else text[: _MAX_PROBLEM_CHARS - 1] + "…"
 
 
-def parts(encoded: Sequence[bytes], *, most_requests: int, most_bytes: int) -> list[range]:
-    """``encoded`` cut into consecutive runs of at most ``most_requests`` requests and
-    ``most_bytes`` bytes (a newline or comma each counted) — one batch each. A request
-    larger than ``most_bytes`` alone is a run of its own, for the vendor to refuse."""
-    runs: list[range] = []
-    start, size = 0, 0
-    for position, request in enumerate(encoded):
-        length = len(request) + 1
-        if position > start and (position - start >= most_requests or size + length > most_bytes):
-            runs.append(range(start, position))
-            start, size = position, 0
-        size += length
-    if start < len(encoded):
-        runs.append(range(start, len(encoded)))
-    return runs
+class Packer:
+    """The requests of one batch being filled, in order: at most ``most_requests`` of them
+    and ``most_bytes`` bytes (a newline or comma each counted)."""
+
+    def __init__(self, most_requests: int, most_bytes: int) -> None:
+        self.most_requests = most_requests
+        self.most_bytes = most_bytes
+        self.keys: list[str] = []
+        self.lines: list[bytes] = []
+        self.size = 0
+
+    def fits(self, line: bytes) -> bool:
+        """Whether ``line`` still fits (an empty batch takes any, for the vendor to judge)."""
+        if not self.lines:
+            return True
+        return len(self.lines) < self.most_requests and self.size + len(line) + 1 <= self.most_bytes
+
+    def add(self, key: str, line: bytes) -> None:
+        self.keys.append(key)
+        self.lines.append(line)
+        self.size += len(line) + 1
+
+    def take(self) -> tuple[list[str], list[bytes]]:
+        """The keys and lines so far; the batch is empty again."""
+        taken = (self.keys, self.lines)
+        self.keys, self.lines, self.size = [], [], 0
+        return taken
 
 
 async def jsonl(response: httpx.Response, *, source: str) -> AsyncIterator[Any]:

@@ -51,7 +51,7 @@ from ..core.secret import SECRETS
 from ..engine import MemorySession
 from ..engine.context import UsageAccount
 from ..providers.base import ModelRequest, Provider
-from ..providers.batch import BatchAnswer, BatchAPI, BatchState, batch_api, parts
+from ..providers.batch import BatchAnswer, BatchAPI, BatchState, Packer, batch_api
 from ..providers.http import HTTPProvider
 from .map_output import AnswerShaper
 from .map_result import MapRow
@@ -190,17 +190,16 @@ class BatchRun:
         return next((w.stored.id for w in self._waiting if key in w.stored.keys and key in self._scope), None)
 
     async def _send(self, keys: Sequence[str], *, round_: int) -> None:
-        """Encode ``keys``' requests, admit those the budget covers, submit them in parts."""
+        """Encode ``keys``' requests in order, admit those the budget covers, and submit
+        each batch as soon as it is full (so no more than one batch is held encoded)."""
         api, mapped = self.api, self.map
         assert api is not None, "prepare() first"
-        encoded: list[bytes] = []
-        admitted: list[str] = []
+        batch = Packer(min(self.size or api.max_requests, api.max_requests), api.max_bytes)
         left_usd, left_tokens = mapped.parent.remaining_usd(), mapped.parent.remaining_tokens()
         price = mapped.parent.prices.lookup(self._provider().model_id, self._provider().model)
         for number, key in enumerate(keys):
             request = self._request(key, round_)
-            body = self._provider().body(request, stream=False)
-            line = api.encode(key, body)
+            line = api.encode(key, self._provider().body(request, stream=False))
             most = self._most(line, request)
             cost = price.cost(most, batch=True) if price is not None else 0.0
             if (left_usd is not None and cost > left_usd) or (left_tokens is not None and most.total_tokens > left_tokens):
@@ -209,28 +208,32 @@ class BatchRun:
                 break
             left_usd = left_usd - cost if left_usd is not None else None
             left_tokens = left_tokens - most.total_tokens if left_tokens is not None else None
-            encoded.append(line)
-            admitted.append(key)
+            if not batch.fits(line) and not await self._submit(batch, round_, later=keys[number:]):
+                return
+            batch.add(key, line)
             if number % 500 == 499:
                 await asyncio.sleep(0)  # let the kernel answer its cells while 100,000 rows are encoded
-        most_requests = min(self.size or api.max_requests, api.max_requests)
-        runs = parts(encoded, most_requests=most_requests, most_bytes=api.max_bytes)
-        for number, run in enumerate(runs):
-            part = [admitted[i] for i in run]
-            label = f"{mapped.id}-r{round_}-{len(self._waiting) + 1}"
-            try:
-                state = await api.submit([encoded[i] for i in run], label=label)
-            except ProviderError as exc:
-                # the vendor refused it: these rows fail, and so do the parts after (they would too)
-                for later in runs[number:]:
-                    for i in later:
-                        await self._fail(admitted[i], f"the batch could not be submitted: {exc}")
-                return
-            stored = StoredBatch(state.id, self._provider().model_id, round_, tuple(part), state.status, time.time())
-            if mapped.store is not None:  # at once, before anything can interrupt: the rows are paid for
-                mapped.store.add_batch(stored)
-            self._waiting.append(_Waiting(stored, state))
-            self._show()
+        if batch.keys:
+            await self._submit(batch, round_, later=())
+
+    async def _submit(self, batch: Packer, round_: int, *, later: Sequence[str]) -> bool:
+        """Submit ``batch`` and record it at once (then empty it); ``False`` when the vendor
+        refused it: its rows fail, and so do the ``later`` ones (they would be refused too)."""
+        api, mapped = self.api, self.map
+        assert api is not None
+        keys, lines = batch.take()
+        try:
+            state = await api.submit(lines, label=f"{mapped.id}-r{round_}-{len(self._waiting) + 1}")
+        except ProviderError as exc:
+            for key in (*keys, *later):
+                await self._fail(key, f"the batch could not be submitted: {exc}")
+            return False
+        stored = StoredBatch(state.id, self._provider().model_id, round_, tuple(keys), state.status, time.time())
+        if mapped.store is not None:  # at once, before anything can interrupt: the rows are paid for
+            mapped.store.add_batch(stored)
+        self._waiting.append(_Waiting(stored, state))
+        self._show()
+        return True
 
     def _request(self, key: str, round_: int) -> ModelRequest:
         """The request of ``key``'s row: its prompt; in round 2 also its first answer and
