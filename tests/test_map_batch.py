@@ -404,3 +404,26 @@ async def test_rows_a_budget_cannot_cover_at_their_most_are_not_sent(tmp_path):
     assert result.errors[2].startswith("not run: the map's budget does not cover this row's most at batch prices")
     (batch,) = srv.batches.values()
     assert sorted(row_of(r.body) for r in batch.requests) == ["r1", "r2"]
+
+
+@pytest.mark.parametrize("vendor", ["openai", "anthropic"])
+async def test_a_poll_that_fails_on_the_way_is_tried_again_and_junk_in_the_results_is_skipped(tmp_path, vendor, caplog):
+    clock, seen = Clock(), []
+    async with FakeBatchServer(upper, polls=0, failing_polls=1, junk=True) as srv:
+        h = harness(tmp_path, srv, vendor)
+        result = await batch_map(h, ["tea", "jam"], clock, seen=seen).run()
+    assert result.texts == ["TEA", "JAM"]
+    assert clock.sleeps == [5.0]  # the failed poll, then one more after the first wait
+    failed = next(p.batch for p in seen if p.batch and "last check failed" in p.batch)
+    assert f"its last check failed ({vendor} HTTP 500: the server failed (" in failed and failed.endswith("checked again later · next check in 5 s")
+    assert "a line that is not JSON was skipped" in caplog.text
+
+
+async def test_an_anthropic_results_url_on_another_host_is_not_given_the_key(tmp_path, caplog):
+    async with FakeBatchServer(upper, polls=0, results_host="collector.invalid:8443") as srv:
+        h = harness(tmp_path, srv, "anthropic")
+        result = await batch_map(h, ["tea"], Clock()).run()
+    assert result.texts == ["TEA"]
+    (batch_id,) = srv.batches
+    assert len(srv.calls("GET", rf"/v1/messages/batches/{batch_id}/results$")) == 1  # read here instead
+    assert "its results_url is not on" in caplog.text

@@ -37,6 +37,11 @@ does (``{"text": …, "tool_calls": …, "usage": …, "stop_reason": …}``), o
 True}`` (it never runs: the batch's 24 hours run out first, and the batch ends
 ``expired`` with the answers of the others).
 
+Faults: ``failing_polls=N`` makes the next N polls answer HTTP 500; ``junk=True`` starts
+every results file with a line that is not JSON and one without a ``custom_id``;
+``results_host`` puts Anthropic's ``results_url`` on another host (the results stay served
+here).
+
 Progress: each poll of a batch in progress runs ``ceil(requests / polls)`` more of its
 requests, in order, so the counts grow poll by poll; when none is left it ends (OpenAI
 through one poll of ``finalizing``). With ``polls=0`` a batch has ended at its first
@@ -107,11 +112,15 @@ class _Batch:
 class FakeBatchServer:
     """A loopback HTTP/1.1 server faking both vendors' batch APIs (see the module doc):
     ``answer`` says what each request answers, ``polls`` how many polls a batch takes to
-    run its requests, ``max_requests`` overrides the vendors' bound of a batch."""
+    run its requests, ``max_requests`` overrides the vendors' bound of a batch;
+    ``failing_polls``, ``junk`` and ``results_host`` are faults."""
 
     answer: Callable[[str, Any], Step] = _answer_ok
     polls: int = 1
     max_requests: int | None = None
+    failing_polls: int = 0
+    junk: bool = False
+    results_host: str | None = None
     host: str = "127.0.0.1"
     port: int = 0
     requests: list[ReceivedRequest] = field(default_factory=list)
@@ -218,6 +227,8 @@ class FakeBatchServer:
         if batch is None or batch.api != "openai":
             return 404, error_body("openai", "not_found_error", f"No batch found with id '{rest[0] if rest else ''}'.")
         if method == "GET" and len(rest) == 1:
+            if self._failing():
+                return 500, error_body("openai", "server_error", "The server had an error processing your request.")
             self._openai_poll(batch)
             return 200, self._openai_object(batch)
         if method == "POST" and rest[1:] == ["cancel"]:
@@ -298,12 +309,14 @@ class FakeBatchServer:
         if batch is None or batch.api != "anthropic":
             return 404, error_body("anthropic", "not_found_error", "Message batch not found.")
         if method == "GET" and len(rest) == 1:
+            if self._failing():
+                return 500, error_body("anthropic", "api_error", "Internal server error")
             self._anthropic_poll(batch)
             return 200, self._anthropic_object(batch)
         if method == "GET" and rest[1:] == ["results"]:
             if batch.status != "ended":
                 return 400, error_body("anthropic", "invalid_request_error", f"Message batch {batch.id} has not ended.")
-            return 200, b"".join(json.dumps(r.line).encode() + b"\n" for r in batch.requests)
+            return 200, self._jsonl([r.line for r in batch.requests])
         if method == "POST" and rest[1:] == ["cancel"]:
             if batch.status == "ended":
                 return 400, error_body("anthropic", "invalid_request_error", "Message batch has already ended.")
@@ -355,7 +368,10 @@ class FakeBatchServer:
             "ended_at": stamp(batch.ended_at), "created_at": stamp(batch.created),
             "expires_at": stamp(batch.created + 86_400), "archived_at": None,
             "cancel_initiated_at": stamp(batch.created) if batch.cancelling else None,
-            "results_url": f"{self.url}/v1/messages/batches/{batch.id}/results" if batch.status == "ended" else None,
+            "results_url": (
+                f"http://{self.results_host or f'{self.host}:{self.port}'}/v1/messages/batches/{batch.id}/results"
+                if batch.status == "ended" else None
+            ),
         }
 
     # -- running requests ------------------------------------------------------------------
@@ -424,8 +440,19 @@ class FakeBatchServer:
 
     def _file(self, lines: list[Any]) -> str:
         file_id = f"file-fake{next(self._ids)}"
-        self.files[file_id] = ("batch_output", b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+        self.files[file_id] = ("batch_output", self._jsonl(lines))
         return file_id
+
+    def _jsonl(self, lines: list[Any]) -> bytes:
+        junk = b'{"broken": \n{"no_custom_id": true}\n' if self.junk else b""
+        return junk + b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+
+    def _failing(self) -> bool:
+        """Whether this poll fails (one of the ``failing_polls``)."""
+        if self.failing_polls <= 0:
+            return False
+        self.failing_polls -= 1
+        return True
 
 
 def _openai_line(raw: bytes, seen: set[str]) -> tuple[dict[str, Any], str | None]:
