@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd  # noqa: F401  (frame() needs it)
 import pytest
+from test_agent_map import Clock  # the map's waits advance it, without sleeping
 
 from harness_nb import Harness
 from harness_nb.core import ConfigError, PriceTable, Usage
@@ -33,22 +34,6 @@ KEY = "sk-proj-BatchKey0123456789abcdefGHIJKL"
 ROW = re.compile(r"ROW<(.*?)>")
 MODELS = {"openai": "openai/gpt-4o-mini", "anthropic": "anthropic/claude-haiku-4-5"}
 USAGE = {"input_tokens": 1_000, "output_tokens": 100}
-
-
-class Clock:
-    """A clock the map's polling waits advance, without sleeping."""
-
-    def __init__(self) -> None:
-        self.now = 1_000.0
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-        await asyncio.sleep(0)
 
 
 def row_of(body: dict[str, Any]) -> str:
@@ -98,7 +83,7 @@ def upper(api: str, body: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize("vendor", ["openai", "anthropic"])
 async def test_a_batch_map_end_to_end_with_a_refused_request_in_the_error_column(tmp_path, vendor):
     clock, seen = Clock(), []
-    async with FakeBatchServer(upper, polls=2) as srv:
+    async with FakeBatchServer(answer=upper, polls=2) as srv:
         h = harness(tmp_path, srv, vendor)
         rows = pd.Series(["tea", "bad", "jam", "tea"], index=list("abcd"))
         result = await batch_map(h, rows, clock, seen=seen).run()
@@ -146,7 +131,7 @@ def _fingerprint(h: Harness) -> dict[str, Any]:
 
 
 async def test_openai_gets_a_jsonl_file_with_purpose_batch_and_a_24h_batch_of_chat_completions(tmp_path):
-    async with FakeBatchServer(upper, polls=0) as srv:  # ended at the first poll: h.map waits for nothing
+    async with FakeBatchServer(answer=upper, polls=0) as srv:  # ended at the first poll: h.map waits for nothing
         h = harness(tmp_path, srv, "openai")
         result = await h.map("labeler", "Label ROW<{value}>", ["tea", "jam"], mode="batch")
     assert result.texts == ["TEA", "JAM"] and h.last_map is not None and h.last_map.mode == "batch"
@@ -174,7 +159,7 @@ def expiring(api: str, body: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize("vendor", ["openai", "anthropic"])
 async def test_an_expired_batch_keeps_the_answers_that_came_back_and_a_resume_sends_only_the_rest(tmp_path, vendor):
     clock = Clock()
-    async with FakeBatchServer(expiring, polls=1) as srv:
+    async with FakeBatchServer(answer=expiring, polls=1) as srv:
         h = harness(tmp_path, srv, vendor)
         rows = ["early1", "late1", "early2", "late2"]
         first = await batch_map(h, rows, clock).run()
@@ -208,7 +193,7 @@ class Stuck(Clock):
 
 @pytest.mark.parametrize("vendor", ["openai", "anthropic"])
 async def test_a_map_restarted_mid_batch_polls_the_batch_it_stored_and_submits_nothing_again(tmp_path, vendor):
-    async with FakeBatchServer(upper, polls=3) as srv:
+    async with FakeBatchServer(answer=upper, polls=3) as srv:
         h = harness(tmp_path, srv, vendor)
         stuck = Stuck()
         mapped = batch_map(h, ["tea", "jam", "oat"], stuck)
@@ -265,7 +250,7 @@ def typed(api: str, body: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize("vendor", ["openai", "anthropic"])
 async def test_typed_outputs_in_a_batch_are_asked_in_each_request_and_a_misfit_once_more_in_a_batch(tmp_path, vendor):
     clock = Clock()
-    async with FakeBatchServer(typed, polls=0) as srv:
+    async with FakeBatchServer(answer=typed, polls=0) as srv:
         h = harness(tmp_path, srv, vendor)
         result = await batch_map(h, ["crash", "howto", "rant"], clock, output=FIELDS).run()
 
@@ -293,7 +278,7 @@ async def test_typed_outputs_in_a_batch_are_asked_in_each_request_and_a_misfit_o
 
 
 async def test_what_batch_mode_cannot_run_is_one_clear_error_before_anything_is_sent(tmp_path):
-    async with FakeBatchServer(upper) as srv:
+    async with FakeBatchServer(answer=upper) as srv:
         h = harness(tmp_path, srv, "openai")
         with pytest.raises(ConfigError) as info:
             await batch_map(h, ["tea"], Clock(), agent="general-purpose").prepare()
@@ -323,7 +308,7 @@ async def test_what_batch_mode_cannot_run_is_one_clear_error_before_anything_is_
 
 
 async def test_rows_past_a_batch_size_go_in_several_batches_each_within_the_vendor_s_bounds(tmp_path):
-    async with FakeBatchServer(upper, polls=0, max_requests=2) as srv:
+    async with FakeBatchServer(answer=upper, polls=0, max_requests=2) as srv:
         h = harness(tmp_path, srv, "openai")
         result = await batch_map(h, ["a1", "a2", "a3", "a4", "a5"], Clock(), batch_size=2).run()
     assert result.texts == ["A1", "A2", "A3", "A4", "A5"]
@@ -350,7 +335,7 @@ def test_a_batch_is_cut_by_its_count_of_requests_and_by_bytes_and_a_giant_stands
 
 async def test_a_batch_the_vendor_fails_or_refuses_fails_its_rows_with_the_vendor_s_reason(tmp_path):
     # OpenAI takes the file, then fails the batch: more requests than it takes
-    async with FakeBatchServer(upper, polls=0, max_requests=1) as srv:
+    async with FakeBatchServer(answer=upper, polls=0, max_requests=1) as srv:
         h = harness(tmp_path, srv, "openai")
         failed = await batch_map(h, ["tea", "jam"], Clock()).run()
     (batch_id,) = srv.batches
@@ -358,7 +343,7 @@ async def test_a_batch_the_vendor_fails_or_refuses_fails_its_rows_with_the_vendo
         i: f"its batch {batch_id} failed: too_many_requests: The batch has more than 1 requests." for i in (0, 1)
     }
     # Anthropic refuses the batch at once (HTTP 400)
-    async with FakeBatchServer(upper, polls=0, max_requests=1) as srv:
+    async with FakeBatchServer(answer=upper, polls=0, max_requests=1) as srv:
         (tmp_path / "a").mkdir()
         h = harness(tmp_path / "a", srv, "anthropic")
         refused = await batch_map(h, ["tea", "jam"], Clock()).run()
@@ -369,7 +354,7 @@ async def test_a_batch_the_vendor_fails_or_refuses_fails_its_rows_with_the_vendo
 
 @pytest.mark.parametrize("vendor", ["openai", "anthropic"])
 async def test_cancelled_batches_keep_what_ran_and_a_resume_sends_the_rest(tmp_path, vendor):
-    async with FakeBatchServer(upper, polls=2) as srv:
+    async with FakeBatchServer(answer=upper, polls=2) as srv:
         h = harness(tmp_path, srv, vendor)
         stuck = Stuck()
         mapped = batch_map(h, ["r1", "r2", "r3", "r4"], stuck)
@@ -397,7 +382,7 @@ async def test_rows_a_budget_cannot_cover_at_their_most_are_not_sent(tmp_path):
     """Each request is held to its most before it is sent (input at four characters a token,
     output at max_tokens, batch prices): with room for two, the other two are not sent."""
     output_most = 1_000 * 0.60 / 2 / 1e6  # 1,000 tokens at gpt-4o-mini's batch output price
-    async with FakeBatchServer(upper, polls=0) as srv:
+    async with FakeBatchServer(answer=upper, polls=0) as srv:
         h = harness(tmp_path, srv, "openai", options={"max_tokens": 1_000}, budget_usd=2.3 * output_most)
         result = await h.map("labeler", "Label ROW<{value}>", ["r1", "r2", "r3", "r4"], mode="batch")
     assert result.texts == ["R1", "R2", None, None]
@@ -409,7 +394,7 @@ async def test_rows_a_budget_cannot_cover_at_their_most_are_not_sent(tmp_path):
 @pytest.mark.parametrize("vendor", ["openai", "anthropic"])
 async def test_a_poll_that_fails_on_the_way_is_tried_again_and_junk_in_the_results_is_skipped(tmp_path, vendor, caplog):
     clock, seen = Clock(), []
-    async with FakeBatchServer(upper, polls=0, failing_polls=1, junk=True) as srv:
+    async with FakeBatchServer(answer=upper, polls=0, failing_polls=1, junk=True) as srv:
         h = harness(tmp_path, srv, vendor)
         result = await batch_map(h, ["tea", "jam"], clock, seen=seen).run()
     assert result.texts == ["TEA", "JAM"]
@@ -420,7 +405,7 @@ async def test_a_poll_that_fails_on_the_way_is_tried_again_and_junk_in_the_resul
 
 
 async def test_an_anthropic_results_url_on_another_host_is_not_given_the_key(tmp_path, caplog):
-    async with FakeBatchServer(upper, polls=0, results_host="collector.invalid:8443") as srv:
+    async with FakeBatchServer(answer=upper, polls=0, results_host="collector.invalid:8443") as srv:
         h = harness(tmp_path, srv, "anthropic")
         result = await batch_map(h, ["tea"], Clock()).run()
     assert result.texts == ["TEA"]

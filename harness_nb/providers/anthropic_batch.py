@@ -18,13 +18,13 @@ The results are read from ``results_url`` when it is on the API's own host, else
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import httpx
 
 from ..core import ProviderError
-from .batch import NOT_RUN_CANCELLED, NOT_RUN_EXPIRED, SAFE_ID, BatchAnswer, BatchAPI, BatchOutcome, BatchState, jsonl
+from .batch import NOT_RUN_CANCELLED, NOT_RUN_EXPIRED, SAFE_ID, BatchAnswer, BatchAPI, BatchOutcome, BatchState
 from .wire import encode_body, to_json
 
 __all__ = ["AnthropicBatches"]
@@ -40,41 +40,16 @@ class AnthropicBatches(BatchAPI):
     max_requests: ClassVar[int] = 100_000
     max_bytes: ClassVar[int] = 256_000_000 - 1_024  # with room for the body's envelope
     endpoint: ClassVar[str] = "/v1/messages"
+    batches: ClassVar[str] = PATH
 
     def encode(self, custom_id: str, body: Mapping[str, Any]) -> bytes:
         return b'{"custom_id":' + to_json(custom_id) + b',"params":' + encode_body(body) + b"}"
 
     async def submit(self, encoded: Sequence[bytes], *, label: str) -> BatchState:
-        content = b'{"requests":[' + b",".join(encoded) + b"]}"
-        try:
-            return self._state((await self.provider.call("POST", PATH, content=content)).json())
-        except ProviderError as exc:
-            raise self.missing(PATH, exc) from exc
+        return self.state(await self.batch_call("POST", PATH, content=b'{"requests":[' + b",".join(encoded) + b"]}"))
 
-    async def poll(self, batch_id: str) -> BatchState:
-        path = f"{PATH}/{batch_id}"
-        try:
-            return self._state((await self.provider.call("GET", path)).json())
-        except ProviderError as exc:
-            raise self.missing(path, exc) from exc
-
-    async def cancel(self, batch_id: str) -> BatchState:
-        path = f"{PATH}/{batch_id}/cancel"
-        try:
-            return self._state((await self.provider.call("POST", path)).json())
-        except ProviderError as exc:
-            raise self.missing(path, exc) from exc
-
-    async def results(self, state: BatchState) -> AsyncIterator[BatchAnswer]:
-        for where in state.results:
-            async with self.provider.download(where) as response:
-                async for line in jsonl(response, source=f"batch {state.id} results"):
-                    answer = self._answer(line)
-                    if answer is not None:
-                        yield answer
-
-    def _answer(self, line: Any) -> BatchAnswer | None:
-        """One results line (``None``: a line without a custom_id)."""
+    def line_answer(self, line: Any) -> BatchAnswer | None:
+        """One results line."""
         if not isinstance(line, dict) or not isinstance(line.get("custom_id"), str):
             return None
         custom_id = line["custom_id"]
@@ -93,7 +68,7 @@ class AnthropicBatches(BatchAPI):
             return BatchAnswer(custom_id, error=self.problem(said))
         return BatchAnswer(custom_id, error=self.problem(f"an unknown result type {kind!r}"))
 
-    def _state(self, data: Any) -> BatchState:
+    def state(self, data: Any) -> BatchState:
         if not isinstance(data, dict) or not isinstance(data.get("id"), str) or not SAFE_ID.match(data["id"]):
             raise ProviderError(f"a batch's answer has no usable id: {self.problem(str(data))}", provider=self.provider.name)
         status = str(data.get("processing_status") or "unknown")

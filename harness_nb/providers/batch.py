@@ -113,6 +113,9 @@ class BatchAPI(ABC):
     """Most bytes of encoded requests one batch takes (its envelope left room)."""
     endpoint: ClassVar[str]
     """The path (under the base URL) the online requests would go to: named in errors."""
+    batches: ClassVar[str]
+    """The path (under the base URL) of the batches: ``{batches}/{id}`` is one, and
+    ``{batches}/{id}/cancel`` cancels it."""
 
     def __init__(self, provider: HTTPProvider) -> None:
         self.provider = provider
@@ -123,20 +126,49 @@ class BatchAPI(ABC):
 
     @abstractmethod
     async def submit(self, encoded: Sequence[bytes], *, label: str) -> BatchState:
-        """Make one batch of ``encoded`` requests (one of ``parts``); ``label`` names it
+        """Make one batch of ``encoded`` requests (a ``Packer``'s); ``label`` names it
         where the vendor shows one (a file name, metadata)."""
 
     @abstractmethod
+    def state(self, data: Any) -> BatchState:
+        """A batch as the vendor's JSON describes it (``ProviderError`` without a usable id)."""
+
+    @abstractmethod
+    def line_answer(self, line: Any) -> BatchAnswer | None:
+        """One line of a batch's results (``None``: a line without a ``custom_id``)."""
+
     async def poll(self, batch_id: str) -> BatchState:
         """The batch's state now."""
+        return self.state(await self.batch_call("GET", f"{self.batches}/{batch_id}"))
 
-    @abstractmethod
-    def results(self, state: BatchState) -> AsyncIterator[BatchAnswer]:
-        """The answers of an ended batch, as they are read."""
-
-    @abstractmethod
     async def cancel(self, batch_id: str) -> BatchState:
         """Ask the vendor to stop the batch: what has run stays; the rest end not run."""
+        return self.state(await self.batch_call("POST", f"{self.batches}/{batch_id}/cancel"))
+
+    async def results(self, state: BatchState) -> AsyncIterator[BatchAnswer]:
+        """The answers of an ended batch, as they are read."""
+        for where in state.results:
+            async with self.provider.download(where) as response:
+                async for line in jsonl(response, source=f"batch {state.id}: {where}"):
+                    answer = self.line_answer(line)
+                    if answer is not None:
+                        yield answer
+
+    async def batch_call(
+        self, method: str, path: str, *, content: bytes | None = None, headers: Mapping[str, str] | None = None
+    ) -> Any:
+        """The JSON answering ``method path`` (a 404 said as ``missing`` says it)."""
+        try:
+            response = await self.provider.call(method, path, content=content, headers=headers)
+        except ProviderError as exc:
+            raise self.missing(path, exc) from exc
+        try:
+            return response.json()
+        except ValueError:
+            raise ProviderError(
+                f"{path} answered with something that is not JSON: {self.problem(response.text)}",
+                provider=self.provider.name,
+            ) from None
 
     # -- shared by the vendors -------------------------------------------------------------
 

@@ -21,11 +21,11 @@ Paths are under the provider's base URL, which for OpenAI ends in ``/v1``.
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from ..core import ProviderError
-from .batch import NOT_RUN_CANCELLED, NOT_RUN_EXPIRED, SAFE_ID, BatchAnswer, BatchAPI, BatchOutcome, BatchState, jsonl
+from .batch import NOT_RUN_CANCELLED, NOT_RUN_EXPIRED, SAFE_ID, BatchAnswer, BatchAPI, BatchOutcome, BatchState
 from .wire import encode_body, to_json
 
 __all__ = ["OpenAIBatches"]
@@ -45,6 +45,7 @@ class OpenAIBatches(BatchAPI):
     max_requests: ClassVar[int] = 50_000
     max_bytes: ClassVar[int] = 200_000_000 - 1_024  # a file's limit, with room for the multipart envelope
     endpoint: ClassVar[str] = "/chat/completions"
+    batches: ClassVar[str] = "/batches"
     url: ClassVar[str] = "/v1/chat/completions"  # what each line and the batch name, whatever the base URL
 
     def encode(self, custom_id: str, body: Mapping[str, Any]) -> bytes:
@@ -55,49 +56,20 @@ class OpenAIBatches(BatchAPI):
 
     async def submit(self, encoded: Sequence[bytes], *, label: str) -> BatchState:
         content, kind = _multipart({"purpose": "batch"}, f"{label}.jsonl", b"\n".join(encoded) + b"\n")
-        try:
-            response = await self.provider.call("POST", "/files", content=content, headers={"Content-Type": kind})
-        except ProviderError as exc:
-            raise self.missing("/files", exc) from exc
-        uploaded = response.json()
+        uploaded = await self.batch_call("POST", "/files", content=content, headers={"Content-Type": kind})
         file_id = uploaded.get("id") if isinstance(uploaded, dict) else None
         if not isinstance(file_id, str) or not file_id:
-            raise ProviderError(f"the file upload's answer has no id: {self.problem(response.text)}", provider=self.provider.name)
+            raise ProviderError(f"the file upload's answer has no id: {self.problem(str(uploaded))}", provider=self.provider.name)
         body = {
             "input_file_id": file_id,
             "endpoint": self.url,
             "completion_window": "24h",
             "metadata": {"harness_nb": label[:512]},
         }
-        try:
-            return self._state(await self.provider.post_json("/batches", body))
-        except ProviderError as exc:
-            raise self.missing("/batches", exc) from exc
+        return self.state(await self.batch_call("POST", self.batches, content=encode_body(body)))
 
-    async def poll(self, batch_id: str) -> BatchState:
-        path = f"/batches/{batch_id}"
-        try:
-            return self._state((await self.provider.call("GET", path)).json())
-        except ProviderError as exc:
-            raise self.missing(path, exc) from exc
-
-    async def cancel(self, batch_id: str) -> BatchState:
-        path = f"/batches/{batch_id}/cancel"
-        try:
-            return self._state((await self.provider.call("POST", path)).json())
-        except ProviderError as exc:
-            raise self.missing(path, exc) from exc
-
-    async def results(self, state: BatchState) -> AsyncIterator[BatchAnswer]:
-        for path in state.results:
-            async with self.provider.download(path) as response:
-                async for line in jsonl(response, source=f"batch {state.id}: {path}"):
-                    answer = self._answer(line)
-                    if answer is not None:
-                        yield answer
-
-    def _answer(self, line: Any) -> BatchAnswer | None:
-        """One line of an output or error file (``None``: a line without a custom_id)."""
+    def line_answer(self, line: Any) -> BatchAnswer | None:
+        """One line of an output or error file."""
         if not isinstance(line, dict) or not isinstance(line.get("custom_id"), str):
             return None
         custom_id = line["custom_id"]
@@ -120,7 +92,7 @@ class OpenAIBatches(BatchAPI):
             said = str(body)
         return BatchAnswer(custom_id, error=self.problem(f"HTTP {status}: {said}"))
 
-    def _state(self, data: Any) -> BatchState:
+    def state(self, data: Any) -> BatchState:
         if not isinstance(data, dict) or not isinstance(data.get("id"), str) or not SAFE_ID.match(data["id"]):
             raise ProviderError(f"a batch's answer has no usable id: {self.problem(str(data))}", provider=self.provider.name)
         status = str(data.get("status") or "unknown")

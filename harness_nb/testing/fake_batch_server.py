@@ -48,7 +48,8 @@ through one poll of ``finalizing``). With ``polls=0`` a batch has ended at its f
 poll. Every request the server receives is kept in ``requests``; ``created`` counts the
 batches made (a map that resumes must make none).
 
-    async with FakeBatchServer(answer, polls=2) as srv: ...
+    async with FakeBatchServer(answer=answer, polls=2) as srv: ...
+    with FakeBatchServer(answer=answer).in_thread() as srv: ...   # own thread (a kernel test)
 """
 
 from __future__ import annotations
@@ -61,11 +62,10 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Literal
 
-from .fake_answers import AnswerWriter, error_body
-from .fake_server import ReceivedRequest, _read_request, _send_bytes, _send_json
+from .fake_answers import error_body
+from .fake_server import FakeLLMServer, ReceivedRequest, _send_bytes, _send_json
 
 __all__ = ["FakeBatchServer"]
 
@@ -109,11 +109,13 @@ class _Batch:
 
 
 @dataclass
-class FakeBatchServer:
-    """A loopback HTTP/1.1 server faking both vendors' batch APIs (see the module doc):
-    ``answer`` says what each request answers, ``polls`` how many polls a batch takes to
-    run its requests, ``max_requests`` overrides the vendors' bound of a batch;
-    ``failing_polls``, ``junk`` and ``results_host`` are faults."""
+class FakeBatchServer(FakeLLMServer):
+    """``FakeLLMServer`` (its online answers, lifetime, ``in_thread``) that also fakes both
+    vendors' batch APIs (see the module doc): ``answer`` says what each batch request
+    answers, ``polls`` how many polls a batch takes to run its requests, ``max_requests``
+    overrides the vendors' bound of a batch; ``failing_polls``, ``junk`` and
+    ``results_host`` are faults. Its POSTs are kept in ``requests``, its GETs in
+    ``info_requests``; ``calls`` looks through both."""
 
     answer: Callable[[str, Any], Step] = _answer_ok
     polls: int = 1
@@ -121,21 +123,12 @@ class FakeBatchServer:
     failing_polls: int = 0
     junk: bool = False
     results_host: str | None = None
-    host: str = "127.0.0.1"
-    port: int = 0
-    requests: list[ReceivedRequest] = field(default_factory=list)
     batches: dict[str, _Batch] = field(default_factory=dict)
     files: dict[str, tuple[str, bytes]] = field(default_factory=dict)  # id: (purpose, content)
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         self._ids = itertools.count(1)
-        self._writer = AnswerWriter()
-        self._server: asyncio.Server | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
 
     @property
     def created(self) -> int:
@@ -144,54 +137,25 @@ class FakeBatchServer:
 
     def calls(self, method: str, pattern: str) -> list[ReceivedRequest]:
         """The requests received of ``method`` whose path (query left out) matches ``pattern``."""
-        return [r for r in self.requests if r.method == method and re.search(pattern, r.path.split("?")[0])]
+        received = self.requests if method == "POST" else self.info_requests
+        return [r for r in received if r.method == method and re.search(pattern, r.path.split("?")[0])]
 
-    # -- lifetime --------------------------------------------------------------------------
-
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._connection, self.host, self.port)
-        self.port = self._server.sockets[0].getsockname()[1]
-
-    async def aclose(self) -> None:
-        if self._server is not None:
-            self._server.close()
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        if self._server is not None:
-            await self._server.wait_closed()
-            self._server = None
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
-        await self.aclose()
-
-    def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.create_task(self._serve(reader, writer), name="fake-batch-connection")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while (request := await _read_request(reader)) is not None:
-                self.requests.append(request)
-                status, body = self._route(request)
-                if isinstance(body, bytes):
-                    await _send_bytes(writer, status, "application/jsonl", body)
-                else:
-                    await _send_json(writer, status, body)
-        except (ConnectionError, asyncio.IncompleteReadError, ValueError):
-            pass
-        finally:
-            writer.close()
+    async def _answer(self, request: ReceivedRequest, writer: asyncio.StreamWriter) -> bool:
+        """A batch API's request here; any other as ``FakeLLMServer`` answers it."""
+        routed = self._route(request)
+        if routed is None:
+            return await super()._answer(request, writer)
+        status, body = routed
+        if isinstance(body, bytes):
+            await _send_bytes(writer, status, "application/jsonl", body)
+        else:
+            await _send_json(writer, status, body)
+        return True
 
     # -- routes ----------------------------------------------------------------------------
 
-    def _route(self, request: ReceivedRequest) -> tuple[int, Any]:
+    def _route(self, request: ReceivedRequest) -> tuple[int, Any] | None:
+        """The status and body answering a batch API's request; ``None``: not one."""
         path = request.path.split("?")[0].rstrip("/").removeprefix("/v1")
         method = request.method
         parts = path.strip("/").split("/")
@@ -201,7 +165,7 @@ class FakeBatchServer:
             return self._files(method, parts[1:], request)
         if parts[0] == "batches":
             return self._openai(method, parts[1:], request)
-        return 404, error_body("openai", "not_found_error", f"no route {request.path}")
+        return None
 
     def _files(self, method: str, rest: list[str], request: ReceivedRequest) -> tuple[int, Any]:
         if method == "POST" and not rest:
