@@ -26,8 +26,7 @@ from harness_nb.subagents.agent_map import AgentMap
 from harness_nb.subagents.map_output import ANSWER_TOOL, row_output
 from harness_nb.subagents.map_result import MapProgress
 from harness_nb.subagents.map_store import map_key, row_key
-from harness_nb.testing import ScriptedProvider
-from harness_nb.testing.fake_batch_server import FakeBatchServer
+from harness_nb.testing import FakeBatchServer, ScriptedProvider
 from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
 
 KEY = "sk-proj-BatchKey0123456789abcdefGHIJKL"
