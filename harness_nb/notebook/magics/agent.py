@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 _VALUE_OPTIONS = {
     "--model", "-m", "--max-turns", "--agent", "-a", "--timeout", "--over", "--concurrency", "--retries", "--budget",
-    "--undo", "--output", "--sample",
+    "--undo", "--output", "--sample", "--batch-size",
 }
 _CHECKPOINT = re.compile(r"^#?[0-9]+$|^[0-9a-f]{4,40}$")  # a checkpoint's number, or its commit id
 _MAP = re.compile(r"^\s*map\s+(--|-h\b)")  # `%agent map --over …`; `%agent map the data` is a prompt
