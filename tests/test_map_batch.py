@@ -411,3 +411,24 @@ async def test_an_anthropic_results_url_on_another_host_is_not_given_the_key(tmp
     (batch_id,) = srv.batches
     assert len(srv.calls("GET", rf"/v1/messages/batches/{batch_id}/results$")) == 1  # read here instead
     assert "its results_url is not on" in caplog.text
+
+
+async def test_a_stored_batch_the_vendor_no_longer_knows_fails_its_rows_once_and_they_are_sent_again(tmp_path):
+    async with FakeBatchServer(answer=upper, polls=3) as srv:
+        h = harness(tmp_path, srv, "openai")
+        stuck = Stuck()
+        task = asyncio.create_task(batch_map(h, ["tea", "jam"], stuck).run())
+        await stuck.waiting.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        (lost,) = srv.batches
+        del srv.batches[lost]  # another organisation's key, say: the vendor answers 404
+
+        gone = await batch_map(h, ["tea", "jam"], Clock(), resume=True).run()
+        assert gone.texts == [None, None]
+        assert gone.errors[0].startswith(f"batch {lost} could not be checked: openai ") and "404" in gone.errors[0]
+        assert gone.errors[0].endswith("; resume=True sends them again")
+        again = await batch_map(h, ["tea", "jam"], Clock(), resume=True).run()
+    assert again.texts == ["TEA", "JAM"] and srv.created == 1  # a new batch (the lost one was deleted here)
+    assert len(srv.calls("POST", r"/v1/batches$")) == 2

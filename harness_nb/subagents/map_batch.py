@@ -268,7 +268,7 @@ class BatchRun:
                 if exc.retryable:
                     waiting.problem = f"its last check failed ({exc}); checked again later"
                     continue
-                await self._give_up(waiting, f"batch {waiting.stored.id} could not be checked: {exc}")
+                await self._give_up(waiting, f"batch {waiting.stored.id} could not be checked: {exc}", gone=exc.status == 404)
                 continue
             waiting.state, waiting.problem = state, None
             if state.status != waiting.stored.status and self.map.store is not None:
@@ -312,13 +312,17 @@ class BatchRun:
             return "not run: its batch was cancelled before it"
         return f"batch {state.id} ended ({state.status}) without an answer for this row"
 
-    async def _give_up(self, waiting: _Waiting, reason: str) -> None:
+    async def _give_up(self, waiting: _Waiting, reason: str, *, gone: bool = False) -> None:
         """Fail the rows of a batch that cannot be followed now; it stays waiting in the
-        store, for a ``resume`` to poll again."""
+        store, for a ``resume`` to poll again — unless the vendor has no such batch
+        (``gone``): then it is ended there, and a resume sends its rows again."""
         keys = set(waiting.stored.keys) & self._scope
+        again = "resume=True sends them again" if gone else "resume=True checks it again"
         for key in sorted(keys, key=self.map.first_position):
-            await self._fail(key, f"{reason}; resume=True checks it again")
+            await self._fail(key, f"{reason}; {again}")
         self._waiting.remove(waiting)
+        if gone and self.map.store is not None:
+            self.map.store.batch_status(waiting.stored.id, "not found", ended=True)
 
     async def _answered(self, answer: BatchAnswer, round_: int) -> bool:
         """Settle the row of ``answer``; ``True``: a typed answer that did not fit in round
@@ -417,7 +421,8 @@ async def cancel_batches(folder: Path, map_id: str, provider_for: Callable[[str]
     """Ask the vendor to stop every batch of stored map ``map_id`` not yet ended; the
     store records their state. The next ``resume=True`` of the map polls them to their end
     and takes what they answered (the rest fail as not run, and a later resume sends them
-    again). ``provider_for`` gives the provider of a batch's ``provider/model``."""
+    again). A batch the vendor does not know (404) is ended in the store, its rows left to
+    send again. ``provider_for`` gives the provider of a batch's ``provider/model``."""
     path = folder / map_id / STORE_FILE
     if not path.is_file():
         raise ConfigError(f"no stored map {map_id!r} under {folder}; h.maps() lists the stored ones")
@@ -425,7 +430,14 @@ async def cancel_batches(folder: Path, map_id: str, provider_for: Callable[[str]
     try:
         states = []
         for stored in await run_blocking(store.batches, waiting=True):
-            state = await batch_api(provider_for(stored.model)).cancel(stored.id)
+            try:
+                state = await batch_api(provider_for(stored.model)).cancel(stored.id)
+            except ProviderError as exc:
+                if exc.status != 404:
+                    raise
+                store.batch_status(stored.id, "not found", ended=True)
+                states.append(BatchState(stored.id, "not found", ended=True, problem=str(exc)))
+                continue
             store.batch_status(stored.id, state.status)
             states.append(state)
         return states
