@@ -63,7 +63,7 @@ from .map_options import MapOptions, check_options
 from .map_output import AnswerShaper, RowOutput
 from .map_result import MapEstimate, MapProgress, MapResult, MapRow, Projection, RowSource
 from .map_rows import check_template, fill, map_rows
-from .map_store import MapInfo, MapKind, MapStore, StoredRow, map_key, open_map_store, row_key, stored_maps
+from .map_store import MapInfo, MapKind, MapStore, StoredRow, map_key, open_map_store, refuse_waiting_batches, row_key
 from .model import resolve_model
 from .runner import DEFAULT_SUBAGENT_PROMPT, SubagentRunner
 
@@ -151,10 +151,6 @@ def agent_fingerprint(definition: SubAgentDefinition) -> dict[str, Any]:
         "effort": definition.effort,
         "memory": definition.memory,
     }
-
-
-def _has_waiting_batches(store: MapStore) -> bool:
-    return bool(store.batches(waiting=True))
 
 
 def _spread(keys: list[str], count: int) -> list[str]:
@@ -274,11 +270,11 @@ class AgentMap:
                 total=len(self.rows), unique=len(self._groups),
             )
             if self.resume is False:
-                await run_blocking(self._no_batches_elsewhere, self.store_folder)
+                await run_blocking(refuse_waiting_batches, self.store_folder, self.key)
             store, stored = await run_blocking(open_map_store, self.store_folder, wanted, resume=self.resume)
             self.store, self.id = store, store.info.id
             try:
-                if self.batch is None and await run_blocking(_has_waiting_batches, store):
+                if self.batch is None and await run_blocking(store.waiting_batches):
                     raise ConfigError(
                         f"map {store.info.id} has rows waiting in vendor batches: resume it with mode='batch' to collect "
                         f"them (or stop them first: h.cancel_batches({store.info.id!r}))"
@@ -297,16 +293,6 @@ class AgentMap:
                 raise
         self._left = [key for key in self._groups if key not in done]
         self._prepared = True
-
-    def _no_batches_elsewhere(self, folder: Path) -> None:
-        """``ConfigError`` when a stored map of this key has rows waiting in vendor batches:
-        a new map would send (and pay for) them again."""
-        for stored in stored_maps(folder):
-            if stored.info is not None and stored.info.key == self.key and stored.waiting:
-                raise ConfigError(
-                    f"map {stored.id} of this agent, template and model has {stored.waiting:,} rows waiting in vendor "
-                    f"batches: resume=True (mode='batch') collects them; h.cancel_batches({stored.id!r}) stops them"
-                )
 
     def _row_keys(self) -> list[str]:
         return [row_key(self.key, fill(self.template, row)) for row in self.rows]

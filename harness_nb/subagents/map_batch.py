@@ -115,6 +115,7 @@ class BatchRun:
         self.shaper: AnswerShaper | None = None
         self.api: BatchAPI | None = None
         self._waiting: list[_Waiting] = []
+        self._batch_of: dict[str, str] = {}  # the batch each key of the waiting batches is in
         self._scope: set[str] = set()  # keys this run still waits for
         self._first: dict[str, tuple[str, str, Usage]] = {}  # a typed row's first answer, its problem and usage
         self._next_check: float | None = None
@@ -163,9 +164,8 @@ class BatchRun:
         if mapped.store is not None:
             for stored in await run_blocking(mapped.store.batches, waiting=True):
                 if self._scope.intersection(stored.keys):
-                    self._waiting.append(_Waiting(stored))
-        covered = {key for waiting in self._waiting for key in waiting.stored.keys}
-        fresh = [key for key in keys if key not in covered]
+                    self._wait_for(_Waiting(stored))
+        fresh = [key for key in keys if key not in self._batch_of]
         self._show()
         await self._send(fresh, round_=1)
         next_wait = self.poll.waits()
@@ -187,7 +187,11 @@ class BatchRun:
 
     def waiting_batch(self, key: str) -> str | None:
         """The id of the batch ``key`` waits in, if any (what an interrupted row says)."""
-        return next((w.stored.id for w in self._waiting if key in w.stored.keys and key in self._scope), None)
+        return self._batch_of.get(key) if key in self._scope else None
+
+    def _wait_for(self, waiting: _Waiting) -> None:
+        self._waiting.append(waiting)
+        self._batch_of.update(dict.fromkeys(waiting.stored.keys, waiting.stored.id))
 
     async def _send(self, keys: Sequence[str], *, round_: int) -> None:
         """Encode ``keys``' requests in order, admit those the budget covers, and submit
@@ -231,7 +235,7 @@ class BatchRun:
         stored = StoredBatch(state.id, self._provider().model_id, round_, tuple(keys), state.status, time.time())
         if mapped.store is not None:  # at once, before anything can interrupt: the rows are paid for
             mapped.store.add_batch(stored)
-        self._waiting.append(_Waiting(stored, state))
+        self._wait_for(_Waiting(stored, state))
         self._show()
         return True
 

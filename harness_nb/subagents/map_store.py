@@ -54,6 +54,7 @@ __all__ = [
     "StoredRow",
     "map_key",
     "open_map_store",
+    "refuse_waiting_batches",
     "row_key",
     "stored_maps",
 ]
@@ -321,6 +322,10 @@ class MapStore:
                 for batch_id, model, round_, status, submitted, ended in found
             ]
 
+    def waiting_batches(self) -> bool:
+        """Whether some of the map's batches have not ended (blocking, briefly)."""
+        return self._db.execute("SELECT 1 FROM batches WHERE ended = 0 LIMIT 1").fetchone() is not None
+
     def _batch_keys(self, batch_id: str) -> tuple[str, ...]:
         return tuple(k for (k,) in self._db.execute("SELECT key FROM batch_rows WHERE batch = ?", (batch_id,)))
 
@@ -378,6 +383,17 @@ def _differences(wanted: MapInfo, stored: MapInfo) -> str:
         if getattr(stored, field) != getattr(wanted, field)
     ]
     return "; ".join(named) or "its agent's definition or output schema differ"
+
+
+def refuse_waiting_batches(folder: Path, key: str) -> None:
+    """``ConfigError`` when a stored map of ``key`` has rows waiting in vendor batches: a
+    new map of that key would send (and pay for) them again."""
+    for stored in stored_maps(folder):
+        if stored.info is not None and stored.info.key == key and stored.waiting:
+            raise ConfigError(
+                f"map {stored.id} of this agent, template and model has {stored.waiting:,} rows waiting in vendor "
+                f"batches: resume=True (mode='batch') collects them; h.cancel_batches({stored.id!r}) stops them"
+            )
 
 
 class StoredMaps(list[StoredMap]):
