@@ -37,9 +37,10 @@ through the vendor's batch API (``providers/batch.py``) at half the online price
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -215,8 +216,8 @@ class BatchRun:
             if not batch.fits(line) and not await self._submit(batch, round_, later=keys[number:]):
                 return
             batch.add(key, line)
-            if number % 500 == 499:
-                await asyncio.sleep(0)  # let the kernel answer its cells while 100,000 rows are encoded
+            if number % 100 == 99:
+                await asyncio.sleep(0)  # let the kernel answer its cells while 100,000 rows are encoded (~10 ms a turn)
         if batch.keys:
             await self._submit(batch, round_, later=())
 
@@ -293,11 +294,15 @@ class BatchRun:
                 await self._fail(key, f"its batch {stored.id} failed: {state.problem}")
         else:
             try:
-                async for answer in api.results(state):
-                    if answer.custom_id in mine:
-                        mine.discard(answer.custom_id)
-                        if await self._answered(answer, stored.round):
-                            fixes.append(answer.custom_id)
+                with self._grouped() as commit:
+                    async for number, answer in _numbered(api.results(state)):
+                        if answer.custom_id in mine:
+                            mine.discard(answer.custom_id)
+                            if await self._answered(answer, stored.round):
+                                fixes.append(answer.custom_id)
+                        if number % 100 == 99:
+                            commit()
+                            await asyncio.sleep(0)  # a file read at once would not give the loop a turn
             except ProviderError as exc:
                 await self._give_up(waiting, f"the results of batch {stored.id} could not be read: {exc}")
                 return fixes
@@ -307,6 +312,18 @@ class BatchRun:
         if self.map.store is not None:
             self.map.store.batch_status(stored.id, state.status, ended=True)
         return fixes
+
+    @contextlib.contextmanager
+    def _grouped(self) -> Iterator[Callable[[], None]]:
+        """The store's rows committed a hundred at a time while a batch's results are read
+        (``MapStore.group``); the batch is ended in the store only after, so a crash before
+        loses nothing its results cannot give again. Yields the commit."""
+        store = self.map.store
+        if store is None:
+            yield lambda: None
+            return
+        with store.group():
+            yield store.commit
 
     @staticmethod
     def _unanswered(state: BatchState) -> str:
@@ -419,6 +436,13 @@ class BatchRun:
 
     def _show(self) -> None:
         self.map.show_batch(self.line(), self.waiting_rows())
+
+
+async def _numbered(items: AsyncIterator[BatchAnswer]) -> AsyncIterator[tuple[int, BatchAnswer]]:
+    number = 0
+    async for item in items:
+        yield number, item
+        number += 1
 
 
 async def cancel_batches(folder: Path, map_id: str, provider_for: Callable[[str], Provider]) -> list[BatchState]:
