@@ -432,3 +432,11 @@ async def test_a_stored_batch_the_vendor_no_longer_knows_fails_its_rows_once_and
         again = await batch_map(h, ["tea", "jam"], Clock(), resume=True).run()
     assert again.texts == ["TEA", "JAM"] and srv.created == 1  # a new batch (the lost one was deleted here)
     assert len(srv.calls("POST", r"/v1/batches$")) == 2
+
+
+async def test_a_harness_recording_to_a_cassette_says_a_batch_cannot_be_recorded(tmp_path):
+    async with FakeBatchServer(answer=upper) as srv:
+        h = harness(tmp_path, srv, "openai", record_to="calls.jsonl")
+        with pytest.raises(ConfigError, match=r"mode='batch' cannot record to a cassette \(record_to='.*calls.jsonl'\)"):
+            await h.map("labeler", "Label ROW<{value}>", ["tea"], mode="batch")
+    assert srv.requests == [] and srv.info_requests == []

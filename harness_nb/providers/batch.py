@@ -269,8 +269,14 @@ def batch_api(provider: Provider) -> BatchAPI:
     ``openai-compatible/`` models (a server that has one), Anthropic's Message Batches for
     ``anthropic/``; any other is a ``ConfigError`` naming what batch mode needs."""
     from .anthropic import AnthropicProvider
+    from .cassette import RecordingProvider
     from .openai import OllamaProvider, OpenAIProvider
 
+    if isinstance(provider, RecordingProvider):
+        raise ConfigError(
+            f"mode='batch' cannot record to a cassette (record_to={str(provider.path)!r}): a batch is no call a "
+            "cassette can replay. Leave record_to unset for a batch map, or run it without mode='batch'"
+        )
     if isinstance(provider, AnthropicProvider):
         from .anthropic_batch import AnthropicBatches
 
