@@ -440,3 +440,13 @@ async def test_a_harness_recording_to_a_cassette_says_a_batch_cannot_be_recorded
         with pytest.raises(ConfigError, match=r"mode='batch' cannot record to a cassette \(record_to='.*calls.jsonl'\)"):
             await h.map("labeler", "Label ROW<{value}>", ["tea"], mode="batch")
     assert srv.requests == [] and srv.info_requests == []
+
+
+async def test_a_batch_map_in_the_background_is_a_task_like_any_map(tmp_path):
+    async with FakeBatchServer(answer=upper, polls=0) as srv:
+        h = harness(tmp_path, srv, "anthropic")
+        handle = await h.start_map("labeler", "Label ROW<{value}>", ["tea", "jam"], mode="batch", batch_size=1)
+        assert h.tracker.get(handle.id).kind == "map"
+        result = await handle
+    assert result.texts == ["TEA", "JAM"] and srv.created == 2
+    assert h.tracker.get(handle.id).outcome.startswith("labeler over 2 rows: 2 done, 0 failed")
