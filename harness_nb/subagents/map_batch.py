@@ -6,17 +6,21 @@ through the vendor's batch API (``providers/batch.py``) at half the online price
   (``row_definition``), its system prompt built as a subagent's; the request is what the
   online row's first call would be. Anything else is a ``ConfigError`` before any row is
   sent (``BatchRun.prepare``), as is a model whose vendor has no batch API.
-- **Submitted once, recorded at once.** The rows left are encoded, cut into batches of at
-  most ``batch_size`` rows (and the vendor's own bounds: ``parts``) and submitted one batch
-  after another; each batch is written to the map's store as soon as the vendor has made
-  it, with its rows' keys (the ``custom_id`` of each request is the row's key).
+- **Submitted once, recorded at once.** The rows left are encoded in order into batches of
+  at most ``batch_size`` rows and the vendor's own bounds (``Packer``), each submitted as
+  soon as it is full and written to the map's store as soon as the vendor has made it,
+  with its rows' keys (the ``custom_id`` of each request is the row's key).
 - **Durable.** A map restarted mid-batch (``resume=True`` after a crash, a restart, an
   interrupt) finds its batches still waiting in the store and polls them; only rows in no
-  batch are submitted. Results are stored row by row as they are read.
-- **Polling** every ``PollPolicy`` interval, growing from ``first`` by ``factor`` up to
-  ``most`` seconds (an injected ``sleep`` in tests); the progress bar shows each batch's
-  state. A poll that fails on the way (a dropped connection) is tried again at the next
-  interval; one the vendor refuses fails that batch's rows, which stays waiting in the store.
+  batch are submitted. Results are stored as they are read, committed a hundred rows at a
+  time; a batch is ended in the store only once all its rows are, so a crash in between
+  reads its results again.
+- **Polling** at once, then every ``PollPolicy`` interval, growing from ``first`` by
+  ``factor`` up to ``most`` seconds (an injected ``sleep`` in tests); the progress bar
+  shows each batch's state. A poll that fails on the way (a dropped connection) is tried
+  again at the next interval; one the vendor refuses fails that batch's rows, and the batch
+  stays waiting in the store for a resume — unless the vendor does not know it (404): then
+  it is ended there, and a resume sends its rows again.
 - **Outcomes.** A row answered is done, priced at batch rates (``Price.batch``); a request
   the vendor refused, a failed batch, an answer cut at ``max_tokens`` or an empty one fail
   its row with the reason; rows an expired or cancelled batch never ran fail as "not run",
@@ -303,9 +307,9 @@ class BatchRun:
                         if number % 100 == 99:
                             commit()
                             await asyncio.sleep(0)  # a file read at once would not give the loop a turn
-            except ProviderError as exc:
+            except ProviderError as exc:  # its misfits fail with the rest: nothing is asked again
                 await self._give_up(waiting, f"the results of batch {stored.id} could not be read: {exc}")
-                return fixes
+                return []
             for key in sorted(mine, key=self.map.first_position):
                 await self._fail(key, self._unanswered(state))
         self._waiting.remove(waiting)
