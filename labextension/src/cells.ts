@@ -67,7 +67,7 @@ export function indexOf(panel: NotebookPanel, cell: ICellModel): number {
 /**
  * Set CELL's source to VALUE as one change of the shared model: only the part between
  * the common head and tail is replaced, so the cursor and the rest of the text stay put
- * and one Ctrl/Cmd+Z restores the old text.
+ * and one Ctrl/Cmd+Z restores the old text (and that text only).
  */
 export function setSource(cell: ICellModel, value: string): void {
   const old = cell.sharedModel.getSource();
@@ -82,7 +82,12 @@ export function setSource(cell: ICellModel, value: string): void {
   while (tail < old.length - head && tail < value.length - head && old[old.length - 1 - tail] === value[value.length - 1 - tail]) {
     tail++;
   }
+  // one undo step of its own: Yjs merges changes less than half a second apart, and the
+  // person's typing (or another edit) just before must not be undone with this one
+  const undo = (cell.sharedModel as { undoManager?: { stopCapturing(): void } | null }).undoManager;
+  undo?.stopCapturing();
   cell.sharedModel.updateSource(head, old.length - tail, value.slice(head, value.length - tail));
+  undo?.stopCapturing();
 }
 
 /** Insert the agent's cell at INDEX (0…number of cells) and return it. */

@@ -5,10 +5,13 @@
  *
  * The notebook sets every code cell's language from the kernel's (on load and whenever
  * the kernel changes), so the switch is kept, not made once: each change of a cell's
- * source or language puts the one this module wants back.
+ * source or language puts the one this module wants back. The editor loads a language
+ * before it applies it, and the last load to finish wins, not the last change: so the
+ * Markdown goes back only once the language the notebook set has loaded.
  */
 
 import type { Cell, ICellModel } from '@jupyterlab/cells';
+import type { IEditorLanguageRegistry } from '@jupyterlab/codemirror';
 import type { NotebookPanel } from '@jupyterlab/notebook';
 
 import { agentOf } from './cells';
@@ -25,7 +28,10 @@ export function isProseCell(source: string): boolean {
 }
 
 export class CellDecorations {
-  constructor(private readonly panel: NotebookPanel) {
+  constructor(
+    private readonly panel: NotebookPanel,
+    private readonly languages: IEditorLanguageRegistry | null
+  ) {
     const cells = panel.content.model?.cells;
     cells?.changed.connect(this._onCellsChanged, this);
     this._onCellsChanged();
@@ -87,17 +93,22 @@ export class CellDecorations {
     if (cell.type !== 'code') {
       return;
     }
-    const prose = isProseCell(cell.sharedModel.getSource());
-    const wanted = prose ? MARKDOWN_MIMETYPE : this.panel.content.codeMimetype;
-    if (prose || this._switched.has(cell)) {
-      if (cell.mimeType !== wanted) {
-        cell.mimeType = wanted;
+    if (isProseCell(cell.sharedModel.getSource())) {
+      this._switched.add(cell);
+      if (cell.mimeType !== MARKDOWN_MIMETYPE) {
+        const loaded = this.languages?.getLanguage(cell.mimeType) ?? Promise.resolve();
+        void loaded
+          .catch(() => null)
+          .then(() => setTimeout(() => this._toMarkdown(cell)));
       }
-      if (prose) {
-        this._switched.add(cell);
-      } else {
-        this._switched.delete(cell);
-      }
+    } else if (this._switched.delete(cell) && cell.mimeType === MARKDOWN_MIMETYPE) {
+      cell.mimeType = this.panel.content.codeMimetype;
+    }
+  }
+
+  private _toMarkdown(cell: ICellModel): void {
+    if (!cell.isDisposed && this._switched.has(cell) && cell.mimeType !== MARKDOWN_MIMETYPE) {
+      cell.mimeType = MARKDOWN_MIMETYPE;
     }
   }
 

@@ -2,7 +2,8 @@
  * The edit cards of one notebook view, by request id: showing an `edit` (asked, applied
  * at once, or stale from the start), the same edit sent again after a `hello` (one card,
  * answered on the newest comm), `cancel` and `settled`, and keeping each card in the
- * widget of its cell as the notebook re-renders.
+ * widget of its cell as the notebook re-renders. A cell shows its waiting cards and its
+ * newest decided one.
  */
 
 import type { Cell, ICellModel } from '@jupyterlab/cells';
@@ -52,6 +53,12 @@ export class EditCards {
       return;
     }
     const cell = findCell(this.panel, request.cell, request.index);
+    // a cell shows its newest decided card only (the notebook's undo reaches further back)
+    for (const older of this._cards.values()) {
+      if (older.cell === cell && older.state !== 'waiting') {
+        older.dispose();
+      }
+    }
     const card = new EditCard(request, cell, answer);
     this._cards.set(request.id, card);
     if (cell.sharedModel.getSource() !== request.old_source) {
@@ -93,6 +100,9 @@ export class EditCards {
 
   /** Put CARD into the widget that shows its cell now. */
   place(card: EditCard): void {
+    if (card.isDisposed) {
+      return;
+    }
     const widget = this.panel.content.widgets.find(w => w.model === card.cell);
     if (widget) {
       placeAfterInput(widget, card);

@@ -9,6 +9,7 @@
  */
 
 import type { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { IEditorLanguageRegistry } from '@jupyterlab/codemirror';
 import { IConsoleTracker } from '@jupyterlab/console';
 import { INotebookTracker, type NotebookPanel } from '@jupyterlab/notebook';
 import type { Kernel } from '@jupyterlab/services';
@@ -33,8 +34,13 @@ const plugin: JupyterFrontEndPlugin<void> = {
   description: "harness_nb's agent reads the notebook's cells, edits them through a diff you accept, and inserts cells.",
   autoStart: true,
   requires: [INotebookTracker],
-  optional: [IConsoleTracker],
-  activate: (app: JupyterFrontEnd, notebooks: INotebookTracker, consoles: IConsoleTracker | null) => {
+  optional: [IConsoleTracker, IEditorLanguageRegistry],
+  activate: (
+    app: JupyterFrontEnd,
+    notebooks: INotebookTracker,
+    consoles: IConsoleTracker | null,
+    languages: IEditorLanguageRegistry | null
+  ) => {
     const frontend = frontendOf(app);
     notebooks.widgetAdded.connect((_, panel: NotebookPanel) => {
       void panel.context.ready.then(() => {
@@ -42,7 +48,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
           return;
         }
         const bridge = new PageBridge(panel, frontend);
-        const decorations = new CellDecorations(panel);
+        const decorations = new CellDecorations(panel, languages);
         panel.disposed.connect(() => {
           bridge.dispose();
           decorations.dispose();
