@@ -8,8 +8,9 @@ shows a diff in its cell and changes nothing before Accept; Undo on the card and
 notebook's own Ctrl+Z restore; Reject leaves the cell and sends the reason; an edit the
 rules allow applies at once; a stale edit is refused; ``outputs`` fill a cell; ``insert``
 places the agent's cell with its badge; ``%%agent`` cells are highlighted as Markdown
-(following the first line as it is typed); a reload while an edit waits shows it again,
-and Accept and run there sends the run's outputs back into the cell.
+(following the first line as it is typed); while an edit waits, a second tab and a reload
+each show it again, Accept and run in one sends the run's outputs back into its cell, and
+the other's card folds as decided elsewhere (``settled``).
 
 One notebook tells the whole story per frontend and theme (one server, one kernel each: a
 Jupyter server's start is most of a browser test's time). Screenshots go to
@@ -94,7 +95,7 @@ def test_page_side_of_the_bridge(tmp_path: Path, frontend: Frontend, theme: Them
         _stale_edit_changes_nothing(nb)
         _outputs_fill_the_cell(nb)
         _insert_places_the_agents_cell(nb)
-        _reload_while_an_edit_waits_shows_it_again(nb)
+        _a_waiting_edit_reaches_a_new_tab_and_a_reload_and_settles_in_the_others(nb)
 
 
 def _hello(nb: NotebookPage, frontend: Frontend) -> None:
@@ -226,15 +227,22 @@ def _insert_places_the_agents_cell(nb: NotebookPage) -> None:
     assert agent_cell == {**agent_cell, "id": reply["cell"], "index": 3, "kind": "markdown", "agent": "explore"}
 
 
-def _reload_while_an_edit_waits_shows_it_again(nb: NotebookPage) -> None:
+def _a_waiting_edit_reaches_a_new_tab_and_a_reload_and_settles_in_the_others(nb: NotebookPage) -> None:
+    """An edit waits in this page; a second tab on the notebook, then this page reloaded,
+    each get it on their hello; Accept and run in the reloaded page runs it (the kernel
+    sends the outputs) and folds the second tab's card as decided elsewhere."""
     from playwright.sync_api import expect
 
     nb.start(13)
     EditCard(nb, 4).wait_waiting()
-    nb.save()  # what the reloaded page loads is what was saved
-    nb.open(kernel_idle=False)
+    nb.save()  # what the new pages load is what was saved
+    second = nb.page.context.browser.new_page(viewport={"width": 1280, "height": 1000})
+    tab = NotebookPage(second, nb.server, nb.notebook, artifacts=nb.artifacts, prefix=f"{nb.prefix}tab-")
+    tab.open(kernel_idle=False)
+    EditCard(tab, 4).wait_waiting()
+    nb.open(kernel_idle=False)  # the reload
     card = EditCard(nb, 4)
-    card.wait_waiting()  # sent again to the new page, on its hello
+    card.wait_waiting()
     assert editor_text(nb, 4) == TARGET
     nb.shot("6-edit-card-after-reload", 4)
     card.accept_and_run()
@@ -242,11 +250,17 @@ def _reload_while_an_edit_waits_shows_it_again(nb: NotebookPage) -> None:
     expect(nb.cell(4).locator(".jp-OutputArea-output")).to_have_text("3")
     expect(nb.prompt(4)).to_have_text("[99]:")
     assert editor_text(nb, 4) == NEW
+    nb.shot("7-accepted-and-run-after-reload", 4)
+    elsewhere = EditCard(tab, 4)
+    elsewhere.wait_state("settled")
+    assert "decided in another view: accepted and run" in elsewhere.folded_text()
+    assert editor_text(tab, 4) == TARGET, "the other tab's copy is not changed by this page's click"
+    tab.shot("8-settled-in-the-other-tab", 4)
+    tab.page.close()
     nb.wait_for_kernel()
     nb.run(14)
     log = printed(nb, 14)
     hellos = [entry["page"] for entry in log if entry["data"]["type"] == "hello"]
-    assert len(set(hellos)) == 2, f"the reloaded page said hello as a new page: {json.dumps(log)[:2000]}"
+    assert len(set(hellos)) == 3, f"the tab and the reloaded page said hello as new pages: {json.dumps(log)[:2000]}"
     (reply,) = [e for e in log if e["data"].get("decision") == "accepted_and_run"]
-    assert reply["page"] == hellos[-1] and reply["data"]["decision"] == "accepted_and_run"
-    nb.shot("7-accepted-and-run-after-reload", 4)
+    assert reply["page"] == hellos[-1]

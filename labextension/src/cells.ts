@@ -12,6 +12,7 @@ import type { ICellModel, ICodeCellModel } from '@jupyterlab/cells';
 import type * as nbformat from '@jupyterlab/nbformat';
 import type { NotebookPanel } from '@jupyterlab/notebook';
 
+import { commonEnds } from './diff';
 import { RequestError, type IReadCell } from './protocol';
 
 /** The metadata key of harness_nb's own cell metadata (`{"agent": name}`). */
@@ -74,14 +75,7 @@ export function setSource(cell: ICellModel, value: string): void {
   if (old === value) {
     return;
   }
-  let head = 0;
-  while (head < old.length && head < value.length && old[head] === value[head]) {
-    head++;
-  }
-  let tail = 0;
-  while (tail < old.length - head && tail < value.length - head && old[old.length - 1 - tail] === value[value.length - 1 - tail]) {
-    tail++;
-  }
+  const { head, tail } = commonEnds(old, value);
   // one undo step of its own: Yjs merges changes less than half a second apart, and the
   // person's typing (or another edit) just before must not be undone with this one
   const undo = (cell.sharedModel as { undoManager?: { stopCapturing(): void } | null }).undoManager;

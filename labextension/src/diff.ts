@@ -62,10 +62,11 @@ function middle(a: string[], b: string[]): DiffRow[] {
   return rows;
 }
 
-/** Every line of OLD and NEW as same, removed or added, in order. */
-export function lineDiff(oldSource: string, newSource: string): DiffRow[] {
-  const a = lines(oldSource);
-  const b = lines(newSource);
+/**
+ * How many items A and B share at their start and (after that) at their end: of lines
+ * here, of characters where a source is changed in place.
+ */
+export function commonEnds<T>(a: ArrayLike<T>, b: ArrayLike<T>): { head: number; tail: number } {
   let head = 0;
   while (head < a.length && head < b.length && a[head] === b[head]) {
     head++;
@@ -74,6 +75,14 @@ export function lineDiff(oldSource: string, newSource: string): DiffRow[] {
   while (tail < a.length - head && tail < b.length - head && a[a.length - 1 - tail] === b[b.length - 1 - tail]) {
     tail++;
   }
+  return { head, tail };
+}
+
+/** Every line of OLD and NEW as same, removed or added, in order. */
+export function lineDiff(oldSource: string, newSource: string): DiffRow[] {
+  const a = lines(oldSource);
+  const b = lines(newSource);
+  const { head, tail } = commonEnds(a, b);
   const same = (text: string): DiffRow => ({ kind: 'same', text });
   return [
     ...a.slice(0, head).map(same),
