@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from typing import Any
 
 from browser_support import NotebookPage
@@ -81,6 +82,15 @@ def editor(nb: NotebookPage, i: int) -> Any:
 def editor_text(nb: NotebookPage, i: int) -> str:
     """Cell I's source as its editor shows it (a short cell: every line is drawn)."""
     return str(editor(nb, i).inner_text()).replace("\u200b", "")
+
+
+def wait_source(nb: NotebookPage, i: int, text: str, timeout: float = 10) -> None:
+    """Until cell I's editor shows TEXT (a click's change reaches the editor a moment
+    later); fails with what it showed last."""
+    deadline = time.monotonic() + timeout
+    while (shown := editor_text(nb, i)) != text:
+        assert time.monotonic() < deadline, f"cell {i} shows {shown!r}, not {text!r}"
+        time.sleep(0.05)
 
 
 def editor_language(nb: NotebookPage, i: int) -> str | None:

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from browser_support import FRONTENDS, Frontend, NotebookPage, Theme, needs_chromium, notebook_in_browser
-from labext_support import BRIDGE_DOUBLE, EditCard, badge, editor, editor_language, editor_text, printed
+from labext_support import BRIDGE_DOUBLE, EditCard, badge, editor, editor_language, printed, wait_source
 
 pytestmark = [pytest.mark.browser, needs_chromium]
 
@@ -141,7 +141,7 @@ def _prose_cells_highlight_as_markdown(nb: NotebookPage) -> None:
     nb.page.keyboard.type("%")
     expect(editor(nb, 2)).to_have_attribute("data-language", "markdown")
     nb.page.keyboard.press("Escape")
-    assert editor_text(nb, 2) == PROSE
+    wait_source(nb, 2, PROSE)
 
 
 def _edit_applies_only_on_accept_and_undo_restores(nb: NotebookPage) -> None:
@@ -152,32 +152,32 @@ def _edit_applies_only_on_accept_and_undo_restores(nb: NotebookPage) -> None:
     card.wait_waiting()
     assert card.diff() == [("del", "total = 1 + 1"), ("add", "total = 1 + 2"), ("add", "print(total)")]
     assert card.explanation() == "Add one more and show the total."
-    assert editor_text(nb, 3) == TARGET, "nothing changes before Accept"
+    wait_source(nb, 3, TARGET)
     expect(nb.prompt(5)).to_have_text("[*]:")
     nb.shot("2-edit-card-waiting", 3)
     card.accept()
     nb.finish(5)
     assert _answer(printed(nb, 5)) == {"decision": "accepted", "reason": ""}
-    assert editor_text(nb, 3) == NEW
+    wait_source(nb, 3, NEW)
     card.wait_state("accepted")
     assert "accepted" in card.folded_text()
     nb.shot("3-edit-accepted", 3)
     card.undo()
     card.wait_state("undone")
-    assert editor_text(nb, 3) == TARGET
+    wait_source(nb, 3, TARGET)
 
 
 def _edit_allowed_by_a_rule_applies_at_once_and_ctrl_z_restores(nb: NotebookPage) -> None:
     nb.run(6)
     assert printed(nb, 6)["decision"] == "accepted"
-    assert editor_text(nb, 3) == NEW
+    wait_source(nb, 3, NEW)
     card = EditCard(nb, 3)
     card.wait_state("accepted")
     # the notebook's own undo, in the cell's editor
     editor(nb, 3).click()
     nb.page.keyboard.press("Control+z")
     nb.page.keyboard.press("Escape")
-    assert editor_text(nb, 3) == TARGET
+    wait_source(nb, 3, TARGET)
 
 
 def _reject_leaves_the_cell_and_sends_the_reason(nb: NotebookPage) -> None:
@@ -187,7 +187,7 @@ def _reject_leaves_the_cell_and_sends_the_reason(nb: NotebookPage) -> None:
     card.reject("keep it at two")
     nb.finish(7)
     assert _answer(printed(nb, 7)) == {"decision": "rejected", "reason": "keep it at two"}
-    assert editor_text(nb, 3) == TARGET
+    wait_source(nb, 3, TARGET)
     card.wait_state("rejected")
     assert "keep it at two" in card.folded_text()
     nb.shot("4-edit-rejected", 3)
@@ -197,7 +197,7 @@ def _stale_edit_changes_nothing(nb: NotebookPage) -> None:
     nb.run(8)
     assert printed(nb, 8)["decision"] == "stale"
     EditCard(nb, 3).wait_state("stale")
-    assert editor_text(nb, 3) == TARGET
+    wait_source(nb, 3, TARGET)
 
 
 def _outputs_fill_the_cell(nb: NotebookPage) -> None:
@@ -243,18 +243,18 @@ def _a_waiting_edit_reaches_a_new_tab_and_a_reload_and_settles_in_the_others(nb:
     nb.open(kernel_idle=False)  # the reload
     card = EditCard(nb, 4)
     card.wait_waiting()
-    assert editor_text(nb, 4) == TARGET
+    wait_source(nb, 4, TARGET)
     nb.shot("6-edit-card-after-reload", 4)
     card.accept_and_run()
     # the kernel runs the new source and sends its outputs into the cell
     expect(nb.cell(4).locator(".jp-OutputArea-output")).to_have_text("3")
     expect(nb.prompt(4)).to_have_text("[99]:")
-    assert editor_text(nb, 4) == NEW
+    wait_source(nb, 4, NEW)
     nb.shot("7-accepted-and-run-after-reload", 4)
     elsewhere = EditCard(tab, 4)
     elsewhere.wait_state("settled")
     assert "decided in another view: accepted and run" in elsewhere.folded_text()
-    assert editor_text(tab, 4) == TARGET, "the other tab's copy is not changed by this page's click"
+    wait_source(tab, 4, TARGET)
     tab.shot("8-settled-in-the-other-tab", 4)
     tab.page.close()
     nb.wait_for_kernel()
