@@ -167,7 +167,7 @@ export class PageBridge {
         break;
       }
       case 'outputs':
-        setOutputs(findCell(this.panel, request.cell), request.execution_count, request.outputs);
+        setOutputs(findCell(this.panel, request.cell, request.index), request.execution_count, request.outputs);
         reply({});
         break;
       case 'cancel':

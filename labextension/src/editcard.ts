@@ -1,7 +1,7 @@
 /**
  * The edit card: the agent's proposed change of one cell, shown inside that cell, between
  * its input and its outputs. Waiting, it shows the explanation, a line diff and Accept,
- * Accept and run, Reject (with a box for the reason). Decided, it folds to one line; an
+ * Accept and run (a code cell's), Reject (with a box for the reason). Decided, it folds to one line; an
  * accepted edit keeps an Undo there while the cell still holds the new source.
  *
  * Nothing changes before a click: Accept (and Accept and run) first checks that the cell
@@ -129,12 +129,12 @@ export class EditCard extends Widget {
         this.reject(reason.value);
       }
     });
-    actions.append(
-      button('Accept', 'hnb-edit-accept', () => this.accept(false)),
-      button('Accept and run', 'hnb-edit-run', () => this.accept(true)),
-      button('Reject', 'hnb-edit-reject', () => this.reject(reason.value)),
-      reason
-    );
+    actions.append(button('Accept', 'hnb-edit-accept', () => this.accept(false)));
+    if (this.cell.type === 'code') {
+      // a markdown cell has nothing to run
+      actions.append(button('Accept and run', 'hnb-edit-run', () => this.accept(true)));
+    }
+    actions.append(button('Reject', 'hnb-edit-reject', () => this.reject(reason.value)), reason);
     node.appendChild(actions);
   }
 

@@ -71,6 +71,7 @@ export interface IOutputsRequest {
   type: 'outputs';
   id: number;
   cell: string;
+  index?: number;
   execution_count: number | null;
   outputs: nbformat.IOutput[];
 }
@@ -191,6 +192,7 @@ export function parseRequest(data: Fields): Request {
         type,
         id,
         cell: text(data, 'cell', MAX_AGENT),
+        index: data.index === undefined ? undefined : integer(data, 'index'),
         execution_count: integer(data, 'execution_count', { nullable: true }),
         outputs: outputs(data)
       };
