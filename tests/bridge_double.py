@@ -54,16 +54,26 @@ class BridgeDouble:
             if entry["page"] == page and entry["data"].get("type") == "hello"
         )
 
-    async def request(self, kind: str, /, *, timeout: float = 120, **fields: Any) -> dict[str, Any]:
-        """Send a KIND request to the page of the running cell and return its reply."""
+    async def request(
+        self, kind: str, /, *, timeout: float = 120, cancel_after: float | None = None, **fields: Any
+    ) -> dict[str, Any]:
+        """Send a KIND request to the page of the running cell and return its reply; with
+        CANCEL_AFTER, stop waiting after that many seconds as the kernel does (it sends
+        ``cancel``) and return ``{"cancelled": id}``."""
         self._ids += 1
         data = {"type": kind, "id": self._ids, "page": self.current_page(), **fields}
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self.waiting[self._ids] = (data, future)
         self.pages[data["page"]].send(data)
         try:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(cancel_after or timeout):
                 return await future
+        except TimeoutError:
+            if cancel_after is None:
+                raise
+            self._ids += 1
+            self.pages[data["page"]].send({"type": "cancel", "id": self._ids, "page": data["page"], "of": data["id"]})
+            return {"cancelled": data["id"]}
         finally:
             self.waiting.pop(data["id"], None)
 

@@ -10,7 +10,7 @@ rules allow applies at once; a stale edit is refused; ``outputs`` fill a cell; `
 places the agent's cell with its badge; ``%%agent`` cells are highlighted as Markdown
 (following the first line as it is typed); while an edit waits, a second tab and a reload
 each show it again, Accept and run in one sends the run's outputs back into its cell, and
-the other's card folds as decided elsewhere (``settled``).
+the other's card folds as decided elsewhere (``settled``); ``cancel`` withdraws a card.
 
 One notebook tells the whole story per frontend and theme (one server, one kernel each: a
 Jupyter server's start is most of a browser test's time). Screenshots go to
@@ -36,8 +36,16 @@ PROSE = "%%agent\nSummarise what this notebook does, in **two** lines."
 
 
 def _edit(
-    old: str, new: str, *, ask: bool = True, index: int = 3, why: str = "Add one more and show the total."
+    old: str,
+    new: str,
+    *,
+    ask: bool = True,
+    index: int = 3,
+    why: str = "Add one more and show the total.",
+    **more: object,
 ) -> str:
+    """A cell that asks for an edit of cell-3 and prints the reply (MORE: the double's
+    own options, as ``cancel_after``)."""
     fields = {
         "cell": "cell-3",
         "index": index,
@@ -46,6 +54,7 @@ def _edit(
         "explanation": why,
         "agent": "main",
         "ask": ask,
+        **more,
     }
     return f"show(await b.request('edit', **{fields!r}))"
 
@@ -69,6 +78,7 @@ CELLS = [
     "show([c for c in (await b.request('read'))['cells'] if c['agent']])",  # 11 (12 once the insert is in)
     _edit(TARGET, NEW, index=4, why="Show the total."),  # 12 (13): waits across a reload
     "show(b.log)",  # 13 (14)
+    _edit(NEW, TARGET, index=4, why="Back to two.", cancel_after=1),  # 14 (15): the kernel stops waiting
 ]
 
 
@@ -96,6 +106,7 @@ def test_page_side_of_the_bridge(tmp_path: Path, frontend: Frontend, theme: Them
         _outputs_fill_the_cell(nb)
         _insert_places_the_agents_cell(nb)
         _a_waiting_edit_reaches_a_new_tab_and_a_reload_and_settles_in_the_others(nb)
+        _cancel_withdraws_a_waiting_edit(nb)
 
 
 def _hello(nb: NotebookPage, frontend: Frontend) -> None:
@@ -264,3 +275,12 @@ def _a_waiting_edit_reaches_a_new_tab_and_a_reload_and_settles_in_the_others(nb:
     assert len(set(hellos)) == 3, f"the tab and the reloaded page said hello as new pages: {json.dumps(log)[:2000]}"
     (reply,) = [e for e in log if e["data"].get("decision") == "accepted_and_run"]
     assert reply["page"] == hellos[-1]
+
+
+def _cancel_withdraws_a_waiting_edit(nb: NotebookPage) -> None:
+    nb.run(15)
+    assert "cancelled" in printed(nb, 15)
+    card = EditCard(nb, 4)
+    card.wait_state("cancelled")
+    assert "withdrawn" in card.folded_text()
+    wait_source(nb, 4, NEW)

@@ -63,8 +63,9 @@ export class CellDecorations {
         stop(); // a deleted cell (or one whose type changed: a new model replaced it)
       }
     }
-    // the notebook makes the widgets of new cells in its own handler of this signal
-    requestAnimationFrame(() => this.panel.content.widgets.forEach(widget => this._mark(widget)));
+    // the notebook makes the widgets of new cells in its own handler of this signal (a
+    // microtask, not a frame: a hidden tab gets no frames)
+    queueMicrotask(() => this.panel.content.widgets.forEach(widget => this._mark(widget)));
   }
 
   private _watch(cell: ICellModel): void {

@@ -122,8 +122,9 @@ export class EditCards {
    * must read the notebook again); every card goes back into its cell's widget.
    */
   private _onCellsChanged(): void {
-    // the notebook makes the widgets of new cells in its own handler of this signal
-    requestAnimationFrame(() => {
+    // the notebook makes the widgets of new cells in its own handler of this signal (a
+    // microtask, not a frame: a hidden tab gets no frames)
+    queueMicrotask(() => {
       for (const card of this._cards.values()) {
         const cell: ICellModel = card.cell;
         if (indexOf(this.panel, cell) < 0) {
