@@ -39,11 +39,6 @@ export class PageBridge {
     return this._kernel?.clientId ?? null;
   }
 
-  /** Whether a kernel has heard this page's hello on a comm that is still open. */
-  get connected(): boolean {
-    return this._comms.size > 0;
-  }
-
   dispose(): void {
     window.removeEventListener('pagehide', this._onUnload);
     this._attach(null);

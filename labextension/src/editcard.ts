@@ -105,6 +105,11 @@ export class EditCard extends Widget {
     return this._decision;
   }
 
+  /** The person's reason, sent with a rejection. */
+  get reason(): string {
+    return this._reason;
+  }
+
   /** Draw the card waiting for the person. */
   showWaiting(): void {
     this._setState('waiting');

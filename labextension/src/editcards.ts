@@ -48,7 +48,7 @@ export class EditCards {
       if (known.state === 'waiting') {
         this.place(known);
       } else if (known.decision) {
-        answer(known.decision, '');
+        answer(known.decision, known.reason);
       }
       return;
     }
