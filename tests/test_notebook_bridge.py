@@ -23,8 +23,8 @@ import pytest
 
 from harness_nb.notebook.bridge.cells import READ_CHARS
 from harness_nb.notebook.prompt import BRIDGE_PROMPT
+from harness_nb.testing.fake_page import TARGET, FakePage, code, markdown
 from harness_nb.testing.kernel_driver import KernelDriver
-from frontend_support import TARGET, FakePage, code, markdown
 from notebook_support import (
     CONTROLLER,
     HARNESS,
