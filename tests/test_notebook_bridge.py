@@ -276,7 +276,7 @@ async def test_insert_places_a_cell_marked_as_the_agents_and_later_indices_follo
     page.connect()
     page.decide = lambda _edit: ("accepted", "")
     _read, inserted, edited, past = await _ran(k, page, "add a heading")
-    assert inserted == "inserted a markdown cell at index 1 (not run); the cells after it moved down by one"
+    assert inserted == "inserted a markdown cell at index 1, not run; any cells from index 1 on moved down by one"
     heading = page.cells[1]
     assert (heading["kind"], heading["source"], heading["agent"]) == ("markdown", "## Cleaning", "main")
     assert edited == "cell 2 now holds your source (the person accepted it; not run)"
