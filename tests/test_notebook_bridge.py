@@ -33,6 +33,7 @@ from notebook_support import (
     kernel_json,
     model_requests,
     notebook,
+    read_text,
     tool_results,
 )
 
@@ -286,7 +287,8 @@ async def test_insert_places_a_cell_marked_as_the_agents_and_later_indices_follo
 
 @on_the_kernels_loop
 async def test_notebook_run_asks_then_runs_the_cell_in_the_kernel_and_returns_its_outputs(kernel, tmp_path):
-    """``notebook_run`` asks on the approval card as ``run_python`` does; approved, it runs
+    """``notebook_run`` asks on the approval card as ``run_python`` does, the card showing
+    the cell's code (the call names only its index); approved, it runs
     the cell's source (magics too) in the kernel, sends the page its outputs as nbformat
     outputs (printed text, an HTML display, the last value) and returns them to the model; a failing cell comes back as an error output
     and an error result."""
@@ -296,6 +298,8 @@ async def test_notebook_run_asks_then_runs_the_cell_in_the_kernel_and_returns_it
     page = FakePage(k, [code(f"%time x = 6 * 7\n{shown}print('hi')\nx"), code("1 / 0")])
     page.connect()
     run = page.execute("%%agent\nrun my cells")
+    card = await k.wait_for(lambda: read_text(k, "Approve notebook_run?"), what="the first approval card")
+    assert "%time x = 6 * 7" in card and "print('hi')" in card, f"the card shows the cell's code: {card}"
     for _ in range(2):
         k.click(await k.wait_for_button("Approve"))
         await k.wait_for(lambda: not k.find_models(_model_name="ButtonModel", description="Approve", disabled=False))

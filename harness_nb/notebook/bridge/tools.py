@@ -13,8 +13,8 @@ refuse it as any call. The person's decision reaches the run's view as
 as stale before anything is shown (``CellsSeen``); so is one the person changed while the
 card waited (the page's ``stale``).
 
-``notebook_run`` asks as ``run_python`` does (the permission hook), then runs the cell's
-source in the kernel, not in the page: the agent's own cell holds the kernel, so a cell
+``notebook_run`` asks as ``run_python`` does (the permission hook; its card shows the
+cell's source, ``cell_to_run``), then runs the cell's source in the kernel, not in the page: the agent's own cell holds the kernel, so a cell
 the page executed would queue behind it (docs/notebook-bridge.md). The outputs go to the
 page (``outputs``) and back to the model. **Accept and run** runs the same way, without a
 second ask.
@@ -29,7 +29,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from ...core import ApprovalDecided, ToolError
+from ...core import ApprovalDecided, ToolCall, ToolError
 from ...core.secret import SECRETS
 from ...engine import Limits, ParentContext
 from ...engine.hook import person_reason
@@ -257,6 +257,19 @@ def _scrubbed(output: dict[str, Any]) -> dict[str, Any]:
     if isinstance(out.get("data"), dict):
         out["data"] = {k: SECRETS.scrub(v) if k.startswith("text/") and isinstance(v, str) else v for k, v in out["data"].items()}
     return out
+
+
+async def cell_to_run(bridge: NotebookBridge, call: ToolCall) -> str | None:
+    """The source of the cell a ``notebook_run`` call names, for its approval card: the
+    call's arguments hold only an index, and the person approves the code. None for any
+    other call, or when the page cannot say (the card then shows the index alone)."""
+    if call.name != "notebook_run":
+        return None
+    try:
+        index = call.parsed_arguments().get("cell")
+        return (await bridge.read()).cell(index).source if isinstance(index, int) else None
+    except (ValueError, ToolError):
+        return None
 
 
 async def fix_by_edit(bridge: NotebookBridge, failure: CellError) -> str:

@@ -103,14 +103,17 @@ def _short(value: Any) -> str:
     return text if len(text) <= 300 else text[:299] + "…"
 
 
-def call_body(call: ToolCall) -> str:
-    """The readable body of a card for ``call``, then the raw JSON toggle."""
+def call_body(call: ToolCall, *, code: str | None = None) -> str:
+    """The readable body of a card for ``call``, then the raw JSON toggle. ``code``: what
+    the call would run when its arguments only name it (``notebook_run``'s cell), shown
+    highlighted above them."""
+    shown = highlighted(code) if code is not None else ""
     try:
         args = call.parsed_arguments()
     except ValueError:
-        return f"<pre>{html.escape(call.arguments[:CODE_LIMIT])}</pre>"
+        return f"{shown}<pre>{html.escape(call.arguments[:CODE_LIMIT])}</pre>"
     body = _body(call.name, args)
-    return body + raw_json(call)
+    return shown + body + raw_json(call)
 
 
 def _text(args: dict[str, Any], key: str) -> str | None:
