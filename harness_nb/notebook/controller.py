@@ -173,7 +173,9 @@ class NotebookHarness:
         bridged = self.bridge.offered
         tools = [
             *kernel_tools(self.shell, history=self.history, proposals=self.proposals, bridged=bridged),
-            *notebook_tools(self.bridge, self.shell, approval_timeout=lambda: self.config.approval_timeout),
+            *notebook_tools(
+                self.bridge, self.shell, history=self.history, approval_timeout=lambda: self.config.approval_timeout
+            ),
         ]
         return Harness(
             workdir=workdir,

@@ -41,8 +41,11 @@ change steps 3-5 for one agent, never step 1 — a mode cannot widen what the pe
 rules forbid, nor their ask rules:
 
 - ``"default"``: the policy as it is.
-- ``"acceptEdits"``: ``write_file`` / ``edit_file`` run without asking, also under
-  ``"always"`` (the tools keep them inside the workdir; agent and settings files still ask).
+- ``"acceptEdits"``: the edits (``EDITS``: ``write_file`` / ``edit_file``, and
+  ``notebook_edit``, applied without its card — as Claude Code's covers Edit, Write and
+  NotebookEdit) run without asking, also under ``"always"`` (the file tools keep them
+  inside the workdir; agent and settings files still ask). Running code — ``run_python``,
+  ``notebook_run``, ``bash`` — is no edit: it asks as before.
 - ``"plan"``: read only. Every call that is not read-only is denied with a reason, bash
   runs only commands known to be read-only; writes inside ``writable`` (the agent's
   memory folder) are the one exception.
@@ -79,6 +82,7 @@ from .shell.policy import PROTECTED, Place, Reason, assess, command_texts, each_
 
 SENSITIVE = Reason("writes a sensitive file")
 FILE_TOOLS = frozenset({"write_file", "edit_file"})
+EDITS = FILE_TOOLS | {"notebook_edit"}  # what acceptEdits runs unasked
 PLAN_ONLY_READS = "this agent may only read (permissionMode: plan)"
 _NAMED_PATHS = 8  # protected paths a card names; an approval covers every one of them all the same
 
@@ -330,7 +334,7 @@ class PermissionHook(Hook):
         read_only = tool is not None and tool.read_only
         if self.policy == "never" or read_only or self.mode == "bypassPermissions":
             return ALLOW
-        if self.mode == "acceptEdits" and call.name in FILE_TOOLS:
+        if self.mode == "acceptEdits" and call.name in EDITS:
             return ALLOW
         if self.policy == "always":
             return Ask(f"{call.name} changes files or state", "medium")
