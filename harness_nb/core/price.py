@@ -180,9 +180,10 @@ class PriceTable:
         return found
 
     def priced(self, usage: Usage, *names: str) -> Usage:
-        """``usage`` with its cost from the first of ``names`` that has a price. A call that
-        reported no usage stays unpriced (nobody said); one whose model has no price counts
-        in ``unpriced_calls``."""
+        """``usage`` with its cost from the first of ``names`` that has a price (of an
+        estimate, for a call whose server reported no usage). A call with no tokens at all
+        to price stays unpriced (nobody said); one whose model has no price counts in
+        ``unpriced_calls``."""
         if usage.unreported_calls and not usage.total_tokens:
             return usage
         price = self.lookup(*names)

@@ -3,19 +3,20 @@
 One turn: put waiting injections (finished background tasks, mailbox messages) into the
 conversation, call the model (streaming text out as events), run the tool calls of its
 answer concurrently, append the results, repeat until the model answers without tool
-calls or a limit stops the run. Events go to a sink callback (a run given none builds
-none of its per-call events); ``run_stream`` turns that into an async iterator. Before each
-call the conversation's ``ContextKeeper`` keeps the request within the model's context
-window (``compaction/keeper.py``).
+calls, a limit stops the run, or the run goes nowhere (``progress.py``). Events go to a
+sink callback (a run given none builds none of its per-call events); ``run_stream`` turns
+that into an async iterator. Before each call the conversation's ``ContextKeeper`` keeps
+the request within the model's context window (``compaction/keeper.py``).
 
 The engine holds what a conversation keeps between runs (its session, prompt, context
-keeper and prompt tally); what belongs to one run — provider, limits, approval channel,
-usage account, compaction policy, prices, the tools it offers and the hooks it runs — is a
-``RunContext`` passed to ``run`` (see ``context.py``), so changing a harness's settings
-mid-run changes nothing for the run under way. Budgets are checked before each model call
-(``budget.py``). The constructor's ``provider``, ``tools``, ``hooks``, ``limits`` and
-``approval`` are only the defaults of a run given no context (or a context without tools
-or hooks); nothing re-assigns them between runs.
+keeper and prompt tally); what belongs to one run — provider, limits, approval and ask
+channels, usage account, compaction policy, prices, the tools it offers and the hooks it
+runs — is a ``RunContext`` passed to ``run`` (see ``context.py``), so changing a harness's
+settings mid-run changes nothing for the run under way. A run without an ask channel holds
+``ask_person`` without offering it (``ask.offered_tools``). Budgets are checked before each
+model call (``budget.py``). The constructor's ``provider``, ``tools``, ``hooks``, ``limits``
+and ``approval`` are only the defaults of a run given no context (or a context without
+tools or hooks); nothing re-assigns them between runs.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from ..core import (
     RunFailed,
     RunFinished,
     RunStarted,
+    ServerAdapted,
     TextDelta,
     ToolCall,
     ToolCallFinished,
@@ -54,11 +56,13 @@ from ..core import (
 from ..core.media import bound_images
 from ..providers.base import ModelRequest, ModelResponse, Provider, TextChunk
 from ..tools import CallOrder, ToolContext, ToolOutcome, ToolRegistry, invoke, own_timeout
+from .ask import offered_tools
 from .budget import BudgetScope, PromptTally
 from .compaction.keeper import ContextKeeper, FitContext
 from .context import ParentContext, RunContext, UsageAccount
 from .hook import ApprovalChannel, Ask, Deny, HookRegistry, ask_channel
 from .limits import Limits, Place, RunResult
+from .progress import ProgressGuard
 from .prompt import PromptBuilder
 from .session import MemorySession
 
@@ -157,6 +161,7 @@ class AgentEngine:
             budget=budget,
             tool_slots=context.tool_slots,
             delegation=context.delegation,
+            ask=context.ask,
         )
 
     def _tools(self, context: RunContext) -> ToolRegistry:
@@ -200,9 +205,13 @@ class AgentEngine:
 
     async def _run(self, prompt: str, emit: EventSink, context: RunContext) -> RunResult:
         run_id = new_id("run")
+        tools = offered_tools(self._tools(context), context.ask)
+        if tools is not self._tools(context):  # once per run, so no call rebuilds the registry
+            context = dataclasses.replace(context, tools=tools)
         provider, limits, account = context.provider, context.limits, context.account
         budget = BudgetScope(limits, account, agent=self.agent, parent=context.parent_budget)
         parent = self.parent_context(context, budget)
+        progress = ProgressGuard(limits)
         turns = tool_calls = 0
         start = time.perf_counter()
         first_message = len(self.session.history)  # compaction may rewrite ``messages``
@@ -231,6 +240,9 @@ class AgentEngine:
                         break
                     tool_calls += len(message.tool_calls)
                     await self._run_tools(message.tool_calls, response.stop_reason, emit, parent, context)
+                    if (note := progress.after_tools(message, self.session.messages)) is not None:  # going nowhere
+                        self.session.append(UserMessage(content=note))
+                        emit(MessagesInjected(texts=(note,), agent=self.agent))
         except (LimitExceededError, _Stop) as exc:
             stop = exc.limit if isinstance(exc, LimitExceededError) else exc.stop_reason
             final = f"{final}\n\n[stopped: {exc}]".strip()
@@ -342,6 +354,8 @@ class AgentEngine:
         )
         with self._budgeted(request, context, budget):
             response = await self._request(provider, request, emit)
+        for notice in response.notices:  # what the provider learnt of its server (quirks.py): said once
+            emit(ServerAdapted(model=provider.model_id, text=notice, agent=self.agent))
         self.tally.observe(request.messages, response.usage)
         return response
 
