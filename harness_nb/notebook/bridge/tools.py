@@ -248,7 +248,7 @@ def notebook_tools(
         decided(True)
         seen.keep(target.id, new_source)
         if decision == "accepted" or target.kind != "code":
-            how = "the person accepted it" if asked else "a permission rule allowed it"
+            how = "the person accepted it" if asked else "applied unasked, as a permission rule or mode allows"
             return f"cell {cell} now holds your source ({how}; not run)"
         ran = run(dataclasses.replace(target, source=new_source), ctx)
         if ran.error is not None:
