@@ -33,8 +33,9 @@ For every call, in this order:
    - ``"never"``: nothing asks (deny rules still refuse).
 
 A tool that asks through a card of its own (``Tool.asks_itself``: ``notebook_edit``, whose
-card is the diff in the cell) is judged like any other: an ``Ask`` makes it show its card,
-an ``Allow`` (an allow rule, ``"never"``) makes it act unasked.
+card is the diff in the cell; ``notebook_run``, whose approval card shows the source it
+read) is judged like any other: an ``Ask`` makes it show its card, an ``Allow`` (an allow
+rule, ``"never"``, ``acceptEdits`` for an edit) makes it act unasked.
 
 **Permission modes** (Claude Code's ``permissionMode``, for a subagent: ``for_subagent``)
 change steps 3-5 for one agent, never step 1 — a mode cannot widen what the person's deny

@@ -121,10 +121,12 @@ class Tool(ABC):
     running now, which is not an unwatched run's, and a card of their own would pass
     ``background_approvals`` by).
     ``asks_itself`` tools show the person a card of their own (the notebook's diff in the
-    cell): when the hooks would ask, the call runs with ``ToolContext.ask`` set instead of
-    going to the approval channel, and the tool asks, waits (its own timeout: the per-tool
-    one does not apply then) and emits the ``ApprovalDecided``; deny rules and modes refuse
-    it as any other call.
+    cell), or ask the run's channel themselves once they know what to show
+    (``notebook_run``: the source it read; ``engine.hook.ask_channel``): when the hooks
+    would ask, the call runs with ``ToolContext.ask`` set instead of going to the approval
+    channel, and the tool asks, waits (its own timeout: the per-tool one does not apply
+    then) and emits the ``ApprovalDecided``; deny rules and modes refuse it as any other
+    call.
     """
 
     name: str
