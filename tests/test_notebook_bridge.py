@@ -3,9 +3,11 @@ the real protocol (``frontend_support.FakePage``, docs/notebook-bridge.md): the 
 tools are offered only where the running cell's page has the extension; ``notebook_read``
 sees every cell, bounded and masked; an edit is decided on its own card (accepted,
 rejected with the reason, stale, accepted and run), or applied unasked under an allow
-rule; ``notebook_insert`` and ``notebook_run``; requests go to the running cell's page
-only, a reloaded page gets a waiting edit again, an interrupt withdraws it; a hostile page
-gets bounded, clear errors; ``%fix`` asks for an edit; nbclient offers none of it.
+rule or ``acceptEdits``; staleness is judged by what this conversation read;
+``notebook_insert``; ``notebook_run`` shows the source on its card and runs only that, and
+its failure is what ``%fix`` fixes; requests go to the running cell's page only, a
+reloaded page gets a waiting edit again, an interrupt withdraws it; a hostile page gets
+bounded, clear errors; ``%fix`` asks for an edit; nbclient offers none of it.
 
 The tests share the module's kernel, each with a fresh harness and no page left from the
 test before; the one that interrupts starts its own."""
