@@ -1,7 +1,7 @@
 """The test suite's tiers (see CONTRIBUTING.md).
 
 Plain ``pytest`` (no path, no ``-m``) runs the core tier only, in parallel; the slow tiers
-run by marker (``pytest -m kernel``, ``-m notebooks``, ``-m browser``); a path or node id
+run by marker (``pytest -m kernel``, ``-m notebooks``, ``-m browser``, ``-m packaging``); a path or node id
 runs what it names, whatever its tier; ``bash .ci/test`` runs every tier. A test's tier is
 its module's ``pytestmark`` or its own mark; nbval's cells are ``notebooks`` by their file,
 and a test taking the ``kernel`` fixture (a module's shared kernel) is ``kernel``.
@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-SLOW_TIERS = ("kernel", "notebooks", "browser")
+SLOW_TIERS = ("kernel", "notebooks", "browser", "packaging")
 
 # The modules (``python -m MODULE``) whose launch a test's tier must allow: a Jupyter server
 # starts kernels of its own, nbval starts one per notebook.
@@ -30,6 +30,7 @@ _LAUNCHES = {
     "harness_nb.testing.run_notebook": ("an ipykernel (run_notebook)", ("kernel", "notebooks")),
     "jupyterlab": ("a JupyterLab server", ("browser",)),
     "notebook": ("a Notebook 7 server", ("browser",)),
+    "pip": ("a pip build or install", ("packaging",)),
 }
 _launched: list[tuple[str, tuple[str, ...]]] = []
 

@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # the facade imports its parts as it is built: ``from harness
     from .engine.resume import SessionSummary
     from .mcp import McpTool
     from .providers.base import Provider
+    from .providers.batch import BatchState
     from .sandbox import Checkpoint, Rewind
     from .settings import RunSettings
     from .subagents import SubagentHandle
@@ -337,6 +338,14 @@ class Harness:
 
         return stored_maps(self._parts.state_dir / "maps")
 
+    async def cancel_batches(self, map_id: str) -> list[BatchState]:
+        """Ask the vendor to stop the batches of stored map ``map_id`` (a map run with
+        ``mode="batch"``) that have not ended; what they answered is kept, and the next
+        ``resume=True`` of that map collects it (``subagents/map_batch.py``)."""
+        from .subagents.map_batch import cancel_batches
+
+        return await cancel_batches(self._parts.state_dir / "maps", map_id, self._parts.runner.models.get)
+
     async def _agent_map(
         self, agent: str, template: str, rows: Any, options: MapOptions, *, estimate: bool = False
     ) -> AgentMap:
@@ -360,6 +369,7 @@ class Harness:
             self._parts.runner, definition, template, rows, parent, concurrency=options.get("concurrency", 8),
             retries=options.get("retries", 3), output=shape, store=self._parts.state_dir / "maps",
             resume=options.get("resume", False), on_progress=options.get("on_progress"),
+            mode=options.get("mode", "online"), batch_size=options.get("batch_size"),
         )
         await mapped.prepare("estimate" if estimate else "map")
         if not estimate:

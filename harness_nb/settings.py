@@ -311,7 +311,7 @@ class RunSettings:
         metadata=about(
             "Your own prices, USD per million tokens, on top of the built-in list: {'my-model': {'input': 0.5, "
             "'output': 1.5, 'cache_read': 0.05, 'cache_write': 0.625}} (cache prices default to 0.1x and 1.25x the "
-            "input price).",
+            "input price; 'batch': the share a batch request costs, 0.5 unless given).",
         ),
     )
     provider_options: Mapping[str, Any] | ProviderOptions | None = field(

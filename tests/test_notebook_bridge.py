@@ -25,8 +25,8 @@ import pytest
 
 from harness_nb.notebook.bridge.cells import READ_CHARS
 from harness_nb.notebook.prompt import BRIDGE_PROMPT
+from harness_nb.testing.fake_page import TARGET, FakePage, code, markdown
 from harness_nb.testing.kernel_driver import KernelDriver
-from frontend_support import TARGET, FakePage, code, markdown
 from notebook_support import (
     CONTROLLER,
     HARNESS,
@@ -280,7 +280,7 @@ async def test_insert_places_a_cell_marked_as_the_agents_and_later_indices_follo
     page.connect()
     page.decide = lambda _edit: ("accepted", "")
     _read, inserted, edited, past = await _ran(k, page, "add a heading")
-    assert inserted == "inserted a markdown cell at index 1 (not run); the cells after it moved down by one"
+    assert inserted == "inserted a markdown cell at index 1, not run; any cells from index 1 on moved down by one"
     heading = page.cells[1]
     assert (heading["kind"], heading["source"], heading["agent"]) == ("markdown", "## Cleaning", "main")
     assert edited == "cell 2 now holds your source (the person accepted it; not run)"

@@ -153,7 +153,7 @@ async def test_with_the_notebook_extension_the_request_stays_lean(tmp_path):
     of ``notebook_history`` and ``propose_cell``, within 6.5 KB of tool schemas (the default
     request above: 14 tools, 5,986 bytes of them; ``ask_person``, offered to every run
     someone can answer, takes 358 of them and pushed this request past 6 KB)."""
-    from frontend_support import FakePage, code
+    from harness_nb.testing.fake_page import FakePage, code
 
     with FakeLLMServer([{"match": "hi there", "text": "Hello."}]).in_thread() as srv:
         async with notebook(tmp_path, env={"OPENAI_BASE_URL": srv.url + "/v1", "OPENAI_API_KEY": "sk-test"}) as k:

@@ -528,13 +528,17 @@ class NotebookHarness:
         resume: bool = False,
         estimate: bool = False,
         sample: int | None = None,
+        batch: bool = False,
+        batch_size: int | None = None,
     ) -> MapResult | MapHandle | MapEstimate:
         """``%agent map``: ``agent`` over ``rows`` with a live progress bar in this cell
         (``background``: the cell returns at once and the bar keeps moving; the kernel is
         free for other cells; ``estimate``: a sample's bar, and the projection for all
         rows). Its rows run without asking: a call that would ask is denied (there is
         nobody to answer a thousand cards), so give the agent tools that need no approval,
-        or allow rules. ``output``, ``resume`` and ``sample`` are ``MapOptions``'."""
+        or allow rules. ``output``, ``resume``, ``sample`` and ``batch_size`` are
+        ``MapOptions``'; ``batch``: ``mode="batch"`` (the vendor's batch API; the bar shows
+        its batches' state)."""
         h = self.harness()
         try:
             h.registry.get(agent)
@@ -552,6 +556,10 @@ class NotebookHarness:
         )
         if sample is not None:
             options["sample"] = sample
+        if batch:
+            options["mode"] = "batch"
+        if batch_size is not None:
+            options["batch_size"] = batch_size
         shown: DisplayHandle | None = None
 
         def finish(result: MapResult | MapEstimate | None) -> None:

@@ -458,6 +458,43 @@ class HTTPProvider(Provider):
 
         return await self.with_retries(once)
 
+    async def call(
+        self, method: str, path: str, *, content: bytes | None = None, headers: Mapping[str, str] | None = None
+    ) -> httpx.Response:
+        """One request to another endpoint of the API (a batch's, a file's), its body read,
+        retried as ``post_json``; an error answer is a ``ProviderError``."""
+
+        async def once() -> httpx.Response:
+            response = await self._client.request(method, path, content=content, headers=headers)
+            if response.status_code >= 400:
+                raise self.status_error(response)
+            return response
+
+        return await self.with_retries(once)
+
+    @contextlib.asynccontextmanager
+    async def download(self, path: str) -> AsyncIterator[httpx.Response]:
+        """``GET path`` with its body left to read (``aiter_bytes``): a file too large to
+        hold at once. Retried up to the answer's status line; closed on leaving."""
+
+        async def once() -> httpx.Response:
+            response = await self._client.send(self._client.build_request("GET", path), stream=True)
+            if response.status_code >= 400:
+                try:
+                    await response.aread()
+                finally:
+                    await response.aclose()
+                raise self.status_error(response)
+            return response
+
+        response = await self.with_retries(once)
+        try:
+            yield response
+        except httpx.HTTPError as exc:
+            raise self.translate(exc, mid_stream=True) from exc
+        finally:
+            await response.aclose()
+
     async def open_stream(self, path: str, body: Mapping[str, Any]) -> EventStream:
         """POST ``body`` and return its event stream once the first event has arrived.
         Retries happen only up to that point. The caller must ``aclose()`` the stream."""

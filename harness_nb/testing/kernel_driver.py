@@ -55,11 +55,21 @@ class Cell:
 
 
 class KernelDriver:
-    """Drives one kernel. ``python`` picks the interpreter (default: this one)."""
+    """Drives one kernel. ``python`` picks the interpreter (default: this one); ``env`` is
+    laid over this process's environment, or is the kernel's whole environment without
+    ``inherit_env`` (a run that must not pass on what a developer exported)."""
 
-    def __init__(self, *, cwd: Path | str | None = None, env: dict[str, str] | None = None, python: str | None = None):
+    def __init__(
+        self,
+        *,
+        cwd: Path | str | None = None,
+        env: dict[str, str] | None = None,
+        python: str | None = None,
+        inherit_env: bool = True,
+    ):
         self.cwd = str(cwd or os.getcwd())
         self.env = env or {}
+        self.inherit_env = inherit_env
         self.python = python or sys.executable
         self.iopub: list[tuple[float, dict[str, Any]]] = []
         self.models: dict[str, dict[str, Any]] = {}
@@ -87,7 +97,7 @@ class KernelDriver:
         self.km = AsyncKernelManager(
             kernel_name="harness-test", kernel_spec_manager=KernelSpecManager(kernel_dirs=[self._spec_dir.name])
         )
-        env = {**os.environ, **self.env}
+        env = {**os.environ, **self.env} if self.inherit_env else dict(self.env)
         env.pop("JPY_PARENT_PID", None)
         await self.km.start_kernel(cwd=self.cwd, env=env)
         self.kc = self.km.client()

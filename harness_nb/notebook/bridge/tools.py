@@ -263,7 +263,8 @@ def notebook_tools(
         source: str,
         kind: Literal["code", "markdown"] | None = None,
     ) -> str:
-        """Add a cell at index position (cell count: end); not run."""
+        """Add a cell at index position (0: top; the cell count: the end). Shown at once, not
+        run."""
         if len(source) > MAX_SOURCE:
             raise ToolError(f"keep source under {MAX_SOURCE:,} characters")
         if position < 0:
@@ -274,7 +275,7 @@ def notebook_tools(
         if not isinstance(cell_id, str) or not 0 < len(cell_id) <= 100 or not isinstance(index, int) or index < 0:
             raise malformed("an insert without the new cell's id and index")
         reads.of(ctx).inserted(cell_id, index, source)
-        return f"inserted a {kind} cell at index {index} (not run); the cells after it moved down by one"
+        return f"inserted a {kind} cell at index {index}, not run; any cells from index {index} on moved down by one"
 
     @tool(
         name="notebook_run",

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 _VALUE_OPTIONS = {
     "--model", "-m", "--max-turns", "--agent", "-a", "--timeout", "--over", "--concurrency", "--retries", "--budget",
-    "--undo", "--output", "--sample",
+    "--undo", "--output", "--sample", "--batch-size",
 }
 _CHECKPOINT = re.compile(r"^#?[0-9]+$|^[0-9a-f]{4,40}$")  # a checkpoint's number, or its commit id
 _MAP = re.compile(r"^\s*map\s+(--|-h\b)")  # `%agent map --over …`; `%agent map the data` is a prompt
@@ -293,10 +293,13 @@ class HarnessMagics(Magics):
     )
     @argument("--resume", action="store_true", help="continue the stored map of this agent, template and model")
     @argument("--estimate", action="store_true", help="run a sample of the rows; project tokens, cost and time for all")
+    @argument("--batch", action="store_true", help="one call a row through the vendor's batch API: half the price, within 24 h")
+    @argument("--batch-size", type=int, default=None, metavar="N", help="most rows a batch (default the vendor's most)")
     @argument("--sample", type=int, default=None, metavar="N", help="rows the estimate runs (default 20)")
     def map_options(self, line: str) -> None:
         """%agent map --over EXPR [--agent NAME] [--concurrency N] [--retries N] [--budget USD] [--bg]
-                      [--output FIELDS] [--resume] [--estimate [--sample N]] "template"
+                      [--output FIELDS] [--resume] [--estimate [--sample N]] [--batch [--batch-size N]]
+                      "template"
 
         Runs the subagent once per row of EXPR, the template filled from the row: {value}
         (the row's value), {index} (its label) and, for a DataFrame, {column} names. Shows
@@ -309,7 +312,9 @@ class HarnessMagics(Magics):
         Every finished row is stored under .harness_nb/maps; --resume runs only the rows
         a crash, restart or interrupt left undone (--list shows the stored maps). --estimate
         runs a sample and says what the whole map would take; the map afterwards does not
-        run the sample again."""
+        run the sample again. --batch sends every row as one call (an agent without tools)
+        through OpenAI's Batch API or Anthropic's Message Batches, at half the price; the
+        bar shows the batches' state, and --resume after a restart collects them."""
 
     def _map(self, line: str) -> Pending:
         options, rest = split_options(line, session_ids=False)
@@ -333,6 +338,8 @@ class HarnessMagics(Magics):
             raise UsageError("--sample N goes with --estimate (how many rows the estimate runs)")
         if args.estimate and args.bg:
             raise UsageError("an estimate runs in this cell: drop --bg (or --estimate)")
+        if args.batch_size is not None and not args.batch:
+            raise UsageError("--batch-size N goes with --batch (most rows a batch)")
         output = _unquoted(args.output) if args.output is not None else None  # the parser keeps quotes
         if output is not None:
             try:
@@ -355,6 +362,8 @@ class HarnessMagics(Magics):
             resume=args.resume,
             estimate=args.estimate,
             sample=args.sample,
+            batch=args.batch,
+            batch_size=args.batch_size,
         )
         return Pending(run, "agent map")
 
