@@ -1,6 +1,6 @@
 """The notebook bridge's kernel side in a real ipykernel, the page played in Python over
-the real protocol (``frontend_support.FakePage``, docs/notebook-bridge.md): the notebook
-tools are offered only where the running cell's page has the extension; ``notebook_read``
+the real protocol (``harness_nb.testing.fake_page.FakePage``, docs/notebook-bridge.md):
+the notebook tools are offered only where the running cell's page has the extension; ``notebook_read``
 sees every cell, bounded and masked; an edit is decided on its own card (accepted,
 rejected with the reason, stale, accepted and run), or applied unasked under an allow
 rule or ``acceptEdits``; staleness is judged by what this conversation read;
