@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 from ..core import (
-    ApprovalDecided,
     ApprovalRequested,
     AssistantMessage,
     Compacted,
@@ -61,17 +60,7 @@ from .ask import offered_tools
 from .budget import BudgetScope, PromptTally
 from .compaction.keeper import ContextKeeper, FitContext
 from .context import ParentContext, RunContext, UsageAccount
-from .hook import (
-    NO_CHANNEL_FEEDBACK,
-    ApprovalChannel,
-    Approved,
-    Ask,
-    Denied,
-    Deny,
-    HookRegistry,
-    denial_result,
-    person_reason,
-)
+from .hook import ApprovalChannel, Ask, Deny, HookRegistry, ask_channel
 from .limits import Limits, Place, RunResult
 from .progress import ProgressGuard
 from .prompt import PromptBuilder
@@ -551,21 +540,13 @@ class AgentEngine:
         if isinstance(decision, Ask) and tool.asks_itself:
             # its own card asks (the notebook's diff in the cell): no second, generic one
             emit(ApprovalRequested(call=call, reason=decision.reason, risk=decision.risk, agent=self.agent))
-            ctx = dataclasses.replace(ctx, ask=decision.reason)
+            ctx = dataclasses.replace(ctx, ask=decision.reason, ask_risk=decision.risk)
         elif isinstance(decision, Ask):
             place.step_aside()
             emit(ApprovalRequested(call=call, reason=decision.reason, risk=decision.risk, agent=self.agent))
-            if context.approval is None:
-                answer: Any = None
-            else:
-                answer = await context.approval(call, decision.reason, decision.risk)
-            approved = isinstance(answer, Approved)
-            by_person = isinstance(answer, Denied) and answer.by_person
-            feedback = answer.feedback if answer is not None else NO_CHANNEL_FEEDBACK
-            feedback = person_reason(feedback) if by_person else feedback
-            emit(ApprovalDecided(call=call, approved=approved, feedback=feedback, by_person=by_person, agent=self.agent))
-            if not approved:
-                return ToolOutcome(denial_result(answer if isinstance(answer, Denied) else None), True)
+            denied = await ask_channel(context.approval, call, decision.reason, decision.risk, emit=emit, agent=self.agent)
+            if denied is not None:
+                return ToolOutcome(denied, True)
         # the protected paths the approved card named, or a hook vouched for: the checkpoints keep those
         vouched = decision.paths if isinstance(decision, Ask) else decision.vouched
         if tool.long_running or ctx.ask is not None:

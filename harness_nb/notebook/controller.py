@@ -25,7 +25,7 @@ from ..subagents.map_options import MapOptions
 from ..subagents.map_result import MapEstimate, MapResult
 from ..textview import TextView, terminal_approval, terminal_ask
 from ..tools import Sandbox
-from .bridge import NotebookBridge, cell_to_run, fix_by_edit, notebook_tools
+from .bridge import NotebookBridge, fix_by_edit, notebook_tools
 from .config import HarnessNB, config_line
 from .kernel.history import CellHistory
 from .kernel.proposal import CellProposals
@@ -181,7 +181,9 @@ class NotebookHarness:
         bridged = self.bridge.offered
         tools = [
             *kernel_tools(self.shell, history=self.history, proposals=self.proposals, bridged=bridged),
-            *notebook_tools(self.bridge, self.shell, approval_timeout=lambda: self.config.approval_timeout),
+            *notebook_tools(
+                self.bridge, self.shell, history=self.history, approval_timeout=lambda: self.config.approval_timeout
+            ),
         ]
         return Harness(
             workdir=workdir,
@@ -335,11 +337,7 @@ class NotebookHarness:
 
     def approval_for(self, view: RunView | TextView) -> Any:
         if isinstance(view, RunView):
-            return view.approval_channel(
-                timeout=self.config.approval_timeout,
-                unattended=self.unattended(),
-                code_of=lambda call: cell_to_run(self.bridge, call),
-            )
+            return view.approval_channel(timeout=self.config.approval_timeout, unattended=self.unattended())
         return terminal_approval()
 
     def ask_for(self, view: RunView | TextView) -> AskChannel | None:

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from queue import Empty
 from typing import Any
 
 from jupyter_client.kernelspec import KernelSpecManager
@@ -146,7 +147,14 @@ class KernelDriver:
 
     async def _read_shell(self) -> None:
         while True:
-            msg = await self.kc.get_shell_msg()
+            # Polled again every half second: the shell socket is also sent on (a page played
+            # in Python answers comm messages from the iopub reader), and a send can take the
+            # socket's edge-triggered wake-up from a poll waiting with no timeout, leaving a
+            # reply unread until the next message comes — maybe never.
+            try:
+                msg = await self.kc.get_shell_msg(timeout=0.5)
+            except Empty:
+                continue
             parent = msg["parent_header"].get("msg_id")
             if parent in self._cells and msg["header"]["msg_type"] == "execute_reply":
                 self._cells[parent].reply = msg

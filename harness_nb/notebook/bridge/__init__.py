@@ -13,6 +13,6 @@ or the controller.
 from __future__ import annotations
 
 from .endpoint import TARGET, NotebookBridge
-from .tools import cell_to_run, fix_by_edit, notebook_tools
+from .tools import fix_by_edit, notebook_tools
 
-__all__ = ["TARGET", "NotebookBridge", "cell_to_run", "fix_by_edit", "notebook_tools"]
+__all__ = ["TARGET", "NotebookBridge", "fix_by_edit", "notebook_tools"]

@@ -175,8 +175,7 @@ class PendingApprovals:
 
 class ApprovalCard(Card):
     """One pending approval: shows the call and waits for a click. ``pending``: the
-    registry it is kept in while it waits; ``on_settled`` is told the outcome line;
-    ``code``: what the call would run when its arguments only name it (a notebook cell)."""
+    registry it is kept in while it waits; ``on_settled`` is told the outcome line."""
 
     kind = "approval"
 
@@ -189,18 +188,16 @@ class ApprovalCard(Card):
         pending: PendingApprovals | None = None,
         on_settled: Callable[[Card], None] | None = None,
         answers: asyncio.Future[tuple[str, str]] | None = None,
-        code: str | None = None,
     ) -> None:
         self.call = call
         self.reason = reason
         self.risk = risk
-        self.code = code
         colour = RISK_COLOURS.get(risk, RISK_COLOURS["medium"])
         summary = widgets.HTML(
             f"<div class='hnb'><b>Approve {html.escape(call.name)}?</b> "
             f"<span>{html.escape(reason)}</span> · "
             f"<span style='white-space:nowrap'>risk <b style='color:{colour}'>{html.escape(risk)}</b></span>"
-            f"{call_body(call, code=code)}</div>"
+            f"{call_body(call)}</div>"
         )
         self.approve_button = widgets.Button(description="Approve", button_style="success", icon="check")
         self.deny_button = widgets.Button(description="Deny", button_style="danger", icon="times")
@@ -244,9 +241,7 @@ class ApprovalCard(Card):
         """The same card made of new widgets, for showing it again: its buttons answer this
         card's call, and it folds to the decision when this card does (then tells
         ``on_settled``)."""
-        twin = ApprovalCard(
-            self.call, self.reason, self.risk, answers=self._future, on_settled=on_settled, code=self.code
-        )
+        twin = ApprovalCard(self.call, self.reason, self.risk, answers=self._future, on_settled=on_settled)
         self.copies.append(twin)
         return twin
 

@@ -1,6 +1,6 @@
 """What an approval card shows of a call's arguments, made readable: a shell command as a
-shell block, Python and file contents as highlighted code, an edit as a diff, any other
-call as its fields; the raw JSON stays one click away.
+shell block, Python, a notebook cell's source and file contents as highlighted code, an
+edit as a diff, any other call as its fields; the raw JSON stays one click away.
 
 Highlighting uses pygments (IPython depends on it) and colours every token with
 JupyterLab's own editor colours (``--jp-mirror-editor-*``), so code reads as it does in a
@@ -103,17 +103,14 @@ def _short(value: Any) -> str:
     return text if len(text) <= 300 else text[:299] + "…"
 
 
-def call_body(call: ToolCall, *, code: str | None = None) -> str:
-    """The readable body of a card for ``call``, then the raw JSON toggle. ``code``: what
-    the call would run when its arguments only name it (``notebook_run``'s cell), shown
-    highlighted above them."""
-    shown = highlighted(code) if code is not None else ""
+def call_body(call: ToolCall) -> str:
+    """The readable body of a card for ``call``, then the raw JSON toggle."""
     try:
         args = call.parsed_arguments()
     except ValueError:
-        return f"{shown}<pre>{html.escape(call.arguments[:CODE_LIMIT])}</pre>"
+        return f"<pre>{html.escape(call.arguments[:CODE_LIMIT])}</pre>"
     body = _body(call.name, args)
-    return shown + body + raw_json(call)
+    return body + raw_json(call)
 
 
 def _text(args: dict[str, Any], key: str) -> str | None:
@@ -128,6 +125,10 @@ def _body(name: str, args: dict[str, Any]) -> str:
         return shell_block(command) + _fields(args, ("command",))
     if name == "run_python" and code is not None:
         return highlighted(code) + _fields(args, ("code",))
+    source = _text(args, "source")
+    if name == "notebook_run" and source is not None:  # the cell's source, read as it asked
+        head = f"<div><span class='hnb-muted'>run cell</span> <code>{html.escape(_short(args.get('cell')))}</code></div>"
+        return head + highlighted(source) + _fields(args, ("cell", "source"))
     if name == "write_file" and content is not None:
         head = f"<div><span class='hnb-muted'>write</span> <code>{html.escape(path)}</code></div>"
         return head + highlighted(content, filename=path or None) + _fields(args, ("path", "content"))

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import html
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import ipywidgets as widgets
@@ -544,17 +544,10 @@ class RunView(StaticCopyBox):
         if usage is not None:
             self.show_usage(usage)
 
-    def approval_channel(
-        self,
-        *,
-        timeout: float | None,
-        unattended: str | None,
-        code_of: Callable[[ToolCall], Awaitable[str | None]] | None = None,
-    ) -> ApprovalChannel:
+    def approval_channel(self, *, timeout: float | None, unattended: str | None) -> ApprovalChannel:
         """An approval channel that asks in this view, with a card right below the call's
         line. With ``unattended`` set ('deny' or 'approve'), nobody can click: decide at
-        once and say so. ``code_of``: the code a call would run that its arguments only
-        name (``notebook_run``'s cell), for the card to show."""
+        once and say so."""
 
         async def ask(call: ToolCall, reason: str, risk: str) -> Approved | Denied:
             if unattended is not None:
@@ -564,8 +557,7 @@ class RunView(StaticCopyBox):
                 verdict = "approved" if isinstance(answer, Approved) else "denied"
                 self._add_note(f"approval for {call.brief(60)} ({reason}): {verdict} automatically (unattended run)")
                 return answer
-            code = await code_of(call) if code_of is not None else None
-            card = ApprovalCard(call, reason, risk, pending=self.pending, code=code)
+            card = ApprovalCard(call, reason, risk, pending=self.pending)
             async with self._waiting_on(card, call.id):
                 return await card.decision(timeout)
 
