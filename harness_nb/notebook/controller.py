@@ -208,6 +208,26 @@ class NotebookHarness:
             return None
         return value if isinstance(value, str) and value else None
 
+    def cell_attributes(self) -> dict[str, str | int]:
+        """What a traced run started from the current cell records of it (``tracing/``): the
+        notebook's path (as the Jupyter server that started this kernel named it), the cell's
+        execution count and its id (as the frontend sent it), each where known."""
+        found: dict[str, str | int] = {}
+        path = self.shell.user_ns.get("__session__")  # ipykernel sets it from JPY_SESSION_NAME
+        if isinstance(path, str) and path:
+            found["harness_nb.notebook.path"] = path
+        count = getattr(self.shell, "execution_count", None)
+        if isinstance(count, int):
+            found["harness_nb.notebook.execution_count"] = count
+        kernel = getattr(self.shell, "kernel", None)
+        try:
+            cell = kernel.get_parent("shell").get("metadata", {}).get("cellId") if kernel is not None else None
+        except Exception:
+            cell = None
+        if isinstance(cell, str) and cell:
+            found["harness_nb.notebook.cell_id"] = cell
+        return found
+
     def unattended(self) -> str | None:
         """The unattended decision when the frontend cannot answer: nbclient, nbval and
         papermill send ``allow_stdin=false``; JupyterLab and Notebook send true."""
@@ -368,7 +388,10 @@ class NotebookHarness:
         if not prompt.strip():
             raise UsageError("%%agent needs a prompt: write it in the cell body (or after %agent on the line)")
         view = self.new_view("main", model or h.model or "(no model)")
-        run = h.run(prompt, on_event=self._track(view), model=model, max_turns=max_turns, approval=self.approval_for(view))
+        run = h.run(
+            prompt, on_event=self._track(view), model=model, max_turns=max_turns, approval=self.approval_for(view),
+            trace_attributes=self.cell_attributes(),
+        )
         return await self._foreground(view, run)
 
     async def run_direct(self, agent: str, prompt: str) -> AgentReply:
@@ -377,7 +400,10 @@ class NotebookHarness:
             raise UsageError(f"%@{agent} needs a prompt, e.g. %@{agent} summarise data.csv")
         definition = h.registry.get(agent)
         view = self.new_view(agent, self.model_of(definition.model))
-        run = h.run_subagent(agent, prompt, on_event=self._track(view), approval=self.approval_for(view))
+        run = h.run_subagent(
+            agent, prompt, on_event=self._track(view), approval=self.approval_for(view),
+            trace_attributes=self.cell_attributes(),
+        )
         return await self._foreground(view, run)
 
     async def compact(self, *, model: str | None = None) -> MarkdownText:
@@ -548,7 +574,8 @@ class NotebookHarness:
         # the task does not run before this function returns, so no event is missed
         try:
             handle = h.start_subagent(
-                definition.name, prompt, on_event=self._track(view), approval=self.approval_for(view)
+                definition.name, prompt, on_event=self._track(view), approval=self.approval_for(view),
+                trace_attributes=self.cell_attributes(),
             )
         except HarnessError as exc:  # no model configured, say
             self._end(view, "failed")
