@@ -30,6 +30,7 @@ _LAUNCHES = {
     "harness_nb.testing.run_notebook": ("an ipykernel (run_notebook)", ("kernel", "notebooks")),
     "jupyterlab": ("a JupyterLab server", ("browser",)),
     "notebook": ("a Notebook 7 server", ("browser",)),
+    "phoenix.server.main": ("an Arize Phoenix server", ("browser",)),
 }
 _launched: list[tuple[str, tuple[str, ...]]] = []
 

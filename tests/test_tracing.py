@@ -10,8 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -37,9 +35,8 @@ from harness_nb.subagents import SubAgentDefinition
 from harness_nb.tools import ToolContext, tool
 from harness_nb.tracing.spans import SpanTree
 from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
-from tracing_support import everything_said, named, parent_of, spans, tree  # noqa: F401  (spans: a fixture)
+from tracing_support import everything_said, named, parent_of, run_in_fresh_process, spans, tree  # noqa: F401  (spans: a fixture)
 
-ROOT = Path(__file__).resolve().parents[1]
 USAGE = {"input_tokens": 1_000, "output_tokens": 200}
 PRICES = {"script": {"input": 2.0, "output": 10.0}}  # USD per million tokens
 CALL_COST = (1_000 * 2.0 + 200 * 10.0) / 1e6
@@ -328,17 +325,6 @@ def test_the_span_tree_itself_scrubs_what_an_event_carries(spans):
     assert key not in said and said.count("[redacted]") >= 6
     chat = named(found, "chat gpt-x")[0].attributes
     assert (chat["server.address"], chat["server.port"]) == ("api.example.com", 443)
-
-
-def run_in_fresh_process(tmp_path: Path, code: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """``code`` run by this interpreter in a process of its own, with ``env`` added."""
-    script = tmp_path / "traced.py"
-    script.write_text(code)
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    return subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path,
-        env={**clean, "PYTHONPATH": str(ROOT), **env},
-    )
 
 
 ONE_RUN = """

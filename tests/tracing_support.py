@@ -1,10 +1,15 @@
 """The tracing tests' pieces: the SDK's in-memory exporter behind the process's tracer
-provider (set once per process, as a program using OpenTelemetry does), and the spans it
-caught read as a tree."""
+provider (set once per process, as a program using OpenTelemetry does), the spans it caught
+read as a tree, and a script run in a fresh process (where harness_nb makes its own
+provider)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +18,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+ROOT = Path(__file__).resolve().parents[1]
 _EXPORTER: InMemorySpanExporter | None = None
 
 
@@ -72,3 +78,15 @@ def everything_said(found: Sequence[ReadableSpan]) -> str:
         for event in s.events:
             parts += [str(v) for v in (event.attributes or {}).values()]
     return "\n".join(parts)
+
+
+def run_in_fresh_process(tmp_path: Path, code: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``code`` run by this interpreter in a process of its own (no tracer provider set,
+    none of this process's ``OTEL_*`` variables), in ``tmp_path``, with ``env`` added."""
+    script = tmp_path / "traced.py"
+    script.write_text(code)
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    return subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        env={**clean, "PYTHONPATH": str(ROOT), **env},
+    )
