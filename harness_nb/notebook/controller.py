@@ -216,8 +216,9 @@ class NotebookHarness:
         path = self.shell.user_ns.get("__session__")  # ipykernel sets it from JPY_SESSION_NAME
         if isinstance(path, str) and path:
             found["harness_nb.notebook.path"] = path
-        count = getattr(self.shell, "execution_count", None)
-        if isinstance(count, int):
+        running = getattr(getattr(self.shell, "displayhook", None), "exec_result", None)  # the cell's, while it runs
+        count = getattr(running, "execution_count", None)
+        if isinstance(count, int) and getattr(running.info, "store_history", False):  # numbered: an In[n] entry
             found["harness_nb.notebook.execution_count"] = count
         kernel = getattr(self.shell, "kernel", None)
         try:
