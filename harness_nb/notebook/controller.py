@@ -218,7 +218,8 @@ class NotebookHarness:
             found["harness_nb.notebook.path"] = path
         running = getattr(getattr(self.shell, "displayhook", None), "exec_result", None)  # the cell's, while it runs
         count = getattr(running, "execution_count", None)
-        if isinstance(count, int) and getattr(running.info, "store_history", False):  # numbered: an In[n] entry
+        numbered = getattr(getattr(running, "info", None), "store_history", False)  # it has an In[n] entry
+        if isinstance(count, int) and numbered:
             found["harness_nb.notebook.execution_count"] = count
         kernel = getattr(self.shell, "kernel", None)
         try:
