@@ -5,9 +5,9 @@ A UI draws from these; a subagent's events reach its parent wrapped in ``Subagen
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SkipValidation
 
 from .media import DisplayData, ImagePart
 from .message import AssistantMessage, Message, ToolCall, ToolSpec
@@ -55,9 +55,11 @@ class ModelCallFinished(_Event):
     streamed: bool = False
     server: str = ""
     system: str = ""
-    messages: tuple[Message, ...] = ()
-    tools: tuple[ToolSpec, ...] = ()
-    answer: AssistantMessage | None = None
+    # the engine's own values, passed on as they are: checking each message of a long
+    # conversation on every call would cost every run that listens, traced or not
+    messages: Annotated[tuple[Message, ...], SkipValidation] = ()
+    tools: Annotated[tuple[ToolSpec, ...], SkipValidation] = ()
+    answer: Annotated[AssistantMessage | None, SkipValidation] = None
     stop_reason: str = ""
     response_model: str = ""
     usage: Usage | None = None

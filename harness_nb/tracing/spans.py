@@ -26,6 +26,7 @@ Text that was said is recorded only with ``content`` (``content.py``).
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Mapping
 from contextvars import Token
@@ -366,13 +367,15 @@ def _usage(span: Span, usage: Usage) -> None:
         span.set_attribute("harness_nb.usage.unreported_calls", usage.unreported_calls)
 
 
-def _server(url: str) -> dict[str, AttributeValue]:
-    """``server.address`` and ``server.port`` of a base URL (none offline)."""
+@functools.lru_cache(maxsize=64)
+def _server(url: str) -> tuple[tuple[str, AttributeValue], ...]:
+    """``server.address`` and ``server.port`` of a base URL (none offline); a run asks the
+    same few servers on every call."""
     if not url:
-        return {}
+        return ()
     try:
         parts = urlsplit(url)
         port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError:
-        return {}
-    return {"server.address": parts.hostname, "server.port": port} if parts.hostname else {}
+        return ()
+    return (("server.address", parts.hostname), ("server.port", port)) if parts.hostname else ()

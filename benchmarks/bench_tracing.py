@@ -1,0 +1,276 @@
+"""What tracing costs per LLM call: off (the default), on, and on with content, against the
+harness as it was before tracing existed.
+
+    python benchmarks/bench_tracing.py              # 5 interleaved rounds, about 4 minutes
+    python benchmarks/bench_tracing.py --rounds 3
+    python benchmarks/bench_tracing.py --baseline <git revision>
+
+Four sides, each the full ``Harness`` as a notebook builds it (``bench_engine.py``'s
+``harness``: built-in tools, delegation, coordination, skills, the permission hook,
+checkpoints, secrets, offloading, the transcript) on a small notebook project, in 20-turn
+conversations that call the read-only ``echo`` each turn, with an event sink that counts
+what it is given (a notebook's run view always listens), JSON and streamed, against the
+fake LLM server at zero latency:
+
+* ``baseline``: the package as it was before tracing was added (by default the parent of
+  the commit that created ``harness_nb/tracing/``; ``--baseline REV`` picks another), from
+  ``git archive`` into a temporary folder, first on ``PYTHONPATH``.
+* ``off``: this tree, ``tracing="off"``: its engine also reports each model call
+  (``ModelCallFinished``) to the sink; nothing of OpenTelemetry is imported.
+* ``on``: ``tracing="otel"``: every run, model call and tool call a span, exported by the
+  SDK's ``SimpleSpanProcessor`` to its ``InMemorySpanExporter`` (emptied after each
+  conversation), behind the process's tracer provider.
+* ``on-content``: the same with ``tracing_content=True``: each model call's span also
+  records the conversation sent (which grows with every turn), the answer, the system
+  prompt and the tools' names, and each tool call's arguments and result, all scrubbed.
+
+Every measurement is a fresh process (with a HOME of its own); one untimed conversation,
+then about 120 timed calls; client CPU (``time.process_time``) and wall time per call. The
+sides of a round run back to back in a rotating order; ratios are taken within a round,
+then the median over rounds is reported. Targets (printed, never enforced; issue 23):
+``off`` <= 1.02x ``baseline`` CPU per call (free when off), ``on`` <= 1.25x ``off`` at zero
+model latency (the spans' cost, some hundreds of µs per call, is then all there is; against
+a real model's seconds it vanishes), the µs it adds printed beside it.
+Figures go to ``benchmarks/results/bench_tracing.json``.
+"""
+
+import argparse
+import asyncio
+import contextlib
+import gc
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import common  # noqa: E402
+
+TURNS = 20
+CALLS_PER_MEASUREMENT = 120
+SIDES = ("baseline", "off", "on", "on-content")
+OFF_TARGET = 1.02
+ON_TARGET = 1.25
+
+
+# -- one measurement, in its own process -------------------------------------------------------
+
+
+class Counter:
+    """The sink a run view stands for: it is given every event."""
+
+    def __init__(self) -> None:
+        self.events = 0
+
+    def __call__(self, event: Any) -> None:
+        self.events += 1
+
+
+def catch_spans() -> Any:
+    """The SDK's in-memory exporter behind this process's tracer provider."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+    return exporter
+
+
+async def measure(side: str, url: str, stream: bool) -> dict[str, float]:
+    from harness_nb import Harness
+
+    tracing: dict[str, Any] = {}
+    exporter = None
+    if side in ("on", "on-content"):
+        exporter = catch_spans()
+        tracing = {"tracing": "otel", "tracing_content": side == "on-content"}
+    sink = Counter()
+    with common.notebook_project() as workdir:
+        harness = Harness(
+            f"openai-compatible/{common.MODEL}",
+            workdir=workdir,
+            base_url=url,
+            api_key=common.API_KEY,
+            provider_options={"streaming": stream},
+            extra_tools=[common.echo_tool()],
+            max_turns=TURNS + 1,
+            **tracing,
+        )
+
+        async def conversation() -> int:
+            harness.new_conversation()
+            result = await harness.run(common.PROMPT, on_event=sink)
+            if result.tool_calls != TURNS or result.stop_reason != "end_turn":
+                raise RuntimeError(f"unexpected run: {result.tool_calls} tool calls, stop {result.stop_reason}")
+            if exporter is not None:
+                spans = len(exporter.get_finished_spans())
+                if spans != 2 * TURNS + 2:  # the run, its calls and its tool calls
+                    raise RuntimeError(f"expected {2 * TURNS + 2} spans, got {spans}")
+                exporter.clear()
+            return result.turns
+
+        try:
+            gc.collect()
+            gc.freeze()  # as bench_engine: the collector's pace must not depend on what was imported
+            await conversation()
+            calls, cpu, wall = 0, time.process_time(), time.perf_counter()
+            for _ in range(max(1, round(CALLS_PER_MEASUREMENT / (TURNS + 1)))):
+                calls += await conversation()
+            cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        finally:
+            await harness.aclose()
+    import harness_nb
+
+    loaded = any(name.startswith("opentelemetry") for name in sys.modules)
+    figures = {"calls": calls, "cpu_us": cpu / calls * 1e6, "wall_us": wall / calls * 1e6, "otel_loaded": loaded}
+    return {**figures, "package": str(Path(harness_nb.__file__).parent)}
+
+
+def worker(side: str, url: str, stream: bool) -> None:
+    print(json.dumps(asyncio.run(measure(side, url, stream))))
+
+
+# -- the driver --------------------------------------------------------------------------------
+
+
+def baseline_revision(given: str | None) -> str:
+    """``given``, else the parent of the commit that created ``harness_nb/tracing/``."""
+    if given:
+        return given
+    added = subprocess.run(
+        ["git", "log", "--diff-filter=A", "--format=%H", "--", "harness_nb/tracing/__init__.py"],
+        cwd=common.ROOT, capture_output=True, text=True, check=True,
+    ).stdout.split()
+    if not added:
+        raise SystemExit("no commit adds harness_nb/tracing/ in this clone's history: pass --baseline REV")
+    return f"{added[-1]}^"
+
+
+@contextlib.contextmanager
+def baseline_tree(revision: str) -> Iterator[Path]:
+    """The package at ``revision``, unpacked into a temporary folder."""
+    with tempfile.TemporaryDirectory(prefix="bench-baseline-") as tmp:
+        archive = subprocess.run(
+            ["git", "archive", revision, "harness_nb"], cwd=common.ROOT, capture_output=True, check=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        yield Path(tmp)
+
+
+def run_worker(side: str, url: str, stream: bool, baseline: Path) -> dict[str, float]:
+    command = [sys.executable, __file__, "--worker", side, "--url", url]
+    if stream:
+        command.append("--stream")
+    env = common.child_env()
+    if side == "baseline":  # its package first on the path: it is the one imported
+        env["PYTHONPATH"] = f"{baseline}:{env['PYTHONPATH']}"
+    done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=300, env=env)
+    if done.returncode != 0:
+        raise RuntimeError(f"{side} worker failed:\n{done.stderr}")
+    figures = json.loads(done.stdout.splitlines()[-1])
+    if Path(figures.pop("package")).is_relative_to(baseline) != (side == "baseline"):
+        raise RuntimeError(f"the {side} worker imported the wrong harness_nb")
+    return figures
+
+
+def drive(rounds: int, revision: str) -> dict[str, Any]:
+    raw: dict[str, list[dict[str, float]]] = {}
+    with contextlib.ExitStack() as stack:
+        baseline = stack.enter_context(baseline_tree(revision))
+        url = stack.enter_context(common.fake_server(common.script(TURNS)))
+        for n in range(rounds):
+            order = SIDES[n % len(SIDES) :] + SIDES[: n % len(SIDES)]  # each side goes first in turn
+            for stream in (False, True):
+                for side in order:
+                    raw.setdefault(key(side, stream), []).append(run_worker(side, url, stream, baseline))
+            print(f"round {n + 1}/{rounds} done", file=sys.stderr, flush=True)
+    return summarise(raw, rounds, revision)
+
+
+def key(side: str, stream: bool) -> str:
+    return f"{side}/{'stream' if stream else 'plain'}"
+
+
+def _ratio(raw: dict[str, list[dict[str, float]]], side: str, over: str, stream: bool, what: str) -> float:
+    pairs = zip(raw[key(side, stream)], raw[key(over, stream)], strict=True)
+    return common.median([a[what] / b[what] for a, b in pairs])
+
+
+def summarise(raw: dict[str, list[dict[str, float]]], rounds: int, revision: str) -> dict[str, Any]:
+    rows = []
+    for stream in (False, True):
+        row: dict[str, Any] = {"stream": stream, "turns": TURNS}
+        for side in SIDES:
+            row[f"{side}_cpu_us"] = common.median([r["cpu_us"] for r in raw[key(side, stream)]])
+            row[f"{side}_wall_us"] = common.median([r["wall_us"] for r in raw[key(side, stream)]])
+        for side, over in (("off", "baseline"), ("on", "baseline"), ("on", "off"), ("on-content", "off")):
+            row[f"{side}_over_{over}_cpu"] = _ratio(raw, side, over, stream, "cpu_us")
+            row[f"{side}_over_{over}_wall"] = _ratio(raw, side, over, stream, "wall_us")
+        row["otel_loaded_when_off"] = any(r["otel_loaded"] for r in raw[key("off", stream)])
+        rows.append(row)
+    return {
+        "rounds": rounds,
+        "baseline": revision,
+        "environment": common.environment(),
+        "rows": rows,
+        "targets": {"off_over_baseline_cpu_max": OFF_TARGET, "on_over_off_cpu_max": ON_TARGET},
+        "raw": raw,
+    }
+
+
+def report(data: dict[str, Any]) -> None:
+    print(f"\nbench_tracing: medians of {data['rounds']} interleaved rounds, per LLM call (µs), {TURNS}-turn runs")
+    print(f"baseline: {data['baseline']}\n")
+    head = f"{'mode':<6} | " + " ".join(f"{side + ' cpu':>15}" for side in SIDES) + " | off/base  on/base  on/off  content/off"
+    print(head)
+    print("-" * len(head))
+    for r in data["rows"]:
+        mode = "stream" if r["stream"] else "plain"
+        cpus = " ".join(f"{r[f'{side}_cpu_us']:>15.0f}" for side in SIDES)
+        ratios = (
+            f"{r['off_over_baseline_cpu']:>7.3f}x {r['on_over_baseline_cpu']:>7.3f}x "
+            f"{r['on_over_off_cpu']:>6.3f}x {r['on-content_over_off_cpu']:>10.3f}x"
+        )
+        print(f"{mode:<6} | {cpus} | {ratios}")
+    print()
+    for r in data["rows"]:
+        mode = "streamed" if r["stream"] else "JSON"
+        off, on = r["off_over_baseline_cpu"], r["on_over_off_cpu"]
+        added = r["on_cpu_us"] - r["off_cpu_us"]
+        print(f"{common.verdict(off <= OFF_TARGET)}  off vs baseline, CPU per call, {mode}: {off:.3f}x (target <= {OFF_TARGET}x)")
+        print(
+            f"{common.verdict(on <= ON_TARGET)}  on vs off, CPU per call, {mode}: {on:.3f}x, {added:+.0f} µs "
+            f"(target <= {ON_TARGET}x)"
+        )
+        loaded = r["otel_loaded_when_off"]
+        print(f"{common.verdict(not loaded)}  off imports nothing of OpenTelemetry ({mode}): {'it did' if loaded else 'none'}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--baseline", help="the git revision to compare with (default: before tracing was added)")
+    parser.add_argument("--worker", choices=SIDES, help=argparse.SUPPRESS)
+    parser.add_argument("--url", help=argparse.SUPPRESS)
+    parser.add_argument("--stream", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker(args.worker, args.url, args.stream)
+        return
+    data = drive(args.rounds, baseline_revision(args.baseline))
+    path = common.write_json("bench_tracing.json", data)
+    report(data)
+    print(f"\nfigures: {path.relative_to(common.ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
