@@ -10,10 +10,10 @@ Each setting is one field here, with its default and its help text (field metada
 ``SETTINGS`` lists them by name. The keywords of ``Harness`` and ``configure``, the
 notebook's ``%config HarnessNB`` traits and their help, and the README's table are made
 from these fields or checked against them. Related settings sit in frozen groups
-(``subagents``, ``sandbox``, ``mcp``, ``checkpoints``, ``tracing``), but every setting keeps one flat
-name — ``sandbox_network``, ``mcp_servers`` — that keywords, ``changed`` and ``%config``
-use; a group's own switch is named after it (``sandbox`` is the sandbox's mode,
-``checkpoints`` whether there are any).
+(``subagents``, ``sandbox``, ``mcp``, ``checkpoints``, ``tracing``), but every setting keeps
+one flat name — ``sandbox_network``, ``mcp_servers`` — that keywords, ``changed`` and
+``%config`` use; a group's own switch is named after it (``sandbox`` is the sandbox's mode,
+``checkpoints`` whether there are any, ``tracing`` where spans go).
 
 Most settings apply to the runs that start after ``Harness.apply``: each run (and each
 background task it launches) keeps the settings it started with. Settings marked

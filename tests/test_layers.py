@@ -1,6 +1,6 @@
 """Imports point downward only (DESIGN.md §1, docs/architecture.md): notebook → harness →
-team / tracing → subagents → permissions → engine / mcp → skills → tools → providers / sandbox →
-core. Only notebook/ imports IPython, ipywidgets or ipykernel.
+team / tracing → subagents → permissions → engine / mcp → skills → tools → providers /
+sandbox → core. Only notebook/ imports IPython, ipywidgets or ipykernel.
 
 The check reads every module's import statements (function-level imports included), so a
 lazy import cannot sneak a layer crossing past it; an import under ``if TYPE_CHECKING:``
