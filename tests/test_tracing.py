@@ -19,6 +19,7 @@ from harness_nb.core import (
     AssistantMessage,
     ConfigError,
     ModelCallFinished,
+    ProviderError,
     RunFinished,
     RunStarted,
     ToolCall,
@@ -235,6 +236,19 @@ async def test_an_interrupted_run_ends_its_spans_marked_interrupted(tmp_path, sp
     assert tool_span.attributes["error.type"] == root.attributes["error.type"] == "interrupted"
     assert root.status.status_code.name == "ERROR"
     assert tree(found) == [("invoke_agent main", [("chat script", []), ("execute_tool wait_a_bit", [])])]
+
+
+async def test_a_failed_model_call_and_the_run_it_ends_are_errors(tmp_path, spans):
+    h, _ = harness(tmp_path, {"main": [{"error": "the server is overloaded", "status": 529}]})
+    with pytest.raises(ProviderError):
+        await h.run("go")
+    found = spans.get_finished_spans()
+    chat, root = named(found, "chat script")[0], named(found, "invoke_agent main")[0]
+    assert chat.attributes["error.type"] == "529"  # the provider's status: what a trace groups failures by
+    assert "gen_ai.usage.input_tokens" not in chat.attributes
+    assert root.attributes["error.type"] == "ProviderError"
+    assert root.status.status_code.name == chat.status.status_code.name == "ERROR"
+    assert "the server is overloaded" in root.status.description
 
 
 async def test_run_stream_and_direct_subagent_runs_are_traced_too(tmp_path, spans):

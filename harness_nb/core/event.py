@@ -45,8 +45,9 @@ class ModelCallFinished(_Event):
     (``time.time_ns()``), ``streamed`` or not. What was sent: ``system``, ``messages`` (as
     they were at the call), ``tools``; what came back: ``answer``, ``stop_reason``,
     ``response_model`` (the server's name for the model that answered) and ``usage`` (this
-    call's, priced). ``error`` is the exception's class name when the call failed (then
-    nothing came back)."""
+    call's, priced). ``error`` says how the call failed, if it did (then nothing came back):
+    a ``ProviderError``'s kind (``context_length``) or HTTP status (``429``), else the
+    exception's class name."""
 
     kind: Literal["model_call_finished"] = "model_call_finished"
     provider: str

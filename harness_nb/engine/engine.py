@@ -388,7 +388,7 @@ class AgentEngine:
         try:
             response = await self._request(provider, request, emit)
         except BaseException as exc:
-            emit(ModelCallFinished(**call, error=type(exc).__name__))
+            emit(ModelCallFinished(**call, error=_failure(exc)))
             raise
         emit(
             ModelCallFinished(
@@ -610,6 +610,14 @@ class AgentEngine:
                 return await invoke(tool, call, ctx)
         except TimeoutError:
             return ToolOutcome(f"error: {call.name} timed out after {deadline:g} s", True)
+
+
+def _failure(exc: BaseException) -> str:
+    """How a model call failed, in a word a trace can group by: a ``ProviderError``'s kind
+    (``context_length``) or HTTP status (``429``), else the exception's class name."""
+    if isinstance(exc, ProviderError):
+        return exc.kind or (str(exc.status) if exc.status else type(exc).__name__)
+    return type(exc).__name__
 
 
 def _priced(response: ModelResponse, context: RunContext) -> Usage:

@@ -19,7 +19,8 @@ run whose events carry it. The program's own current span, if any, parents the l
 Attributes are the conventions' (``gen_ai.*``, ``server.*``, ``error.type``) and ours under
 ``harness_nb.*``: ``cost_usd``, ``run.id``, ``task.id``, ``stop_reason``, ``turns``,
 ``tool_calls``, ``approval``, ``checkpoint``, and those given at launch (a notebook's
-``harness_nb.notebook.*``). ``error.type`` is the exception's class name, ``interrupted``,
+``harness_nb.notebook.*``). ``error.type`` is the exception's class name (of a model call:
+its provider error's kind, ``context_length``, or HTTP status, ``429``), ``interrupted``,
 ``tool_error`` (a tool's result was an error) or ``denied`` (an approval was refused).
 Text that was said is recorded only with ``content`` (``content.py``).
 """
@@ -106,8 +107,8 @@ class SpanTree:
             MessagesInjected: self._injected,
             Compacted: self._compacted,
             BudgetWarning: self._budget_warning,
-            RunFinished: self._run_finished,
-            RunFailed: self._run_failed,
+            RunFinished: self._run_ended,
+            RunFailed: self._run_ended,
         }
 
     @property
@@ -148,7 +149,7 @@ class SpanTree:
         if self.content:
             attributes["gen_ai.input.messages"] = said.text_message("user", event.prompt)
         span = self.tracer.start_span(
-            f"invoke_agent {event.agent}", self._parent(path), SpanKind.INTERNAL, attributes
+            f"invoke_agent {event.agent}", context=self._parent(path), kind=SpanKind.INTERNAL, attributes=attributes
         )
         token = otel_context.attach(trace.set_span_in_context(span))
         self._runs[path] = _Run(span, token, event.session_id)
@@ -165,53 +166,36 @@ class SpanTree:
                 return trace.set_span_in_context(outer.span)
         return None
 
-    def _run_finished(self, event: RunFinished, path: Path) -> None:
-        run = self._ended(path)
-        if run is None:
-            return
-        span = run.span
-        _usage(span, event.usage)
-        span.set_attribute("harness_nb.stop_reason", event.stop_reason)
-        span.set_attribute("harness_nb.turns", event.usage.turns)
-        span.set_attribute("harness_nb.tool_calls", event.usage.tool_calls)
-        if self.content:
-            span.set_attribute("gen_ai.output.messages", said.text_message("assistant", event.final_text, event.stop_reason))
-        self._close(run)
-
-    def _run_failed(self, event: RunFailed, path: Path) -> None:
-        run = self._ended(path)
-        if run is None:
-            return
-        span = run.span
-        _usage(span, event.usage)
-        kind = "interrupted" if event.interrupted else event.error.partition(":")[0] or "_OTHER"
-        span.set_attribute("error.type", kind)
-        span.set_status(Status(StatusCode.ERROR, said.bounded(event.error)))
-        self._close(run)
-
-    def _ended(self, path: Path) -> _Run | None:
-        """The run at ``path``, forgotten; its tool calls that never finished (interrupted)
-        end now, marked so."""
+    def _run_ended(self, event: RunFinished | RunFailed, path: Path) -> None:
+        """End the run's span with its usage and how it ended; its tool calls that never
+        finished (the run was interrupted mid-call) end with it, marked so."""
         run = self._runs.pop(path, None)
         if run is None:
-            return None
-        for tool in run.tools.values():  # their tokens belong to tasks that are gone
+            return
+        for tool in run.tools.values():  # not detached: their tokens belong to tasks that are gone
             tool.span.set_attribute("error.type", "interrupted")
             tool.span.set_status(Status(StatusCode.ERROR, "interrupted"))
             tool.span.end()
-        return run
-
-    def _close(self, run: _Run) -> None:
-        run.span.end()
+        span, usage = run.span, event.usage
+        _usage(span, usage)
+        span.set_attribute("harness_nb.turns", usage.turns)
+        span.set_attribute("harness_nb.tool_calls", usage.tool_calls)
+        if isinstance(event, RunFinished):
+            span.set_attribute("harness_nb.stop_reason", event.stop_reason)
+            if self.content:
+                output = said.text_message("assistant", event.final_text, event.stop_reason)
+                span.set_attribute("gen_ai.output.messages", output)
+        else:
+            kind = "interrupted" if event.interrupted else event.error.partition(":")[0] or "_OTHER"
+            span.set_attribute("error.type", kind)
+            span.set_status(Status(StatusCode.ERROR, said.bounded(event.error)))
+        span.end()
         otel_context.detach(run.token)  # RunStarted and its end are emitted by the same task
-
-    def _at(self, path: Path) -> _Run | None:
-        return self._runs.get(path)
 
     # -- model calls ----------------------------------------------------------------------
 
     def _model_called(self, event: ModelCallFinished, path: Path) -> None:
-        run = self._at(path)
+        run = self._runs.get(path)
         if run is None:
             return
         attributes: dict[str, AttributeValue] = {
@@ -225,9 +209,9 @@ class SpanTree:
         attributes.update(_server(event.server))
         span = self.tracer.start_span(
             f"chat {event.model}",
-            trace.set_span_in_context(run.span),
-            SpanKind.CLIENT,
-            attributes,
+            context=trace.set_span_in_context(run.span),
+            kind=SpanKind.CLIENT,
+            attributes=attributes,
             start_time=event.started,
         )
         if self.content:
@@ -251,7 +235,7 @@ class SpanTree:
     # -- tool calls -----------------------------------------------------------------------
 
     def _tool_started(self, event: ToolCallStarted, path: Path) -> None:
-        run = self._at(path)
+        run = self._runs.get(path)
         if run is None:
             return
         call = event.call
@@ -264,14 +248,17 @@ class SpanTree:
         if self.content:
             attributes["gen_ai.tool.call.arguments"] = said.dumped_arguments(call)
         span = self.tracer.start_span(
-            f"execute_tool {call.name}", trace.set_span_in_context(run.span), SpanKind.INTERNAL, attributes
+            f"execute_tool {call.name}",
+            context=trace.set_span_in_context(run.span),
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
         )
         # current in this task until the call ends: whatever the call starts nests under it
         token = otel_context.attach(trace.set_span_in_context(span))
         run.tools[call.id] = _Tool(span, token)
 
     def _tool(self, path: Path, call_id: str) -> _Tool | None:
-        run = self._at(path)
+        run = self._runs.get(path)
         return run.tools.get(call_id) if run is not None else None
 
     def _approval_asked(self, event: ApprovalRequested, path: Path) -> None:
@@ -303,7 +290,7 @@ class SpanTree:
             tool.span.set_attribute("harness_nb.effects", said.bounded(event.line))
 
     def _tool_finished(self, event: ToolCallFinished, path: Path) -> None:
-        run = self._at(path)
+        run = self._runs.get(path)
         tool = run.tools.pop(event.call.id, None) if run is not None else None
         if tool is None:
             return
@@ -322,7 +309,7 @@ class SpanTree:
     # -- along the way --------------------------------------------------------------------
 
     def _injected(self, event: MessagesInjected, path: Path) -> None:
-        run = self._at(path)
+        run = self._runs.get(path)
         if run is not None:
             attributes: dict[str, AttributeValue] = {"harness_nb.messages": len(event.texts)}
             if self.content:
@@ -330,7 +317,7 @@ class SpanTree:
             run.span.add_event("harness_nb.messages_injected", attributes)
 
     def _compacted(self, event: Compacted, path: Path) -> None:
-        run = self._at(path)
+        run = self._runs.get(path)
         if run is not None:
             run.span.add_event(
                 "harness_nb.compacted",
@@ -344,7 +331,7 @@ class SpanTree:
             )
 
     def _budget_warning(self, event: BudgetWarning, path: Path) -> None:
-        run = self._at(path)
+        run = self._runs.get(path)
         if run is not None:
             run.span.add_event(
                 "harness_nb.budget_warning",
