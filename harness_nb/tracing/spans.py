@@ -79,6 +79,7 @@ class _Tool:
 @dataclass(slots=True)
 class _Run:
     span: Span
+    context: Context  # the current one, with this run's span in it
     token: Token[Context]
     conversation: str
     tools: dict[str, _Tool] = field(default_factory=dict)
@@ -151,8 +152,8 @@ class SpanTree:
         span = self.tracer.start_span(
             f"invoke_agent {event.agent}", context=self._parent(path), kind=SpanKind.INTERNAL, attributes=attributes
         )
-        token = otel_context.attach(trace.set_span_in_context(span))
-        self._runs[path] = _Run(span, token, event.session_id)
+        context = trace.set_span_in_context(span)
+        self._runs[path] = _Run(span, context, otel_context.attach(context), event.session_id)
 
     def _parent(self, path: Path) -> Context | None:
         """The context a run at ``path`` starts in: the current one when it holds a span (the
@@ -163,7 +164,7 @@ class SpanTree:
         for depth in range(len(path) - 1, -1, -1):
             outer = self._runs.get(path[:depth])
             if outer is not None:
-                return trace.set_span_in_context(outer.span)
+                return outer.context
         return None
 
     def _run_ended(self, event: RunFinished | RunFailed, path: Path) -> None:
@@ -177,24 +178,25 @@ class SpanTree:
             tool.span.set_status(Status(StatusCode.ERROR, "interrupted"))
             tool.span.end()
         span, usage = run.span, event.usage
-        _usage(span, usage)
-        span.set_attribute("harness_nb.turns", usage.turns)
-        span.set_attribute("harness_nb.tool_calls", usage.tool_calls)
+        attributes = _usage(usage)
+        attributes["harness_nb.turns"] = usage.turns
+        attributes["harness_nb.tool_calls"] = usage.tool_calls
         if isinstance(event, RunFinished):
-            span.set_attribute("harness_nb.stop_reason", event.stop_reason)
+            attributes["harness_nb.stop_reason"] = event.stop_reason
             if self.content:
-                output = said.text_message("assistant", event.final_text, event.stop_reason)
-                span.set_attribute("gen_ai.output.messages", output)
+                attributes["gen_ai.output.messages"] = said.text_message("assistant", event.final_text, event.stop_reason)
         else:
-            kind = "interrupted" if event.interrupted else event.error.partition(":")[0] or "_OTHER"
-            span.set_attribute("error.type", kind)
+            attributes["error.type"] = "interrupted" if event.interrupted else event.error.partition(":")[0] or "_OTHER"
             span.set_status(Status(StatusCode.ERROR, said.bounded(event.error)))
+        span.set_attributes(attributes)
         span.end()
         otel_context.detach(run.token)  # RunStarted and its end are emitted by the same task
 
     # -- model calls ----------------------------------------------------------------------
 
     def _model_called(self, event: ModelCallFinished, path: Path) -> None:
+        """The call's span, made whole at once: it has ended, so every attribute is known when
+        the span starts (cheaper than setting them one by one, and a sampler sees them all)."""
         run = self._runs.get(path)
         if run is None:
             return
@@ -207,29 +209,30 @@ class SpanTree:
         if run.conversation:
             attributes["gen_ai.conversation.id"] = run.conversation
         attributes.update(_server(event.server))
+        if self.content:
+            attributes["gen_ai.system_instructions"] = said.system_instructions(event.system)
+            attributes["gen_ai.input.messages"] = said.input_messages(event.messages)
+            attributes["gen_ai.tool.definitions"] = said.tool_definitions(event.tools)
+        failure = ("interrupted" if event.error in INTERRUPTED else event.error) if event.error else ""
+        if failure:
+            attributes["error.type"] = failure
+        else:
+            if event.response_model:
+                attributes["gen_ai.response.model"] = event.response_model
+            attributes["gen_ai.response.finish_reasons"] = (said.finish_reason(event.stop_reason),)
+            if event.usage is not None:
+                attributes.update(_usage(event.usage))
+            if self.content:
+                attributes["gen_ai.output.messages"] = said.output_messages(event.answer, event.stop_reason)
         span = self.tracer.start_span(
             f"chat {event.model}",
-            context=trace.set_span_in_context(run.span),
+            context=run.context,
             kind=SpanKind.CLIENT,
             attributes=attributes,
             start_time=event.started,
         )
-        if self.content:
-            span.set_attribute("gen_ai.system_instructions", said.system_instructions(event.system))
-            span.set_attribute("gen_ai.input.messages", said.input_messages(event.messages))
-            span.set_attribute("gen_ai.tool.definitions", said.tool_definitions(event.tools))
-        if event.error:
-            kind = "interrupted" if event.error in INTERRUPTED else event.error
-            span.set_attribute("error.type", kind)
-            span.set_status(Status(StatusCode.ERROR, kind))
-        else:
-            if event.response_model:
-                span.set_attribute("gen_ai.response.model", event.response_model)
-            span.set_attribute("gen_ai.response.finish_reasons", [said.finish_reason(event.stop_reason)])
-            if event.usage is not None:
-                _usage(span, event.usage)
-            if self.content:
-                span.set_attribute("gen_ai.output.messages", said.output_messages(event.answer, event.stop_reason))
+        if failure:
+            span.set_status(Status(StatusCode.ERROR, failure))
         span.end()
 
     # -- tool calls -----------------------------------------------------------------------
@@ -249,7 +252,7 @@ class SpanTree:
             attributes["gen_ai.tool.call.arguments"] = said.dumped_arguments(call)
         span = self.tracer.start_span(
             f"execute_tool {call.name}",
-            context=trace.set_span_in_context(run.span),
+            context=run.context,
             kind=SpanKind.INTERNAL,
             attributes=attributes,
         )
@@ -295,14 +298,14 @@ class SpanTree:
         if tool is None:
             return
         span = tool.span
-        if not tool.approval:
-            span.set_attribute("harness_nb.approval", "not_asked")
+        attributes: dict[str, AttributeValue] = {} if tool.approval else {"harness_nb.approval": "not_asked"}
         if event.is_error:
             kind = "denied" if tool.approval in ("denied", "refused") else "tool_error"
-            span.set_attribute("error.type", kind)
+            attributes["error.type"] = kind
             span.set_status(Status(StatusCode.ERROR, said.bounded(event.result) if self.content else kind))
         elif self.content:
-            span.set_attribute("gen_ai.tool.call.result", said.result(event.result))
+            attributes["gen_ai.tool.call.result"] = said.result(event.result)
+        span.set_attributes(attributes)
         span.end()
         otel_context.detach(tool.token)  # both ends of a call are emitted by its own task
 
@@ -339,19 +342,22 @@ class SpanTree:
             )
 
 
-def _usage(span: Span, usage: Usage) -> None:
+def _usage(usage: Usage) -> dict[str, AttributeValue]:
     """The conventions' token counts (``input_tokens`` with the cached ones, as they ask) and
     our cost, when known."""
-    span.set_attribute("gen_ai.usage.input_tokens", usage.prompt_tokens)
-    span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+    found: dict[str, AttributeValue] = {
+        "gen_ai.usage.input_tokens": usage.prompt_tokens,
+        "gen_ai.usage.output_tokens": usage.output_tokens,
+    }
     if usage.cache_read_tokens:
-        span.set_attribute("gen_ai.usage.cache_read.input_tokens", usage.cache_read_tokens)
+        found["gen_ai.usage.cache_read.input_tokens"] = usage.cache_read_tokens
     if usage.cache_write_tokens:
-        span.set_attribute("gen_ai.usage.cache_creation.input_tokens", usage.cache_write_tokens)
+        found["gen_ai.usage.cache_creation.input_tokens"] = usage.cache_write_tokens
     if usage.cost is not None:
-        span.set_attribute("harness_nb.cost_usd", usage.cost)
+        found["harness_nb.cost_usd"] = usage.cost
     if usage.unreported_calls:
-        span.set_attribute("harness_nb.usage.unreported_calls", usage.unreported_calls)
+        found["harness_nb.usage.unreported_calls"] = usage.unreported_calls
+    return found
 
 
 @functools.lru_cache(maxsize=64)
