@@ -26,6 +26,8 @@ from .core.secret import SECRETS, protect_loggers
 from .engine import (
     AgentEngine,
     ApprovalChannel,
+    AskChannel,
+    AskPersonTool,
     CheckpointHook,
     CompactionPolicy,
     Hook,
@@ -202,18 +204,24 @@ class Parts:
         return new
 
     def context(
-        self, kit: Kit, provider: Provider, *, max_turns: int | None, approval: ApprovalChannel | None
+        self,
+        kit: Kit,
+        provider: Provider,
+        *,
+        max_turns: int | None,
+        approval: ApprovalChannel | None,
+        ask: AskChannel | None = None,
     ) -> RunContext:
         """A new run's context on ``provider``: ``kit``'s limits (``max_turns`` for this run
         only), prices, compaction, tools, hooks and delegation, the approval channel
-        ``approval`` (its "Approve for this session" keeping its rule on this harness) and a
-        fresh usage account billed to the harness's total."""
+        ``approval`` (its "Approve for this session" keeping its rule on this harness), the
+        ask channel ``ask`` and a fresh usage account billed to the harness's total."""
         settings = kit.settings
         limits = settings.limits if max_turns is None else replace(settings.limits, max_turns=max_turns)
         channel = remembering(approval, self.permissions) if approval is not None else None
         return RunContext(
             provider, limits, channel, self.total.child(), kit.compaction, prices=settings.price_table,
-            tools=kit.tools, hooks=kit.hooks, delegation=settings.delegation,
+            tools=kit.tools, hooks=kit.hooks, delegation=settings.delegation, ask=ask,
         )
 
 
@@ -308,7 +316,8 @@ def assemble(
 
         base = [*builtin_tools(sandbox=box), SkillTool(skill_catalog)]
     team_tools = teams.tools() if teams else []
-    fixed = (*base, *tools, *extra_tools, task_tool, *coordination_tools(tracker, router), *team_tools)
+    # ask_person is offered only to a run that can ask someone (engine/ask.py)
+    fixed = (*base, *tools, *extra_tools, task_tool, *coordination_tools(tracker, router), *team_tools, AskPersonTool())
     offload = OffloadHook(state / "offload", limit=settings.offload_chars)
     sources: list[Injector] = [tracker.completion_texts, *([teams.injector] if teams else [])]
     found = (d.resolve() for d, _label in registry.search_dirs())

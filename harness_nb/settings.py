@@ -8,7 +8,7 @@
 
 Each setting is one field here, with its default and its help text (field metadata);
 ``SETTINGS`` lists them by name. The keywords of ``Harness`` and ``configure``, the
-notebook's ``%config HarnessNB`` traits and their help, and the README's table are made
+notebook's ``%config HarnessNB`` traits and their help, and the documentation's settings table are made
 from these fields or checked against them. Related settings sit in frozen groups
 (``subagents``, ``sandbox``, ``mcp``, ``checkpoints``, ``tracing``), but every setting keeps
 one flat name — ``sandbox_network``, ``mcp_servers`` — that keywords, ``changed`` and
@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from .core import ConfigError, PriceTable
+from .core import ConfigError, PriceTable, SettingFix
 from .engine import BackgroundApprovals, CompactionPolicy, Delegation, Limits
 from .mcp import DEFAULT_START_TIMEOUT, check_servers
 from .permissions.mode import Policy
@@ -64,6 +64,7 @@ __all__ = [
     "TracingMode",
     "TracingSettings",
     "default_model",
+    "no_model_error",
     "no_setting",
 ]
 
@@ -72,11 +73,18 @@ TracingMode = Literal["off", "otel"]
 
 MODEL_VARIABLE = "HARNESS_NB_MODEL"
 NO_MODEL_MESSAGE = (
-    "no model configured. Pass Harness(model='openai/gpt-4o-mini') (or 'anthropic/…', "
-    f"'ollama/…', 'openai-compatible/…'), set the {MODEL_VARIABLE} environment variable, or in "
-    "a notebook run  %config HarnessNB.model = 'openai/gpt-4o-mini'. To work offline, use "
-    "'scripted/<script.yaml>' or 'replay/<cassette.jsonl>'."
+    "no model configured. The model setting is provider/model: 'openai/gpt-4o-mini', 'anthropic/…', "
+    f"'ollama/…', 'openai-compatible/…' (offline: 'scripted/<script.yaml>' or 'replay/<cassette.jsonl>'); "
+    f"the {MODEL_VARIABLE} environment variable gives it a default."
 )
+
+
+def no_model_error() -> ConfigError:
+    """The error of a harness asked to run with no model: ``NO_MODEL_MESSAGE``, with the
+    setting that fixes it (each front end says it its own way: ``SettingFix``)."""
+    error = ConfigError(NO_MODEL_MESSAGE)
+    error.fix = SettingFix("model", "openai/gpt-4o-mini", "configure one")
+    return error
 
 def default_model() -> str | None:
     """The model of a harness told none: ``$HARNESS_NB_MODEL`` (``None`` when unset or
@@ -100,8 +108,8 @@ class SubagentSettings:
     background_approvals: BackgroundApprovals = field(
         default="deny",
         metadata=about(
-            "Background subagents: 'deny' the calls that would ask (fail closed) or 'ask' where the launching run "
-            "asks (in a notebook, the launching cell).",
+            "Background subagents: 'deny' the calls that would ask (fail closed) and offer no ask_person, or 'ask' "
+            "where the launching run asks (in a notebook, the launching cell), for approvals and questions alike.",
         ),
     )
     allow_bypass_permissions: bool = field(
@@ -288,6 +296,21 @@ class RunSettings:
         ),
     )
     max_turns: int = field(default=50, metadata=about("Most LLM calls one run may make."))
+    max_repeated_calls: int | None = field(
+        default=3,
+        metadata=about(
+            "A run that calls one tool with the same arguments and gets the same result this many times is told "
+            "once, then stopped if it repeats it again (0 or None: never).",
+        ),
+    )
+    max_turns_without_text: int | None = field(
+        default=25,
+        metadata=about(
+            "A run that makes this many turns of tool calls in a row without a word for you is told once, then "
+            "stopped if its next answer is tool calls alone (0 or None: never). A small model that cannot read "
+            "its tool results loops on calls that all differ: this stops it.",
+        ),
+    )
     token_budget: int | None = field(
         default=None,
         metadata=about(
@@ -322,7 +345,7 @@ class RunSettings:
         metadata=about(
             "Your own prices, USD per million tokens, on top of the built-in list: {'my-model': {'input': 0.5, "
             "'output': 1.5, 'cache_read': 0.05, 'cache_write': 0.625}} (cache prices default to 0.1x and 1.25x the "
-            "input price).",
+            "input price; 'batch': the share a batch request costs, 0.5 unless given).",
         ),
     )
     provider_options: Mapping[str, Any] | ProviderOptions | None = field(
@@ -442,6 +465,8 @@ class RunSettings:
                 wall_time=self.wall_time,
                 tool_timeout=self.tool_timeout,
                 max_parallel_tool_calls=self.max_parallel_tool_calls,
+                max_repeated_calls=self.max_repeated_calls,
+                max_turns_without_text=self.max_turns_without_text,
             ),
         )
         _set(self, "price_table", PriceTable.of(self.prices))

@@ -22,7 +22,19 @@ from harness_nb.core import (
     ToolResultMessage,
     TurnFinished,
 )
-from harness_nb.engine import AgentEngine, Approved, Ask, Denied, Hook, HookRegistry, Limits, MemorySession, OffloadHook
+from harness_nb.engine import (
+    ALLOW,
+    AgentEngine,
+    Approved,
+    Ask,
+    Denied,
+    Deny,
+    Hook,
+    HookRegistry,
+    Limits,
+    MemorySession,
+    OffloadHook,
+)
 from harness_nb.engine.session import load_transcript
 from harness_nb.providers.scripted import ScriptedProvider
 from harness_nb.tools import ToolContext, ToolRegistry, tool
@@ -227,6 +239,47 @@ async def test_approval_allow_deny_and_no_channel(answer, expected):
     assert decided[0].approved is isinstance(answer, Approved)
     if answer is not None:
         assert asked == [("echo", "echo is scary", "high")]
+
+
+class AskOrAllowOrDeny(Hook):
+    """Asks for ``edit`` with "ask" in its text, denies it with "deny", allows it otherwise."""
+
+    async def before_tool(self, call, ctx):
+        text = call.parsed_arguments().get("text", "")
+        if call.name != "edit":
+            return await super().before_tool(call, ctx)
+        return Ask("edits ask", "medium") if "ask" in text else Deny("no edits") if "deny" in text else ALLOW
+
+
+async def test_a_tool_that_asks_itself_is_told_whether_to_ask_and_no_channel_is_used():
+    """A tool with its own card (``asks_itself``, the notebook's diff) runs with
+    ``ctx.ask`` when the hooks would ask — the approval channel is never called and the
+    per-tool timeout does not cut its wait — with ``ctx.ask`` None when they allow, and
+    not at all when they deny."""
+
+    @tool(asks_itself=True)
+    async def edit(ctx: ToolContext, text: str) -> str:
+        """Edit with a card of its own."""
+        await asyncio.sleep(0.2 if ctx.ask else 0)
+        return f"asked: {ctx.ask}" if ctx.ask else "applied unasked"
+
+    async def channel(call, reason, risk):
+        raise AssertionError("the generic approval channel must not be used")
+
+    events = []
+    calls = [call("edit", text="please ask"), call("edit", text="allowed"), call("edit", text="deny it")]
+    engine, _ = make(
+        [{"tool_calls": calls}, {"text": "ok"}],
+        edit,
+        hooks=HookRegistry([AskOrAllowOrDeny()]),
+        approval=channel,
+        limits=Limits(tool_timeout=0.05),
+    )
+    await engine.run("go", on_event=events.append)
+    outs = [m.content for m in engine.session.messages if isinstance(m, ToolResultMessage)]
+    assert outs == ["asked: edits ask", "applied unasked", "error: denied: no edits"]
+    requested = [e.call.arguments for e in events if isinstance(e, ApprovalRequested)]
+    assert len(requested) == 1 and "please ask" in requested[0], "the view still sees the call wait for the person"
 
 
 async def test_offload_hook_moves_big_results_to_a_file(tmp_path):

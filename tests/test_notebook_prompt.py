@@ -147,6 +147,33 @@ async def test_the_default_main_request_is_lean_and_offers_only_tools_that_can_b
     assert "team_create" not in _tool_names(last)
 
 
+async def test_with_the_notebook_extension_the_request_stays_lean(tmp_path):
+    """In a cell run from a page with the notebook extension, the first request offers
+    ``notebook_read``, ``notebook_edit``, ``notebook_insert`` and ``notebook_run`` in place
+    of ``notebook_history`` and ``propose_cell``, within 6.5 KB of tool schemas (the default
+    request above: 14 tools, 5,986 bytes of them; ``ask_person``, offered to every run
+    someone can answer, takes 358 of them and pushed this request past 6 KB)."""
+    from frontend_support import FakePage, code
+
+    with FakeLLMServer([{"match": "hi there", "text": "Hello."}]).in_thread() as srv:
+        async with notebook(tmp_path, env={"OPENAI_BASE_URL": srv.url + "/v1", "OPENAI_API_KEY": "sk-test"}) as k:
+            await k.run("%config HarnessNB.model = 'openai-compatible/test-model'")
+            await k.run("import pandas as pd\nsales = pd.DataFrame({'region': ['north', 'south'], 'revenue': [1, 2]})")
+            page = FakePage(k, [code("sales.head()")])
+            page.connect()
+            await k.finished(page.execute("%%agent\nhi there"))
+    first = srv.requests[0].body
+    tools, whole = _size(first["tools"]), _size(first)
+    print(f"\nwith the extension: {whole:,} bytes, of which tools {tools:,} ({len(first['tools'])} tools)")
+    for tool in first["tools"]:
+        print(f"  {tool['function']['name']}: {_size(tool):,}")
+    names = set(_tool_names(first))
+    assert {"notebook_read", "notebook_edit", "notebook_insert", "notebook_run"} <= names
+    assert not {"notebook_history", "propose_cell"} & names
+    assert tools <= 6_656, f"the tools are {tools:,} bytes"
+    assert whole <= 9_728, f"the first request is {whole:,} bytes"
+
+
 async def _requests(k: Any, agent: str) -> list[dict[str, Any]]:
     """The scripted model's requests for ``agent``: system prompt, tool names, last user text."""
     found: list[dict[str, Any]] = await kernel_json(

@@ -46,7 +46,27 @@ async def upload(ctx: ToolContext, name: str) -> str:
     return ""
 
 
-TOOLS.update({"run_python": run_python, "task": task, "mcp__files__upload": upload})
+@tool(name="notebook_edit", asks_itself=True, changes_files=False)
+async def notebook_edit(ctx: ToolContext, cell: int, new_source: str, explanation: str) -> str:
+    """Edit a cell."""
+    return ""
+
+
+@tool(name="notebook_run")
+async def notebook_run(ctx: ToolContext, cell: int) -> str:
+    """Run a cell."""
+    return ""
+
+
+TOOLS.update(
+    {
+        "run_python": run_python,
+        "task": task,
+        "mcp__files__upload": upload,
+        "notebook_edit": notebook_edit,
+        "notebook_run": notebook_run,
+    }
+)
 
 
 @pytest.fixture
@@ -458,6 +478,23 @@ async def test_a_settings_file_cannot_allow_writes_to_settings_files_but_the_per
     shell = await decide(hook_for(workdir), workdir, "bash", command="echo '{}' > .claude/settings.json")
     assert isinstance(shell, Ask) and shell.reason == "writes an agent, skill or settings file: .claude/settings.json"
     assert isinstance(await decide(hook_for(workdir), workdir, "bash", command="make all"), Allow)
+
+
+async def test_the_notebook_tools_are_judged_like_any_other(workdir):
+    """``notebook_edit`` (whose own card asks) asks under the default policy, runs unasked
+    by an allow rule or the policy "never", and is refused by a deny rule and in plan
+    mode; ``notebook_run`` always asks, as ``run_python`` does, unless a rule allows it."""
+    edit = {"cell": 0, "new_source": "x = 1", "explanation": "set x"}
+    assert isinstance(await decide(hook_for(workdir), workdir, "notebook_edit", **edit), Ask)
+    assert isinstance(await decide(hook_for(workdir, allow=["notebook_edit"]), workdir, "notebook_edit", **edit), Allow)
+    assert isinstance(await decide(hook_for(workdir, policy="never"), workdir, "notebook_edit", **edit), Allow)
+    denied = await decide(hook_for(workdir, allow=["notebook_edit"], deny=["notebook_edit"]), workdir, "notebook_edit", **edit)
+    assert isinstance(denied, Deny) and "notebook_edit" in denied.reason
+    planned = await decide(hook_for(workdir, policy="never").for_subagent("plan"), workdir, "notebook_edit", **edit)
+    assert isinstance(planned, Deny) and "permissionMode: plan" in planned.reason
+    ran = await decide(hook_for(workdir), workdir, "notebook_run", cell=0)
+    assert isinstance(ran, Ask) and ran.reason == "notebook_run always asks for approval"
+    assert isinstance(await decide(hook_for(workdir, allow=["notebook_run"]), workdir, "notebook_run", cell=0), Allow)
 
 
 async def test_other_tools_follow_the_policy(workdir):

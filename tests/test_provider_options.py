@@ -4,6 +4,7 @@ or value is one ``ConfigError`` naming it, and offline models take what applies 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 
 from harness_nb.core import ConfigError, ToolSpec, UserMessage
 from harness_nb.providers import ModelRequest, ProviderOptions, create_provider
+from harness_nb.providers.base import JsonAnswer
 from harness_nb.testing.fake_server import FakeLLMServer
 from provider_support import collect
 
@@ -84,7 +86,9 @@ def test_anthropic_sends_tool_choice_only_when_set() -> None:
         ({"temprature": 0.5}, "unknown provider option 'temprature' (did you mean temperature?). Valid options: context_window,"),
         ({"temperature": 3}, "provider option temperature=3: Input should be less than or equal to 2"),
         ({"max_tokens": 0}, "provider option max_tokens=0: Input should be greater than 0"),
-        ({"tool_choice": "any"}, "provider option tool_choice='any': Input should be 'auto', 'required' or 'none'"),
+        ({"tool_choice": "any"}, "provider option tool_choice='any': write required (harness_nb's words are auto"),
+        ({"tool_choice": "look up"}, "tool_choice='look up': give auto, required, none, or a tool's name"),
+        ({"structured_output": "xml"}, "provider option structured_output='xml': Input should be 'json_schema' or 'tool'"),
         ({"empty_content": None, "streaming": "sometimes"}, "provider option streaming='sometimes'"),
         ({"extra": {"temperature": 1}}, "'temperature' has its own option: set temperature instead"),
         ({"extra": {"messages": []}}, "'messages' is written by the provider itself"),
@@ -95,6 +99,79 @@ def test_a_bad_key_or_value_is_one_config_error_naming_it(options: dict[str, Any
     with pytest.raises(ConfigError) as info:
         create_provider(model, api_key="k", options=options)
     assert says in str(info.value)
+
+
+# A tool's name as tool_choice, in each API's words (OpenAI's ChatCompletionNamedToolChoice,
+# Anthropic's ToolChoiceTool), over real HTTP, streamed and plain.
+NAMED = [
+    ("openai/gpt-4o", {"type": "function", "function": {"name": "lookup"}}),
+    ("openai-compatible/m", {"type": "function", "function": {"name": "lookup"}}),
+    ("anthropic/claude-x", {"type": "tool", "name": "lookup"}),
+]
+
+
+@pytest.mark.parametrize(("model", "sent"), NAMED)
+async def test_a_tool_s_name_forces_that_tool_in_each_api_s_words(model: str, sent: dict[str, Any]) -> None:
+    call = {"name": "lookup", "arguments": {"q": "x"}}
+    async with FakeLLMServer([{"tool_calls": [call]}, {"tool_calls": [call]}, {"text": "b"}]) as srv, create_provider(
+        model, api_key="k", base_url=srv.url, options={"tool_choice": "lookup"}
+    ) as p:
+        _, streamed = await collect(p, REQUEST)
+        plain = await p.complete(REQUEST)
+        await p.complete(ModelRequest(system="", messages=[UserMessage(content="no tools")]))
+    assert [c.name for c in streamed.message.tool_calls] == ["lookup"] == [c.name for c in plain.message.tool_calls]
+    assert [r.body["tool_choice"] for r in srv.requests[:2]] == [sent, sent]
+    assert "tool_choice" not in srv.requests[2].body  # never without tools
+
+
+@pytest.mark.parametrize(("model", "sent"), NAMED)
+async def test_a_request_s_tool_choice_wins_over_the_option(model: str, sent: dict[str, Any]) -> None:
+    forced = ModelRequest(system="s", messages=[UserMessage(content="hi")], tools=[SPEC], tool_choice="lookup")
+    async with FakeLLMServer([{"text": "a"}]) as srv, create_provider(
+        model, api_key="k", base_url=srv.url, options={"tool_choice": "none"}
+    ) as p:
+        await p.complete(forced)
+    assert srv.requests[0].body["tool_choice"] == sent
+
+
+@pytest.mark.parametrize("model", ["openai/gpt-4o", "anthropic/claude-x"])
+async def test_a_tool_choice_naming_a_tool_not_offered_is_one_clear_error_and_no_request(model: str) -> None:
+    async with FakeLLMServer([{"text": "a"}]) as srv, create_provider(
+        model, api_key="k", base_url=srv.url, options={"tool_choice": "lokup"}
+    ) as p:
+        with pytest.raises(ConfigError) as info:
+            await p.complete(REQUEST)
+    assert str(info.value) == (
+        "tool_choice names the tool 'lokup' (did you mean lookup?), which this request does not offer "
+        "(it offers: lookup); name an offered tool, or set auto / required / none"
+    )
+    assert srv.requests == []
+
+
+async def test_a_forced_tool_goes_to_anthropic_without_thinking_which_the_api_refuses_beside_it() -> None:
+    thinking = ModelRequest(system="s", messages=[UserMessage(content="hi")], tools=[SPEC], effort="high")
+    p = create_provider("anthropic/claude-sonnet-4-5", api_key="k")
+    assert "thinking" in p.body(thinking, stream=False)  # type: ignore[attr-defined]
+    for choice in ("required", "lookup"):
+        body = p.body(replace(thinking, tool_choice=choice), stream=False)  # type: ignore[attr-defined]
+        assert "thinking" not in body and body["tool_choice"]["type"] in ("any", "tool")
+
+
+SCHEMA = {"type": "object", "properties": {"label": {"enum": ["bug", "question"]}}, "required": ["label"]}
+
+
+async def test_a_json_answer_goes_as_response_format_unless_the_server_has_no_json_schema_mode() -> None:
+    asked = ModelRequest(system="s", messages=[UserMessage(content="hi")], json_answer=JsonAnswer("row", SCHEMA, strict=True))
+    async with FakeLLMServer([{"text": '{"label": "bug"}'}, {"text": "{}"}, {"text": "{}"}]) as srv:
+        for model, options in [("openai/gpt-4o", {}), ("openai-compatible/m", {"structured_output": "tool"}), ("anthropic/c", {})]:
+            async with create_provider(model, api_key="k", base_url=srv.url, options=options) as p:
+                assert p.structured_output == ("json_schema" if model == "openai/gpt-4o" else "tool")
+                await p.complete(asked)
+    wanted = {"type": "json_schema", "json_schema": {"name": "row", "schema": SCHEMA, "strict": True}}
+    assert srv.requests[0].body["response_format"] == wanted
+    assert ["response_format" in r.body for r in srv.requests[1:]] == [False, False]
+    with pytest.raises(ConfigError, match="anthropic/c has no JSON-schema mode here"):
+        create_provider("anthropic/c", api_key="k", options={"structured_output": "json_schema"})
 
 
 def test_options_must_be_a_mapping_and_each_given_once() -> None:

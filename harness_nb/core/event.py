@@ -236,6 +236,17 @@ class BudgetWarning(_Event):
         return f"used {share} of the {self.budget:,.0f}-token budget ({self.spent:,.0f} tokens)"
 
 
+class ServerAdapted(_Event):
+    """The harness found that the server of ``model`` cannot do something, and works around
+    it from now on, in every run of the process: ``text`` says what happened, on which
+    server, and what changed (``providers/quirks.py``). Emitted once per server and thing
+    learnt."""
+
+    kind: Literal["server_adapted"] = "server_adapted"
+    model: str
+    text: str
+
+
 class SubagentUpdate(_Event):
     """A child's event, wrapped with the child's task id and agent name."""
 
@@ -273,6 +284,7 @@ Event = (
     | Compacted
     | TurnFinished
     | BudgetWarning
+    | ServerAdapted
     | SubagentUpdate
     | RunFinished
     | RunFailed

@@ -3,25 +3,27 @@
 One turn: put waiting injections (finished background tasks, mailbox messages) into the
 conversation, call the model (streaming text out as events), run the tool calls of its
 answer concurrently, append the results, repeat until the model answers without tool
-calls or a limit stops the run. Events go to a sink callback (a run given none builds
-none of its per-call events); ``run_stream`` turns that into an async iterator. Before each
-call the conversation's ``ContextKeeper`` keeps the request within the model's context
-window (``compaction/keeper.py``).
+calls, a limit stops the run, or the run goes nowhere (``progress.py``). Events go to a
+sink callback (a run given none builds none of its per-call events); ``run_stream`` turns
+that into an async iterator. Before each call the conversation's ``ContextKeeper`` keeps
+the request within the model's context window (``compaction/keeper.py``).
 
 The engine holds what a conversation keeps between runs (its session, prompt, context
-keeper and prompt tally); what belongs to one run — provider, limits, approval channel,
-usage account, compaction policy, prices, the tools it offers and the hooks it runs — is a
-``RunContext`` passed to ``run`` (see ``context.py``), so changing a harness's settings
-mid-run changes nothing for the run under way. Budgets are checked before each model call
-(``budget.py``). The constructor's ``provider``, ``tools``, ``hooks``, ``limits`` and
-``approval`` are only the defaults of a run given no context (or a context without tools
-or hooks); nothing re-assigns them between runs.
+keeper and prompt tally); what belongs to one run — provider, limits, approval and ask
+channels, usage account, compaction policy, prices, the tools it offers and the hooks it
+runs — is a ``RunContext`` passed to ``run`` (see ``context.py``), so changing a harness's
+settings mid-run changes nothing for the run under way. A run without an ask channel holds
+``ask_person`` without offering it (``ask.offered_tools``). Budgets are checked before each
+model call (``budget.py``). The constructor's ``provider``, ``tools``, ``hooks``, ``limits``
+and ``approval`` are only the defaults of a run given no context (or a context without
+tools or hooks); nothing re-assigns them between runs.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -42,6 +44,7 @@ from ..core import (
     RunFailed,
     RunFinished,
     RunStarted,
+    ServerAdapted,
     TextDelta,
     ToolCall,
     ToolCallFinished,
@@ -55,6 +58,7 @@ from ..core import (
 from ..core.media import bound_images
 from ..providers.base import ModelRequest, ModelResponse, Provider, TextChunk
 from ..tools import CallOrder, ToolContext, ToolOutcome, ToolRegistry, invoke, own_timeout
+from .ask import offered_tools
 from .budget import BudgetScope, PromptTally
 from .compaction.keeper import ContextKeeper, FitContext
 from .context import ParentContext, RunContext, UsageAccount
@@ -70,6 +74,7 @@ from .hook import (
     person_reason,
 )
 from .limits import Limits, Place, RunResult
+from .progress import ProgressGuard
 from .prompt import PromptBuilder
 from .session import MemorySession
 
@@ -168,6 +173,7 @@ class AgentEngine:
             budget=budget,
             tool_slots=context.tool_slots,
             delegation=context.delegation,
+            ask=context.ask,
         )
 
     def _tools(self, context: RunContext) -> ToolRegistry:
@@ -221,9 +227,13 @@ class AgentEngine:
 
     async def _run(self, prompt: str, emit: EventSink, context: RunContext) -> RunResult:
         run_id = new_id("run")
+        tools = offered_tools(self._tools(context), context.ask)
+        if tools is not self._tools(context):  # once per run, so no call rebuilds the registry
+            context = dataclasses.replace(context, tools=tools)
         provider, limits, account = context.provider, context.limits, context.account
         budget = BudgetScope(limits, account, agent=self.agent, parent=context.parent_budget)
         parent = self.parent_context(context, budget)
+        progress = ProgressGuard(limits)
         turns = tool_calls = 0
         start = time.perf_counter()
         first_message = len(self.session.history)  # compaction may rewrite ``messages``
@@ -252,6 +262,9 @@ class AgentEngine:
                         break
                     tool_calls += len(message.tool_calls)
                     await self._run_tools(message.tool_calls, response.stop_reason, emit, parent, context)
+                    if (note := progress.after_tools(message, self.session.messages)) is not None:  # going nowhere
+                        self.session.append(UserMessage(content=note))
+                        emit(MessagesInjected(texts=(note,), agent=self.agent))
         except (LimitExceededError, _Stop) as exc:
             stop = exc.limit if isinstance(exc, LimitExceededError) else exc.stop_reason
             final = f"{final}\n\n[stopped: {exc}]".strip()
@@ -366,6 +379,8 @@ class AgentEngine:
                 response = await self._request(provider, request, emit)
             else:
                 response = await self._reported(provider, request, emit, context)
+        for notice in response.notices:  # what the provider learnt of its server (quirks.py): said once
+            emit(ServerAdapted(model=provider.model_id, text=notice, agent=self.agent))
         self.tally.observe(request.messages, response.usage)
         return response
 
@@ -555,7 +570,9 @@ class AgentEngine:
         place: Place,
     ) -> ToolOutcome:
         """The call's outcome: refused, denied, or run — holding one of the run's tool slots
-        (``place``) only while it runs, never while it waits for an approval."""
+        (``place``) only while it runs, never while it waits for an approval. A tool that
+        asks through its own card (``Tool.asks_itself``) is run, told why, instead of the
+        channel being asked; it holds no slot then, and bounds its own wait."""
         tool, hooks = ctx.tool, self._hooks(context)
         if tool is None:
             names = ", ".join(self._tools(context).names()) or "(none)"
@@ -573,7 +590,11 @@ class AgentEngine:
         decision = await hooks.before_tool(call, ctx)
         if isinstance(decision, Deny):
             return ToolOutcome(f"error: denied: {decision.reason}", True)
-        if isinstance(decision, Ask):
+        if isinstance(decision, Ask) and tool.asks_itself:
+            # its own card asks (the notebook's diff in the cell): no second, generic one
+            emit(ApprovalRequested(call=call, reason=decision.reason, risk=decision.risk, agent=self.agent))
+            ctx = dataclasses.replace(ctx, ask=decision.reason)
+        elif isinstance(decision, Ask):
             place.step_aside()
             emit(ApprovalRequested(call=call, reason=decision.reason, risk=decision.risk, agent=self.agent))
             if context.approval is None:
@@ -589,8 +610,10 @@ class AgentEngine:
                 return ToolOutcome(denial_result(answer if isinstance(answer, Denied) else None), True)
         # the protected paths the approved card named, or a hook vouched for: the checkpoints keep those
         vouched = decision.paths if isinstance(decision, Ask) else decision.vouched
-        if tool.long_running:
-            place.leave()  # the delegation tool holds no slot: its subagents' calls need them
+        if tool.long_running or ctx.ask is not None:
+            # the delegation tool holds no slot (its subagents' calls need them), nor does a
+            # call waiting for the person on its own card; both bound their own time
+            place.leave()
             return await hooks.around_tool(call, ctx, lambda: invoke(tool, call, ctx), vouched=vouched)
         # the slot before the hooks around the call: a call waiting for its turn must not hold a
         # checkpoint's "before" that the calls running meanwhile change

@@ -16,26 +16,35 @@ from IPython.display import DisplayHandle, display
 from ..core import ConfigError, HarnessError, SubagentUpdate
 from ..core.imports import shielded_imports
 from ..core.secret import SECRETS
-from ..engine import RunResult, UsageAccount
+from ..engine import AskChannel, RunResult, UsageAccount
 from ..harness import Harness
 from ..settings import RunSettings
 from ..subagents import TaskEntry, TaskStatus, resolve_model
-from ..subagents.agent_map import MapHandle, MapOptions, MapResult
-from ..textview import TextView, terminal_approval
+from ..subagents.map_handle import MapHandle
+from ..subagents.map_options import MapOptions
+from ..subagents.map_result import MapEstimate, MapResult
+from ..textview import TextView, terminal_approval, terminal_ask
 from ..tools import Sandbox
-from .config import HarnessNB
+from .bridge import NotebookBridge, fix_by_edit, notebook_tools
+from .config import HarnessNB, config_line
 from .kernel.history import CellHistory
 from .kernel.proposal import CellProposals
 from .kernel.queued_cells import QueuedCells
 from .kernel.tools import kernel_tools
 from .prompt import notebook_prompt
-from .widgets.approval import ApprovalCard, PendingApprovals, WaitingCards
+from .widgets.approval import Card, PendingApprovals, WaitingCards
 from .widgets.map_view import MapView
 from .widgets.reply import AgentReply, MarkdownText
 from .widgets.rewind_card import RewindCard
 from .widgets.view import RunView
 
 TICK = 0.1  # seconds; keeps the loop waking so an interrupt is seen during an approval wait
+
+
+def cell_error(exc: HarnessError) -> UsageError:
+    """``exc`` as a cell's error: one line, no traceback, secrets masked, and the setting
+    that fixes it (when one does) said as the ``%config`` line that works here."""
+    return UsageError(SECRETS.scrub(exc.explained(config_line)))
 
 
 class Pending:
@@ -122,6 +131,8 @@ class NotebookHarness:
         # ... and for a cell queued behind a busy one from a page that lost them (a reload)
         self.queued_cells = QueuedCells(getattr(shell, "kernel", None), self.pending, self.show_waiting)
         self._chores: set[asyncio.Task[Any]] = set()  # undos clicked in views: cancelled on close
+        # the comm to the frontend extension (opened by the load): the notebook tools use it
+        self.bridge = NotebookBridge(getattr(shell, "kernel", None), page=self.page)
 
     @property
     def widgets_enabled(self) -> bool:
@@ -156,7 +167,7 @@ class NotebookHarness:
         try:
             harness = self._build(workdir, settings)
         except ConfigError as exc:  # e.g. a workdir that is gone, or the machine's own folder
-            raise UsageError(str(exc)) from None
+            raise cell_error(exc) from None
         if harness.checkpointer is not None:  # IPython's history changes on its own
             harness.checkpointer.leave_out(Path(self.shell.profile_dir.location).parent)
         self._harness, self._harness_key = harness, key
@@ -167,16 +178,22 @@ class NotebookHarness:
         """A new harness for ``settings`` (``ConfigError`` when they cannot work)."""
         box = settings.sandbox
         kernel = self.config.kernel_tools  # the notebook's prompt speaks of the kernel tools
+        bridged = self.bridge.offered
+        tools = [
+            *kernel_tools(self.shell, history=self.history, proposals=self.proposals, bridged=bridged),
+            *notebook_tools(self.bridge, self.shell, approval_timeout=lambda: self.config.approval_timeout),
+        ]
         return Harness(
             workdir=workdir,
             settings=settings,
-            extra_tools=kernel_tools(self.shell, history=self.history, proposals=self.proposals) if kernel else [],
+            extra_tools=tools if kernel else [],
             sandbox=Sandbox.create(box.mode, network=box.network, hidden=_connection_file(), limits=box.limits),
-            main_prompt=notebook_prompt(self.shell) if kernel else None,
+            main_prompt=notebook_prompt(self.shell, bridged=bridged) if kernel else None,
         )
 
     def close(self) -> None:
-        """Stop background work (on unload)."""
+        """Stop background work and close the comm to the pages (on unload)."""
+        self.bridge.close()
         for chore in self._chores:
             chore.cancel()
         if self._harness is not None:
@@ -315,9 +332,9 @@ class NotebookHarness:
         else:
             handle.update(view)
 
-    def show_waiting(self, cards: list[ApprovalCard] | None = None) -> int:
-        """Show again in this cell the approval cards still waiting (all, or ``cards``);
-        returns how many, as copies (``ApprovalCard.copy``). A page reloaded before the
+    def show_waiting(self, cards: list[Card] | None = None) -> int:
+        """Show again in this cell the approval and question cards still waiting (all, or
+        ``cards``); returns how many, as copies (``Card.copy``). A page reloaded before the
         notebook was saved loses a card from its cell while the run still waits for it:
         this finds it again (``QueuedCells`` calls it for a cell queued behind a busy one)."""
         cards = list(self.pending) if cards is None else cards
@@ -342,6 +359,16 @@ class NotebookHarness:
         if isinstance(view, RunView):
             return view.approval_channel(timeout=self.config.approval_timeout, unattended=self.unattended())
         return terminal_approval()
+
+    def ask_for(self, view: RunView | TextView) -> AskChannel | None:
+        """The ask channel of a run shown in ``view``: question cards in it, or the terminal
+        without widgets. None where no one can answer (an unattended run: nbclient, nbval,
+        papermill): ``ask_person`` is then not offered, and answered "no one to ask"."""
+        if not isinstance(view, RunView):
+            return terminal_ask()
+        if self.unattended() is not None:
+            return None
+        return view.ask_channel(timeout=self.config.approval_timeout)
 
     def _track(self, view: RunView | TextView) -> Callable[[Any], None]:
         """The view's event sink, also noting which background tasks it launched."""
@@ -391,8 +418,8 @@ class NotebookHarness:
             raise UsageError("%%agent needs a prompt: write it in the cell body (or after %agent on the line)")
         view = self.new_view("main", model or h.model or "(no model)")
         run = h.run(
-            prompt, on_event=self._track(view), model=model, max_turns=max_turns, approval=self.approval_for(view),
-            trace_attributes=self.cell_attributes(),
+            prompt, on_event=self._track(view), model=model, max_turns=max_turns,
+            approval=self.approval_for(view), ask=self.ask_for(view), trace_attributes=self.cell_attributes(),
         )
         return await self._foreground(view, run)
 
@@ -403,10 +430,20 @@ class NotebookHarness:
         definition = h.registry.get(agent)
         view = self.new_view(agent, self.model_of(definition.model))
         run = h.run_subagent(
-            agent, prompt, on_event=self._track(view), approval=self.approval_for(view),
+            agent, prompt, on_event=self._track(view), approval=self.approval_for(view), ask=self.ask_for(view),
             trace_attributes=self.cell_attributes(),
         )
         return await self._foreground(view, run)
+
+    async def fix_prompt(self, prompt: str) -> str:
+        """``%fix`` / ``%%agent --fix``: ``prompt`` with the last failed cell and its
+        traceback; in a page with the notebook extension, asking for the fix as an edit of
+        that cell (``UsageError`` when no cell failed)."""
+        failure = self.history.last_failure()
+        how = ""
+        if failure is not None and self.bridge.offered():
+            how = await with_ticker(fix_by_edit(self.bridge, failure))
+        return self.history.prompt_with_error(prompt, fix=True, fix_with=how)
 
     async def compact(self, *, model: str | None = None) -> MarkdownText:
         """``%agent --compact``: compact the conversation now, shown in a view of its own;
@@ -421,7 +458,7 @@ class NotebookHarness:
             raise
         except HarnessError as exc:
             self._end(view, "failed")
-            raise UsageError(str(exc)) from None
+            raise cell_error(exc) from None
         if isinstance(view, RunView) and done.usage is not None:
             view.show_usage(done.usage)  # the summary calls: no turn of a run reports them
         self._end(view, "done")
@@ -436,7 +473,7 @@ class NotebookHarness:
         try:
             preview = await h.rewind(checkpoint, dry_run=True)
         except HarnessError as exc:
-            raise UsageError(SECRETS.scrub(str(exc))) from None
+            raise cell_error(exc) from None
         number = preview.checkpoint.number
         if not preview.changes and not preview.conflicts:
             print(f"the workdir is as it was at checkpoint #{number}: nothing to rewind")
@@ -459,7 +496,7 @@ class NotebookHarness:
         try:
             report = await h.rewind(number)
         except HarnessError as exc:
-            raise UsageError(SECRETS.scrub(str(exc))) from None
+            raise cell_error(exc) from None
         if card is None:
             print(SECRETS.scrub(report.summary()))
             return
@@ -473,7 +510,7 @@ class NotebookHarness:
         try:
             report = await self.harness().undo(checkpoint)
         except HarnessError as exc:
-            raise UsageError(SECRETS.scrub(str(exc))) from None
+            raise cell_error(exc) from None
         print(SECRETS.scrub(report.summary()))
 
     def model_of(self, requested: str | None) -> str:
@@ -492,7 +529,7 @@ class NotebookHarness:
             raise
         except HarnessError as exc:
             self._end(view, "failed")
-            raise UsageError(SECRETS.scrub(str(exc))) from None
+            raise cell_error(exc) from None
         self._end(view, "done")
         if isinstance(view, RunView) and result.account is not None:
             self._accounts[view] = result.account
@@ -508,17 +545,26 @@ class NotebookHarness:
         retries: int,
         budget_usd: float | None,
         background: bool = False,
-    ) -> MapResult | MapHandle:
+        output: str | None = None,
+        resume: bool = False,
+        estimate: bool = False,
+        sample: int | None = None,
+        batch: bool = False,
+        batch_size: int | None = None,
+    ) -> MapResult | MapHandle | MapEstimate:
         """``%agent map``: ``agent`` over ``rows`` with a live progress bar in this cell
         (``background``: the cell returns at once and the bar keeps moving; the kernel is
-        free for other cells). Its rows run without asking: a call that would ask is denied
-        (there is nobody to answer a thousand cards), so give the agent tools that need no
-        approval, or allow rules."""
+        free for other cells; ``estimate``: a sample's bar, and the projection for all
+        rows). Its rows run without asking: a call that would ask is denied (there is
+        nobody to answer a thousand cards), so give the agent tools that need no approval,
+        or allow rules. ``output``, ``resume``, ``sample`` and ``batch_size`` are
+        ``MapOptions``'; ``batch``: ``mode="batch"`` (the vendor's batch API; the bar shows
+        its batches' state)."""
         h = self.harness()
         try:
             h.registry.get(agent)
         except HarnessError as exc:
-            raise UsageError(SECRETS.scrub(str(exc))) from None
+            raise cell_error(exc) from None
         rows = rows if hasattr(rows, "__len__") else list(rows)
         view = MapView(agent, len(rows), rate=self.config.updates_per_second) if self.widgets_enabled else None
         options = MapOptions(
@@ -526,13 +572,24 @@ class NotebookHarness:
             retries=retries,
             budget_usd=budget_usd,
             on_progress=view.update if view is not None else None,
+            output=output,
+            resume=resume,
         )
+        if sample is not None:
+            options["sample"] = sample
+        if batch:
+            options["mode"] = "batch"
+        if batch_size is not None:
+            options["batch_size"] = batch_size
         shown: DisplayHandle | None = None
 
-        def finish(result: MapResult) -> None:
+        def finish(result: MapResult | MapEstimate | None) -> None:
             # the map has ended: its static copy stands in for the bar from now on
             assert view is not None
-            view.finish(result)
+            if result is None:
+                view.interrupted()
+            else:
+                view.finish(result)
             if shown is not None:
                 shown.update(view.static_bundle(), raw=True)
 
@@ -541,15 +598,22 @@ class NotebookHarness:
                 handle = await h.start_map(agent, template, rows, **options)
             else:
                 if view is not None:
+                    if estimate:
+                        view.set_title("estimate")
                     shown = display(view, display_id=True)
-                result = await with_ticker(h.map(agent, template, rows, **options))
+                run: Awaitable[MapResult | MapEstimate]
+                if estimate:
+                    run = h.map(agent, template, rows, estimate=True, **options)
+                else:
+                    run = h.map(agent, template, rows, **options)
+                result = await with_ticker(run)
         except asyncio.CancelledError as exc:
-            if view is not None and h.last_map is not None:
-                finish(h.last_map.result())
+            if view is not None:
+                finish(h.last_map.result() if h.last_map is not None and not estimate else None)
             shown_as_one_line(exc)
             raise
         except HarnessError as exc:
-            raise UsageError(SECRETS.scrub(str(exc))) from None
+            raise cell_error(exc) from None
         if not background:
             if view is not None:
                 finish(result)
@@ -571,17 +635,17 @@ class NotebookHarness:
         try:
             definition = h.registry.get(agent)
         except HarnessError as exc:
-            raise UsageError(SECRETS.scrub(str(exc))) from None
+            raise cell_error(exc) from None
         view = self.new_view(definition.name, self.model_of(definition.model), title="background")
         # the task does not run before this function returns, so no event is missed
         try:
             handle = h.start_subagent(
                 definition.name, prompt, on_event=self._track(view), approval=self.approval_for(view),
-                trace_attributes=self.cell_attributes(),
+                ask=self.ask_for(view), trace_attributes=self.cell_attributes(),
             )
         except HarnessError as exc:  # no model configured, say
             self._end(view, "failed")
-            raise UsageError(SECRETS.scrub(str(exc))) from None
+            raise cell_error(exc) from None
         if isinstance(view, RunView):
             view.own_task = handle.id
             view.set_title(f"background {handle.id}")

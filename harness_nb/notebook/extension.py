@@ -63,6 +63,7 @@ def load(shell: Any) -> None:
     shell.events.register("post_run_cell", controller.history.after_cell)
     shell.events.register("post_run_cell", controller.proposals.after_cell)
     controller.queued_cells.install()
+    controller.bridge.open()
     magics.refresh_agents()
 
 

@@ -8,6 +8,10 @@ what the person sees of a tool call, whether state belongs in ``run_python`` or 
 proposed cell, how to look without changing anything, what a denial means, when to
 delegate and how a background result comes back, which library versions to write for.
 
+When the notebook tools are offered (the running cell's page has the extension),
+``BRIDGE_PROMPT`` says in two sentences which tools they replace and how to edit, ahead
+of the kernel's section.
+
 ``kernel_state`` is bounded (``STATE_MAX_VARIABLES`` names, ``STATE_MAX_CHARS``
 characters), imports nothing (a library's version is read from the module already in
 ``sys.modules``) and names a credential-named variable with its type only, as
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import sys
+from collections.abc import Callable
 from importlib import metadata
 from typing import Any
 
@@ -25,7 +30,7 @@ from ..core.credential import is_credential_key
 from ..engine import MainPrompt
 from .kernel.tools import size_text, user_variables
 
-__all__ = ["DATA_LIBRARIES", "NOTEBOOK_PROMPT", "kernel_state", "notebook_prompt"]
+__all__ = ["BRIDGE_PROMPT", "DATA_LIBRARIES", "NOTEBOOK_PROMPT", "kernel_state", "notebook_prompt"]
 
 NOTEBOOK_PROMPT = """\
 You are an assistant inside the person's Jupyter notebook. You share their Python kernel \
@@ -81,9 +86,24 @@ STATE_MAX_VARIABLES = 30
 STATE_MAX_CHARS = 1_500
 
 
-def notebook_prompt(shell: Any) -> MainPrompt:
-    """The main agent's prompt in the notebook of ``shell``."""
-    return MainPrompt(NOTEBOOK_PROMPT, state=lambda: kernel_state(shell))
+# Said only when the notebook tools are offered (the page has the extension), with the
+# state: the text above keeps its words, and the prompt cache with them.
+BRIDGE_PROMPT = """\
+## This page has harness_nb's notebook extension
+notebook_read shows every cell (markdown and unrun ones too) in place of notebook_history; \
+notebook_edit and notebook_insert change and add cells in place of propose_cell. Read a cell \
+before you edit it, one focused edit per call: the person accepts or rejects each diff in the cell."""
+
+
+def notebook_prompt(shell: Any, *, bridged: Callable[[], bool] = lambda: False) -> MainPrompt:
+    """The main agent's prompt in the notebook of ``shell``; ``bridged()``: the running
+    cell's page has the notebook extension (its tools are offered)."""
+
+    def state() -> str:
+        kernel = kernel_state(shell)
+        return f"{BRIDGE_PROMPT}\n\n{kernel}" if bridged() else kernel
+
+    return MainPrompt(NOTEBOOK_PROMPT, state=state)
 
 
 def kernel_state(shell: Any) -> str:

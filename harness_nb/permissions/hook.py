@@ -24,13 +24,17 @@ For every call, in this order:
    - ``"allowlist"`` (the default):
      read-only and coordination tools run (a subagent's own calls pass this hook too);
      ``write_file`` / ``edit_file`` run (the tools keep them inside the workdir);
-     ``run_python`` always asks; ``bash`` runs when its command is known to be read-only —
+     ``run_python`` and ``notebook_run`` always ask; ``bash`` runs when its command is known to be read-only —
      or, when bash runs in the sandbox (``sandboxed()``), unless it destroys data in the
      workdir — and otherwise asks with the reasons ``shell/policy.py`` names; any other
      tool that is not read-only asks. Whether bash is sandboxed is the tool's own word
      (``Tool.sandboxed``: ``bash`` bound to an active bubblewrap ``Sandbox``).
    - ``"always"``: every tool that is not read-only asks.
    - ``"never"``: nothing asks (deny rules still refuse).
+
+A tool that asks through a card of its own (``Tool.asks_itself``: ``notebook_edit``, whose
+card is the diff in the cell) is judged like any other: an ``Ask`` makes it show its card,
+an ``Allow`` (an allow rule, ``"never"``) makes it act unasked.
 
 **Permission modes** (Claude Code's ``permissionMode``, for a subagent: ``for_subagent``)
 change steps 3-5 for one agent, never step 1 — a mode cannot widen what the person's deny
@@ -94,7 +98,7 @@ class PermissionHook(Hook):
         rules: PermissionRules | None = None,
         sandboxed: Callable[[], bool] | None = None,
         protected: Iterable[Path] = (),
-        always_ask: Iterable[str] = ("run_python",),
+        always_ask: Iterable[str] = ("run_python", "notebook_run"),
         home: Path | None = None,
         written: dict[Path, bool] | None = None,
         mode: PermissionMode = "default",

@@ -5,7 +5,8 @@ top-level field, tool results travel as ``tool_result`` blocks in a *user* messa
 must alternate (so consecutive same-role messages are merged into one), tool-call
 arguments are objects, and ``max_tokens`` is required.
 
-Prompt caching (on unless ``ProviderOptions.prompt_caching`` is ``False``): every request
+Prompt caching (on unless ``ProviderOptions.prompt_caching`` is ``False``, or the server
+refused the system prompt as blocks: ``quirks.py``): every request
 marks ``cache_control: {"type": "ephemeral"}`` breakpoints on the last tool, on the system
 prompt (sent as one text block), on the last block of the latest turn and on the last
 block of the turn before it (where the previous request ended, which that request
@@ -48,14 +49,16 @@ from ..core.media import with_placeholders
 from .base import ModelRequest, ModelResponse
 from .effort import thinking_budget
 from .http import HTTPProvider, Payload, RetryPolicy, stream_cut
-from .options import ProviderOptions
+from .options import ProviderOptions, chosen_tool
+from .quirks import SYSTEM_FORM, names_system_form
 from .window import known_window
 from .wire import EncodedList, to_json
 
 API_VERSION = "2023-06-01"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_MAX_TOKENS = 8192
-# ProviderOptions.tool_choice in the Messages API's words ("required" is "any" there).
+# ProviderOptions.tool_choice in the Messages API's words ("required" is "any" there; a
+# tool's name is {"type": "tool", "name": …}).
 TOOL_CHOICES = {"auto": {"type": "auto"}, "required": {"type": "any"}, "none": {"type": "none"}}
 EPHEMERAL = {"type": "ephemeral"}
 
@@ -321,9 +324,13 @@ class AnthropicProvider(HTTPProvider):
     The key comes from ``api_key`` or ``ANTHROPIC_API_KEY``; the base URL from ``base_url``,
     ``ANTHROPIC_BASE_URL`` or ``https://api.anthropic.com``. ``options`` (see
     ``ProviderOptions``) shape every request: ``max_tokens`` (required by the API) is the
-    request's, else the option's, else 8192; ``tool_choice`` is sent only when set (the
-    API's own default is auto); ``extra`` fields are added to the body. The context window
-    is the option's, else that of a known model (``window.CONTEXT_WINDOWS``)."""
+    request's, else the option's, else 8192; ``tool_choice`` (the request's, else the
+    option's) is sent only when set (the API's own default is auto; a forced call,
+    ``required`` or a tool's name, goes without thinking, which the API refuses beside it);
+    ``extra`` fields are added to the body. The Messages API has no JSON-schema mode here:
+    a structured answer is asked for with a forced answer tool (``structured_output`` is
+    ``"tool"``). The context window is the option's, else that of a known model
+    (``window.CONTEXT_WINDOWS``)."""
 
     name: ClassVar[str] = "anthropic"
     endpoint: ClassVar[str] = "/v1/messages"
@@ -355,7 +362,23 @@ class AnthropicProvider(HTTPProvider):
         )
         if self.context_window is None:
             self.context_window = known_window(model)
+        if self.options.structured_output == "json_schema":
+            raise ConfigError(
+                f"anthropic/{model} has no JSON-schema mode here: a structured answer comes through a forced "
+                "answer tool; leave the structured_output option unset (or 'tool')"
+            )
         self.cache_writes = self.options.prompt_caching is not False
+
+    @property
+    def cache_writes(self) -> bool:
+        """Whether requests mark prompt-cache breakpoints (and so write the cache): the
+        ``prompt_caching`` option (on by default), unless this server refused the system
+        prompt as blocks (``quirks.py``), which caching needs."""
+        return self._caching and self.quirks.system_blocks
+
+    @cache_writes.setter
+    def cache_writes(self, value: bool) -> None:
+        self._caching = value
 
     def headers(self) -> dict[str, str]:
         return {"x-api-key": self.api_key() or "", "anthropic-version": API_VERSION}
@@ -368,6 +391,23 @@ class AnthropicProvider(HTTPProvider):
         return self.api_error(
             None, str(error.get("type") or ""), str(error.get("message") or ""), body=payload.data
         )
+
+    def api_error(
+        self, status: int | None, kind: str, detail: str, *, retry_after: float | None = None, body: Any = None
+    ) -> ProviderError:
+        """The base's error; one that names the system prompt's form, from a server sent
+        the prompt as blocks, is a ``system_form`` error: not retried as it was, but sent
+        again with the prompt as plain text (``quirks.py``)."""
+        error = super().api_error(status, kind, detail, retry_after=retry_after, body=body)
+        refused = status not in (401, 403, 404, 429) and error.kind is None
+        if refused and self.cache_writes and names_system_form(detail):
+            return ProviderError(
+                f"the server refused the system prompt as a list of blocks: {self.scrub(detail)}",
+                provider=self.name,
+                status=status,
+                kind=SYSTEM_FORM,
+            )
+        return error
 
     def body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
         """The request body for ``request``."""
@@ -384,12 +424,16 @@ class AnthropicProvider(HTTPProvider):
         }
         if system:
             body["system"] = [{"type": "text", "text": system, "cache_control": EPHEMERAL}] if caching else system
+        forced = False
         if tools:
             body["tools"] = tools
-            if options.tool_choice:
-                body["tool_choice"] = TOOL_CHOICES[options.tool_choice]
+            choice = chosen_tool(request.tool_choice or options.tool_choice, [t.name for t in request.tools])
+            if choice:
+                body["tool_choice"] = TOOL_CHOICES.get(choice) or {"type": "tool", "name": choice}
+                forced = choice not in ("auto", "none")
         temperature = self.sampling(request)[1]
-        budget = thinking_budget(self.model, request.effort)
+        # the API refuses thinking with a forced tool call: such a call is sent without it
+        budget = None if forced else thinking_budget(self.model, request.effort)
         if budget:
             body["thinking"] = {"type": "enabled", "budget_tokens": budget}
         elif temperature is not None:  # with thinking the API takes no temperature but 1

@@ -8,24 +8,40 @@ A provider turns a ``ModelRequest`` (system prompt, history, tool specs) into a
 from __future__ import annotations
 
 from abc import ABC
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from ..core import AssistantMessage, Message, ToolSpec, Usage
-from .options import ProviderOptions
+from .options import ProviderOptions, StructuredOutput
 from .window import TokenRatio
+
+
+@dataclass(frozen=True, slots=True)
+class JsonAnswer:
+    """Ask for the answer's text as a JSON value matching ``schema`` (an object's JSON
+    Schema), through the server's JSON-schema mode (OpenAI's ``response_format``), for a
+    provider whose ``structured_output`` is ``"json_schema"``. ``name`` names the format
+    (letters, digits, ``_`` and ``-``); ``strict`` asks the server to hold the answer to
+    the schema exactly (OpenAI's strict mode takes only a subset of JSON Schema)."""
+
+    name: str
+    schema: Mapping[str, Any]
+    strict: bool = False
 
 
 @dataclass(slots=True)
 class ModelRequest:
     """One LLM call. ``agent`` names the calling agent (scripted models key on it);
     ``effort`` is its reasoning effort (``low``/``medium``/``high``/``max``, an agent
-    file's ``effort``), sent where the model has such a parameter (``effort.py``)."""
+    file's ``effort``), sent where the model has such a parameter (``effort.py``).
+    ``tool_choice`` (``auto``, ``required``, ``none`` or an offered tool's name) wins over
+    the provider's option; ``json_answer`` asks for a JSON answer of a schema (see
+    ``JsonAnswer``; only a ``json_schema`` provider sends it)."""
 
     system: str
     messages: Sequence[Message]
@@ -35,6 +51,8 @@ class ModelRequest:
     temperature: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     effort: str | None = None
+    tool_choice: str | None = None
+    json_answer: JsonAnswer | None = None
 
 
 @dataclass(slots=True, frozen=True)
@@ -46,12 +64,15 @@ class TextChunk:
 
 class ModelResponse(BaseModel):
     """A whole answer. ``stop_reason`` is normalised: ``end_turn``, ``tool_use``,
-    ``max_tokens``, ``refusal`` (or the server's own word for anything else)."""
+    ``max_tokens``, ``refusal`` (or the server's own word for anything else). ``notices``
+    say what the provider learnt of its server while answering (``quirks.py``), for the
+    engine to tell the person once; they are not part of the answer (never recorded)."""
 
     message: AssistantMessage
     usage: Usage
     stop_reason: str = "end_turn"
     model: str = ""
+    notices: tuple[str, ...] = Field(default=(), exclude=True)
 
 
 StreamItem = TextChunk | ModelResponse
@@ -69,7 +90,10 @@ class Provider(ABC):
     cache-write price (Anthropic with ``cache_control``), which a budget's estimate of a
     call counts; ``vision`` whether the model is sent the images of tool results (else a
     text placeholder for each: ``ImagePart.placeholder``), the ``vision`` option's value
-    when set, else the provider's default."""
+    when set, else the provider's default. ``structured_output`` is how a structured
+    answer is asked of it: ``"json_schema"`` (it sends a request's ``json_answer``) or
+    ``"tool"`` (it has no such mode: the caller offers an answer tool and forces it with
+    ``tool_choice``)."""
 
     name: ClassVar[str] = "provider"
     offline: ClassVar[bool] = False
@@ -77,6 +101,7 @@ class Provider(ABC):
     context_window: int | None = None
     cache_writes: bool = False
     vision: bool = True
+    structured_output: StructuredOutput = "tool"
 
     def __init__(self, model: str, *, options: ProviderOptions | None = None) -> None:
         self.model = model

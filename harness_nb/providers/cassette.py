@@ -46,8 +46,10 @@ def request_record(
     request: ModelRequest, *, workdir: Path | None = None, secrets: Sequence[str] = ()
 ) -> dict[str, Any]:
     """The meaningful fields of ``request`` as plain JSON, normalised for matching: the
-    workdir as ``{workdir}``, every known secret (and ``secrets``) redacted."""
-    record = {
+    workdir as ``{workdir}``, every known secret (and ``secrets``) redacted. A request's
+    own ``tool_choice`` and ``json_answer`` count only when set, so the records (and
+    hashes) of requests without them are what they always were."""
+    record: dict[str, Any] = {
         "system": request.system,
         "messages": [_message_record(m) for m in request.messages],
         "tools": [
@@ -55,6 +57,11 @@ def request_record(
             for t in request.tools
         ],
     }
+    if request.tool_choice is not None:
+        record["tool_choice"] = request.tool_choice
+    if request.json_answer is not None:
+        answer = request.json_answer
+        record["json_answer"] = {"name": answer.name, "schema": dict(answer.schema), "strict": answer.strict}
     place = str(workdir) if workdir else None
 
     def clean(text: str) -> str:
@@ -121,6 +128,7 @@ class RecordingProvider(Provider):
         self.streaming = inner.streaming
         self.context_window = inner.context_window
         self.vision = inner.vision  # the request is made for the wrapped model
+        self.structured_output = inner.structured_output
         self.token_ratio = inner.token_ratio  # one calibration, whoever calls
         self._lock = asyncio.Lock()
         self._clock = clock
@@ -219,9 +227,11 @@ class ReplayProvider(Provider):
 
     ``path`` is read relative to ``workdir``; the model is named after the path as given
     (``replay/cassettes/demo.jsonl``), which is the same wherever the notebook is. Of
-    ``options`` it takes ``streaming``, ``context_window`` and ``replay_pace``: at any pace
-    but ``"instant"`` the answers come with the recorded delays (``pace.py``), waited with
-    ``sleep`` and measured on ``clock`` (both injectable for tests)."""
+    ``options`` it takes ``streaming``, ``context_window``, ``structured_output`` (that of
+    the recorded model, for typed map rows to be asked as they were: default ``"tool"``)
+    and ``replay_pace``: at any pace but ``"instant"`` the answers come with the recorded
+    delays (``pace.py``), waited with ``sleep`` and measured on ``clock`` (both injectable
+    for tests)."""
 
     name: ClassVar[str] = "replay"
     offline: ClassVar[bool] = True
@@ -247,6 +257,8 @@ class ReplayProvider(Provider):
         self._by_hash: dict[str, list[_Entry]] = {}
         self._served: dict[str, int] = {}
         self._lock = asyncio.Lock()
+        if options is not None and options.structured_output is not None:
+            self.structured_output = options.structured_output
         factor = pace_factor(options.replay_pace if options else None)
         self.pacer = None if factor is None else Pacer(factor, clock=clock, sleep=sleep)
         """Waits the recorded delays; ``None`` at the instant pace."""

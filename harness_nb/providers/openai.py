@@ -30,7 +30,7 @@ from ..core.media import with_placeholders
 from .base import ModelRequest, ModelResponse
 from .effort import openai_effort
 from .http import HTTPProvider, Payload, RetryPolicy, stream_cut
-from .options import EmptyContent, ProviderOptions
+from .options import TOOL_CHOICE_WORDS, EmptyContent, ProviderOptions, chosen_tool
 from .window import WINDOWS, WindowUnansweredError, known_window
 from .wire import EncodedList, Histories, History, encoded_message, to_json
 
@@ -266,6 +266,15 @@ class ChatStream:
         )
 
 
+def wire_tool_choice(request: ModelRequest, option: str | None) -> str | dict[str, Any]:
+    """``tool_choice`` as Chat Completions takes it: a word (default ``auto``), or a tool's
+    name as ``{"type": "function", "function": {"name": …}}``."""
+    choice = chosen_tool(request.tool_choice or option, [t.name for t in request.tools]) or "auto"
+    if choice in TOOL_CHOICE_WORDS:
+        return choice
+    return {"type": "function", "function": {"name": choice}}
+
+
 class OpenAIProvider(HTTPProvider):
     """OpenAI's Chat Completions API (``openai/<model>``).
 
@@ -273,7 +282,9 @@ class OpenAIProvider(HTTPProvider):
     ``OPENAI_BASE_URL`` or the default. ``options`` (see ``ProviderOptions``) shape every
     request: an assistant turn made only of tool calls has ``content: ""`` unless
     ``empty_content`` says otherwise, ``tool_choice`` (default ``"auto"``) goes with every
-    offer of tools (llama-cpp-python ignores ``tools`` without it), ``extra`` fields are
+    offer of tools (llama-cpp-python ignores ``tools`` without it), a request's
+    ``json_answer`` goes as ``response_format`` (unless ``structured_output`` is
+    ``"tool"``, for a server without a JSON-schema mode), ``extra`` fields are
     added to the body, and ``stream_usage=False`` leaves out ``stream_options`` for servers
     that reject it (usage is then unreported). The context window is the option's, else
     that of a known model (``window.CONTEXT_WINDOWS``)."""
@@ -307,6 +318,7 @@ class OpenAIProvider(HTTPProvider):
             options=options,
         )
         self.empty_content: EmptyContent = self.options.empty_content or "empty_string"
+        self.structured_output = self.options.structured_output or "json_schema"
         self._histories = Histories()
         asking = self.asks_window and self.context_window is None
         self._window_key = WINDOWS.key(self.base_url, model, self.api_key()) if asking else None
@@ -385,7 +397,11 @@ class OpenAIProvider(HTTPProvider):
         options = self.options
         if request.tools:
             body["tools"] = wire_tools(request.tools)
-            body["tool_choice"] = options.tool_choice or "auto"
+            body["tool_choice"] = wire_tool_choice(request, options.tool_choice)
+        if request.json_answer is not None and self.structured_output == "json_schema":
+            answer = request.json_answer
+            schema = {"name": answer.name, "schema": dict(answer.schema), "strict": answer.strict}
+            body["response_format"] = {"type": "json_schema", "json_schema": schema}
         max_tokens, temperature = self.sampling(request)
         if max_tokens:
             body[self.max_tokens_field] = max_tokens

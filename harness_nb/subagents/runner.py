@@ -39,6 +39,12 @@ unless its delegation says ``background_approvals="ask"``, where the request goe
 launching run's channel and times out to Denied. The person's answer, their reason for a
 denial included, comes back unchanged: the child's tool result quotes it, and the task's
 result tells the parent (``TaskEntry.denials``, rendered by ``render.py``).
+
+Questions (``ask_person``, ``engine/ask.py``) go the same way: a foreground child asks
+through its parent's ask channel (the card names the child), a background child or a
+teammate only with ``background_approvals="ask"`` (timing out after ``approval_timeout``),
+a map row never (nobody answers a thousand cards). A child with no channel is not offered
+the tool.
 """
 
 from __future__ import annotations
@@ -46,7 +52,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -66,8 +72,10 @@ from ..core import (
 from ..core.usage import usd
 from ..engine import (
     AgentEngine,
+    Answer,
     ApprovalChannel,
     Approved,
+    AskChannel,
     Denied,
     DenyCoordinationHook,
     EventSink,
@@ -78,6 +86,7 @@ from ..engine import (
     MemorySession,
     ParentContext,
     PromptBuilder,
+    Question,
     RunContext,
     RunResult,
     UsageAccount,
@@ -86,6 +95,7 @@ from ..engine.hook import denial_line
 from ..mcp import McpManager, Servers, parse_servers
 from ..permissions.hook import PermissionHook
 from ..permissions.mode import PermissionMode
+from ..providers.base import Provider
 from ..providers.effort import effort_note
 from ..tools import Tool
 from .definition import SubAgentDefinition
@@ -169,6 +179,7 @@ class SubagentRunner:
         mcp_tools: Sequence[Tool] = (),
         watched: bool | None = None,
         prompt_note: str = "",
+        wrap_provider: Callable[[Provider], Provider] | None = None,
     ) -> Child:
         """The child of ``parent`` for one run of ``definition`` (or, for a teammate, for
         all of its turns). ``account`` is the child's usage account (by default a new one
@@ -180,7 +191,8 @@ class SubagentRunner:
         ``watched``: whether the person follows the run as it goes (default: it is not in the
         background) — an unwatched child holds no tool that blocks the kernel or writes into
         the notebook unless its definition names it. ``prompt_note`` follows the definition's prompt
-        (how this run differs from a foreground one).
+        (how this run differs from a foreground one). ``wrap_provider`` wraps the provider
+        the child runs on (a typed map row asks every call for its answer's shape).
         """
         self.check_depth(parent)
         watched = not background if watched is None else watched
@@ -204,6 +216,8 @@ class SubagentRunner:
             session = MemorySession(f"{parent.session_id}.{task_id}", transcript=transcript)
         limits = self.child_limits(definition, parent)
         provider = self.models.provider_for(definition, parent.provider)
+        if wrap_provider is not None:
+            provider = wrap_provider(provider)
         note = effort_note(provider.model_id, definition.effort)
         if note is not None and "not sent" in note:
             log.info("agent %s: effort %s", definition.name, note)
@@ -237,6 +251,7 @@ class SubagentRunner:
             parent_budget=parent.budget,
             tool_slots=parent.tool_slots,
             delegation=parent.delegation,
+            ask=self._ask_for(parent, background=background, watched=watched),
         )
         return Child(engine, context)
 
@@ -300,6 +315,28 @@ class SubagentRunner:
 
         return relay
 
+    def _ask_for(self, parent: ParentContext, *, background: bool, watched: bool) -> AskChannel | None:
+        """The ask channel of a child of ``parent`` (see the module doc): its parent's for a
+        foreground child the person follows; with ``background_approvals="ask"`` the same,
+        timed out after ``approval_timeout``, for a background one; else none."""
+        channel = parent.ask
+        if channel is None or not (watched or background):  # a map row: unwatched, in the foreground
+            return None
+        if not background:
+            return channel
+        if parent.delegation.background_approvals != "ask":
+            return None
+        timeout = self.approval_timeout
+
+        async def relay(question: Question) -> Answer:
+            try:
+                async with asyncio.timeout(timeout):
+                    return await channel(question)
+            except TimeoutError:
+                return Answer(f"no answer within {timeout:g} s")
+
+        return relay
+
     async def run(
         self,
         definition: SubAgentDefinition,
@@ -313,11 +350,16 @@ class SubagentRunner:
         injectors: Sequence[Injector] = (),
         wrap: bool = True,
         watched: bool | None = None,
+        wrap_provider: Callable[[Provider], Provider] | None = None,
+        follow_up: Callable[[RunResult], str | None] | None = None,
     ) -> RunResult:
         """Run ``definition`` on ``prompt`` as a child of ``parent``, billing ``account``;
         child events reach ``emit`` wrapped in ``SubagentUpdate`` (unwrapped with
         ``wrap=False``, for a direct ``%@name`` run where the subagent is the whole run);
-        ``watched`` as for ``build``. Exceptions propagate."""
+        ``watched`` and ``wrap_provider`` as for ``build``. ``follow_up`` is asked after
+        each run for a prompt to continue the same conversation with (a map row's answer
+        that did not validate, with the problem), ``None`` when done; the last run's result
+        is returned, its usage that of them all. Exceptions propagate."""
         async with self._mcp_tools(definition, parent.workdir) as mcp_tools:
             child = self.build(
                 definition,
@@ -329,6 +371,7 @@ class SubagentRunner:
                 mcp_tools=mcp_tools,
                 watched=watched,
                 prompt_note=background_note(parent) if background else "",
+                wrap_provider=wrap_provider,
             )
             sink = emit or (lambda _e: None)
 
@@ -336,7 +379,10 @@ class SubagentRunner:
                 sink(SubagentUpdate(task_id=task_id, event=event, agent=definition.name))
 
             try:
-                return await child.engine.run(prompt, on_event=forward if wrap else sink, context=child.context)
+                result = await child.engine.run(prompt, on_event=forward if wrap else sink, context=child.context)
+                while follow_up is not None and (again := follow_up(result)) is not None:
+                    result = await child.engine.run(again, on_event=forward if wrap else sink, context=child.context)
+                return result
             finally:
                 child.engine.session.close()
 

@@ -62,6 +62,9 @@ class KernelDriver:
         self.python = python or sys.executable
         self.iopub: list[tuple[float, dict[str, Any]]] = []
         self.models: dict[str, dict[str, Any]] = {}
+        # called with each iopub message as it arrives (a page played in Python answers the
+        # kernel's comm messages from here)
+        self.listeners: list[Callable[[dict[str, Any]], None]] = []
         self._t0 = time.monotonic()
         self._changed = asyncio.Event()
 
@@ -127,6 +130,8 @@ class KernelDriver:
             cell = self._cells.get(parent) if parent else None
             if cell is not None and kind in ("stream", "display_data", "execute_result", "error", "update_display_data"):
                 cell.outputs.append({"msg_type": kind, **content})
+            for listen in list(self.listeners):
+                listen(msg)
             self._changed.set()
 
     async def _read_shell(self) -> None:
@@ -220,11 +225,16 @@ class KernelDriver:
 
     @staticmethod
     def text(cell: Cell) -> str:
-        """Everything the cell printed or displayed as text/plain, in order."""
+        """Everything the cell printed or displayed as text/plain, in order. An update of a
+        display counts only when the display is this cell's own: a frontend applies an
+        update sent from this cell to another cell's display there, not here."""
         parts = []
+        own = {out.get("transient", {}).get("display_id") for out in cell.outputs if out["msg_type"] == "display_data"}
         for out in cell.outputs:
             if out["msg_type"] == "stream":
                 parts.append(out["text"])
+            elif out["msg_type"] == "update_display_data" and out.get("transient", {}).get("display_id") not in own:
+                continue
             elif out["msg_type"] in ("display_data", "execute_result", "update_display_data"):
                 parts.append(out["data"].get("text/plain", "") + "\n")
             elif out["msg_type"] == "error":
@@ -263,6 +273,13 @@ class KernelDriver:
     def click(self, comm_id: str) -> str:
         """Click a Button as JupyterLab does (a custom comm message)."""
         msg = self.kc.session.msg("comm_msg", {"comm_id": comm_id, "data": {"method": "custom", "content": {"event": "click"}}})
+        self.kc.shell_channel.send(msg)
+        return str(msg["header"]["msg_id"])
+
+    def submit(self, comm_id: str) -> str:
+        """Press Enter in a Text box as JupyterLab does (a custom ``submit`` comm message)."""
+        data = {"method": "custom", "content": {"event": "submit"}}
+        msg = self.kc.session.msg("comm_msg", {"comm_id": comm_id, "data": data})
         self.kc.shell_channel.send(msg)
         return str(msg["header"]["msg_id"])
 

@@ -62,7 +62,9 @@ class ToolContext:
     it (an ``engine.ParentContext``, typed loosely so that tools need not import the engine;
     the delegation tool starts its subagents from it). ``roots`` are folders outside the
     workdir that the file tools may use too (a subagent's memory folder). ``order``: the
-    turn's calls of ``in_call_order`` tools, for effects that must follow the calls' order."""
+    turn's calls of ``in_call_order`` tools, for effects that must follow the calls' order.
+    ``ask``: for a tool that asks the person itself (``Tool.asks_itself``), why the hooks
+    would ask; ``None`` when they let the call run unasked."""
 
     workdir: Path
     call: ToolCall
@@ -72,6 +74,7 @@ class ToolContext:
     parent: Any = None
     roots: tuple[Path, ...] = ()
     order: CallOrder = field(default_factory=CallOrder)
+    ask: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +115,11 @@ class Tool(ABC):
     ``changes_files`` overrides whether the tool is ``effectful``; ``foreground_only`` tools
     (they block the person's kernel or write into their notebook) go to a subagent that
     runs unwatched — in the background, as a map row — only when its agent file names them.
+    ``asks_itself`` tools show the person a card of their own (the notebook's diff in the
+    cell): when the hooks would ask, the call runs with ``ToolContext.ask`` set instead of
+    going to the approval channel, and the tool asks, waits (its own timeout: the per-tool
+    one does not apply then) and emits the ``ApprovalDecided``; deny rules and modes refuse
+    it as any other call.
     """
 
     name: str
@@ -123,6 +131,7 @@ class Tool(ABC):
     in_call_order: bool = False
     changes_files: bool | None = None
     foreground_only: bool = False
+    asks_itself: bool = False
     # The name of a parameter holding the tool's own timeout in seconds (bash has one): the
     # engine then waits that long (plus a margin) instead of cutting it off earlier.
     timeout_param: str | None = None
@@ -224,9 +233,13 @@ class FunctionTool(Tool):
         timeout_param: str | None = None,
         foreground_only: bool = False,
         usable: Callable[[], bool] | None = None,
+        changes_files: bool | None = None,
+        asks_itself: bool = False,
     ) -> None:
         self.fn = fn
         self.foreground_only = foreground_only
+        self.changes_files = changes_files
+        self.asks_itself = asks_itself
         self._usable = usable
         self.timeout_param = timeout_param
         self.name = name or fn.__name__
@@ -297,9 +310,11 @@ def tool(
     timeout_param: str | None = None,
     foreground_only: bool = False,
     usable: Callable[[], bool] | None = None,
+    changes_files: bool | None = None,
+    asks_itself: bool = False,
 ) -> Any:
     """Decorator: turn a typed async function into a ``FunctionTool`` (``usable``: whether
-    it can be used now, see ``Tool.usable``)."""
+    it can be used now, see ``Tool.usable``; the other flags as on ``Tool``)."""
 
     def wrap(f: Callable[..., Awaitable[str | ToolOutput]]) -> FunctionTool:
         return FunctionTool(
@@ -311,6 +326,8 @@ def tool(
             timeout_param=timeout_param,
             foreground_only=foreground_only,
             usable=usable,
+            changes_files=changes_files,
+            asks_itself=asks_itself,
         )
 
     return wrap(fn) if fn is not None else wrap
@@ -340,6 +357,12 @@ class ToolRegistry:
     def specs(self) -> list[ToolSpec]:
         """The schemas offered to the model: the tools it can use now (``Tool.usable``)."""
         return [t.spec() for t in self._tools.values() if t.usable()]
+
+    def with_tool(self, t: Tool) -> ToolRegistry:
+        """A new registry: this one with ``t`` in place of the tool of its name (or last)."""
+        made = ToolRegistry()
+        made._tools = {**self._tools, t.name: t}  # a dict copy: ~0.1 µs, where adding one by one takes ~1 µs a tool
+        return made
 
     def subset(self, names: Iterable[str]) -> ToolRegistry:
         """A new registry holding only the named tools that exist here (order kept)."""

@@ -184,16 +184,18 @@ class CellHistory:
             parts.append(f"Traceback of In [{n}]:\n{clip_middle(error.traceback, TRACEBACK_CHARS)}")
         return "\n".join(parts)
 
-    def prompt_with_error(self, prompt: str, *, fix: bool) -> str:
+    def prompt_with_error(self, prompt: str, *, fix: bool, fix_with: str = "") -> str:
         """``prompt`` with the last failed cell appended as a notebook-context block. With
-        ``fix`` (``--fix``, ``%fix``) the prompt asks to fix it, and there must be one."""
+        ``fix`` (``--fix``, ``%fix``) the prompt asks to fix it, and there must be one;
+        ``fix_with`` says how (one sentence after ``FIX_PROMPT``)."""
         failure = self.last_failure()
         if failure is None:
             if fix:
                 raise UsageError("no cell has failed since harness_nb was loaded: there is no error to fix")
             return prompt
         if fix:
-            prompt = FIX_PROMPT + (f"\n\n{prompt.strip()}" if prompt.strip() else "")
+            ask = f"{FIX_PROMPT} {fix_with}".rstrip()
+            prompt = ask + (f"\n\n{prompt.strip()}" if prompt.strip() else "")
         return f"{prompt.rstrip()}\n\n{error_context(failure)}"
 
 
@@ -231,10 +233,10 @@ def _output_text(history: Any, n: int) -> str | None:
         return f"(repr failed: {type(exc).__name__})"
 
 
-def notebook_history_tool(history: CellHistory) -> Tool:
-    """``notebook_history`` bound to ``history``."""
+def notebook_history_tool(history: CellHistory, *, usable: Callable[[], bool] | None = None) -> Tool:
+    """``notebook_history`` bound to ``history`` (offered while ``usable()``)."""
 
-    @tool(name="notebook_history", read_only=True)
+    @tool(name="notebook_history", read_only=True, usable=usable)
     async def notebook_history(
         ctx: ToolContext,
         last: Annotated[int, Field(ge=1, le=MAX_CELLS)] = 10,

@@ -19,6 +19,7 @@ reply) or when that cell already carries a ``set_next_input`` of its own (``%loa
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -117,10 +118,10 @@ class CellProposals:
         self.shell.set_next_input(ready.text, replace=False)
 
 
-def propose_cell_tool(proposals: CellProposals) -> Tool:
-    """``propose_cell`` bound to ``proposals``."""
+def propose_cell_tool(proposals: CellProposals, *, usable: Callable[[], bool] | None = None) -> Tool:
+    """``propose_cell`` bound to ``proposals`` (offered while ``usable()``)."""
 
-    @tool(name="propose_cell", read_only=True, foreground_only=True)
+    @tool(name="propose_cell", read_only=True, foreground_only=True, usable=usable)
     async def propose_cell(
         ctx: ToolContext,
         code: str,

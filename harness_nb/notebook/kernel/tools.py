@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import dataclasses
 import io
 import linecache
 import os
 import sys
 import traceback
 import types
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from IPython.utils.capture import capture_output
@@ -133,10 +135,13 @@ def describe(value: Any, rows: int = 5, name: str | None = None) -> str:
     return _clip(mask_text("\n".join(lines), value, name))
 
 
-def kernel_tools(shell: Any, *, history: CellHistory, proposals: CellProposals) -> list[Tool]:
+def kernel_tools(
+    shell: Any, *, history: CellHistory, proposals: CellProposals, bridged: Callable[[], bool] = lambda: False
+) -> list[Tool]:
     """The kernel tools bound to an IPython ``shell``: the three namespace tools, then
     ``notebook_history`` over ``history`` and ``propose_cell`` into ``proposals`` (both
-    hooked to the shell's ``post_run_cell`` by the extension)."""
+    hooked to the shell's ``post_run_cell`` by the extension), offered while not
+    ``bridged()`` (the page has the notebook extension, whose tools take their place)."""
 
     @tool(name="list_variables", read_only=True)
     async def list_variables(ctx: ToolContext) -> str:
@@ -174,7 +179,30 @@ def kernel_tools(shell: Any, *, history: CellHistory, proposals: CellProposals) 
         finally:  # what it printed is scrubbed after this: the credentials it set are known by then
             learn_credentials(shell.user_ns, user_variables(shell))
 
-    return [list_variables, inspect_variable, run_python, notebook_history_tool(history), propose_cell_tool(proposals)]
+    def unbridged() -> bool:
+        return not bridged()
+
+    history_tool = notebook_history_tool(history, usable=unbridged)
+    return [list_variables, inspect_variable, run_python, history_tool, propose_cell_tool(proposals, usable=unbridged)]
+
+
+@dataclass(frozen=True)
+class CodeRun:
+    """Code run in the notebook's namespace (``execute_code``): what the model reads —
+    ``output``, or ``error`` when the code did not parse, raised or was stopped — and the
+    same as a cell's nbformat outputs (``cell_outputs``: stream, display_data,
+    execute_result, error), for a cell the agent runs (``notebook_run``)."""
+
+    output: ToolOutput | None
+    error: ToolError | None = None
+    cell_outputs: tuple[dict[str, Any], ...] = ()
+
+    def result(self) -> ToolOutput:
+        """``output``; or ``error``, raised."""
+        if self.error is not None:
+            raise self.error
+        assert self.output is not None
+        return self.output
 
 
 def run_code(namespace: dict[str, Any], code: str, *, shell: Any = None, timeout: float | None = None) -> ToolOutput:
@@ -187,20 +215,29 @@ def run_code(namespace: dict[str, Any], code: str, *, shell: Any = None, timeout
     ``ToolError`` with the traceback and ``status: raised …`` (its figures are closed, not
     shown). Past ``timeout`` seconds the code is interrupted as the stop button does
     (``watchdog.py``): a ``ToolError`` saying so, with what it printed until then."""
+    return execute_code(namespace, code, shell=shell, timeout=timeout).result()
+
+
+def execute_code(namespace: dict[str, Any], code: str, *, shell: Any = None, timeout: float | None = None) -> CodeRun:
+    """``run_code``'s run, with its failure as a value and its outputs as a cell's too."""
     try:
         tree = ast.parse(code, mode="exec")
     except SyntaxError as exc:
-        raise ToolError(f"syntax error on line {exc.lineno}: {exc.msg}; nothing ran") from None
+        error = ToolError(f"syntax error on line {exc.lineno}: {exc.msg}; nothing ran")
+        return CodeRun(None, error, (_error_output("SyntaxError", str(error), []),))
     with _noting_tables(shell) as tables:
-        output = _run_tree(tree, code, namespace, shell, timeout, tables)
+        run = _run_tree(tree, code, namespace, shell, timeout, tables)
+    if run.output is None:
+        return run
     status = "status: ok" + (f" · displayed {', '.join(tables.seen)}" if tables.seen else "")
-    return ToolOutput(f"{output.text}\n{status}", output.images, output.displays)
+    output = ToolOutput(f"{run.output.text}\n{status}", run.output.images, run.output.displays)
+    return dataclasses.replace(run, output=output)
 
 
 def _run_tree(
     tree: ast.Module, source: str, namespace: dict[str, Any], shell: Any, timeout: float | None, tables: _TableShapes
-) -> ToolOutput:
-    """``run_code`` after parsing: the output without its status line."""
+) -> CodeRun:
+    """``execute_code`` after parsing: the output without its status line."""
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         tail = tree.body.pop()
@@ -222,15 +259,23 @@ def _run_tree(
                 value = eval(compile(last, _CODE_NAME, "eval"), namespace) if last is not None else None
     except (TimedOut, Stopped) as exc:
         _close(_new_figures(figures_before))
-        raise ToolError(_clip(_interrupted(exc, timeout, buffer.getvalue(), watchdog.stuck_for))) from None
+        printed = buffer.getvalue()
+        stopped = _interrupted(exc, timeout, "", watchdog.stuck_for)
+        error = ToolError(_clip(_interrupted(exc, timeout, printed, watchdog.stuck_for)))
+        return CodeRun(None, error, (*_stream(printed), _error_output(type(exc).__name__, stopped, [])))
     except Exception as exc:
         _close(_new_figures(figures_before))
         frames = traceback.format_exception(type(exc), exc, exc.__traceback__)
         # the header, the code's own frames (not the harness's around them), the error
         relevant = [f for f in frames if f is frames[0] or f is frames[-1] or f.lstrip().startswith(_OWN_FRAME)]
         note = _timed_out(timeout, exc, watchdog.stuck_for) + "\n" if watchdog.fired else ""
-        raise ToolError(f"{_clip(note + buffer.getvalue() + ''.join(relevant).rstrip())}\n{_raised(exc)}") from None
-    texts = [buffer.getvalue().rstrip("\n")]
+        printed = buffer.getvalue()
+        error = ToolError(f"{_clip(note + printed + ''.join(relevant).rstrip())}\n{_raised(exc)}")
+        lines = _clip("".join(relevant).rstrip()).splitlines()
+        return CodeRun(None, error, (*_stream(printed), _error_output(type(exc).__name__, _clip(str(exc), 1_000), lines)))
+    printed = buffer.getvalue()
+    texts = [printed.rstrip("\n")]
+    cell = list(_stream(printed))
     displays: list[DisplayData] = []
     figures = _new_figures(figures_before)
     unimaged = {repr(f): f for f in tables.figures if all(f is not g for g in figures)}
@@ -245,6 +290,7 @@ def _run_tree(
         shown = DisplayData.bounded(output.data, output.metadata)
         if shown is not None:
             displays.append(shown)
+        cell.append(_display_output("display_data", text, shown))
     if value is not None and _is_figure(value):
         if all(f is not value for f in figures):
             figures.append(value)
@@ -255,15 +301,37 @@ def _run_tree(
         texts.append(text)
         if shown is not None:
             displays.append(shown)
+        cell.append(_display_output("execute_result", text, shown))
     figure_displays, notes = _draw(figures)
     displays += figure_displays
+    cell += [_display_output("display_data", str(d.data.get("text/plain", "")), d) for d in figure_displays]
     texts += [str(d.data.get("text/plain", "")) for d in figure_displays] + notes
     if watchdog.fired:  # it caught the interrupt and finished anyway
-        texts.append(f"[the code was interrupted at the tool timeout ({timeout:g} s), caught it and went on]")
-        texts.append(_stuck(watchdog.stuck_for))
+        notes.append(f"[the code was interrupted at the tool timeout ({timeout:g} s), caught it and went on]")
+        notes.append(_stuck(watchdog.stuck_for))
+        texts += notes[-2:]
+    cell += _stream("\n".join(n for n in notes if n), "stderr")
     out = "\n".join(t for t in texts if t)
     images = tuple(image for d in displays if (image := d.image()) is not None)
-    return ToolOutput(_clip(out) if out else "(no output)", images, tuple(displays))
+    return CodeRun(ToolOutput(_clip(out) if out else "(no output)", images, tuple(displays)), None, tuple(cell))
+
+
+def _stream(text: str, name: str = "stdout") -> tuple[dict[str, Any], ...]:
+    """``text`` as a cell's stream output (none for no text)."""
+    return ({"output_type": "stream", "name": name, "text": _clip(text)},) if text else ()
+
+
+def _display_output(kind: str, text: str, shown: DisplayData | None) -> dict[str, Any]:
+    """A ``display_data`` or ``execute_result`` output: the display's data, or its text."""
+    data = dict(shown.data) if shown is not None else {"text/plain": _clip(text)}
+    output: dict[str, Any] = {"output_type": kind, "data": data, "metadata": dict(shown.metadata) if shown else {}}
+    if kind == "execute_result":
+        output["execution_count"] = None  # run by the agent: no number of the kernel's history
+    return output
+
+
+def _error_output(name: str, message: str, lines: list[str]) -> dict[str, Any]:
+    return {"output_type": "error", "ename": name, "evalue": message, "traceback": lines}
 
 
 @contextlib.contextmanager

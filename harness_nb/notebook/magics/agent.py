@@ -24,6 +24,7 @@ from IPython.display import display
 from ...core import ConfigError, HarnessError, UnknownNameError, Usage
 from ...settings import RunSettings
 from ...subagents import TaskStatus
+from ...subagents.map_output import output_fields
 from ..controller import NotebookHarness, Pending, completion_markdown, done, shown_as_one_line, with_ticker
 from ..kernel.history import refers_to_error
 from ..widgets.agent_table import AgentTable
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 
 _VALUE_OPTIONS = {
     "--model", "-m", "--max-turns", "--agent", "-a", "--timeout", "--over", "--concurrency", "--retries", "--budget",
-    "--undo",
+    "--undo", "--output", "--sample", "--batch-size",
 }
 _CHECKPOINT = re.compile(r"^#?[0-9]+$|^[0-9a-f]{4,40}$")  # a checkpoint's number, or its commit id
 _MAP = re.compile(r"^\s*map\s+(--|-h\b)")  # `%agent map --over …`; `%agent map the data` is a prompt
@@ -51,9 +52,26 @@ def _unquoted(text: str) -> str:
     return text
 
 
-def split_options(line: str) -> tuple[str, str]:
+def _option_value(option: str, rest: str) -> tuple[str, str]:
+    """The value of ``option`` at the start of ``rest`` — a word, or a quoted text with its
+    spaces (``--output 'label:bug|question, score:float'``) — and what follows it."""
+    if rest[:1] in ("'", '"'):
+        end = rest.find(rest[0], 1)
+        if end < 0:
+            raise UsageError(f"{option} {rest[:40]}: its quote is never closed")
+        value, tail = rest[1:end], rest[end + 1 :]
+    else:
+        value, _, tail = rest.partition(" ")
+    if not value:
+        raise UsageError(f"{option} needs a value")
+    return value, tail.lstrip()
+
+
+def split_options(line: str, *, session_ids: bool = True) -> tuple[str, str]:
     """Split ``--opt value … prompt text`` into (options, prompt); the prompt is kept verbatim
-    (quotes, apostrophes, braces and a trailing ``?`` included)."""
+    (quotes, apostrophes, braces and a trailing ``?`` included). ``session_ids``: a word
+    after ``--resume`` may be a session's id (``%agent``; not ``%agent map``, whose
+    ``--resume`` is a flag and whose template may be one word)."""
     rest = line.lstrip()
     options: list[str] = []
     while rest.startswith("-"):
@@ -61,12 +79,10 @@ def split_options(line: str) -> tuple[str, str]:
         options.append(token)
         rest = tail.lstrip()
         if token in _VALUE_OPTIONS and "=" not in token:
-            value, _, tail = rest.partition(" ")
-            if not value:
-                raise UsageError(f"{token} needs a value")
+            value, rest = _option_value(token, rest)
             options.append(value)
-            rest = tail.lstrip()
-        if token == "--resume" and (rest.startswith("session-") or (rest and " " not in rest.strip())):
+        resumed = session_ids and token == "--resume"
+        if resumed and (rest.startswith("session-") or (rest and " " not in rest.strip())):
             # its session id is optional: the word after it is one when it looks like one or
             # is the line's last word (so a mistyped id fails its cell, never becomes a paid prompt)
             value, _, tail = rest.partition(" ")
@@ -207,6 +223,7 @@ class HarnessMagics(Magics):
         if cell is not None and rest:
             raise UsageError(f"unexpected text after the options of %%agent: {rest!r}; put the prompt in the cell body")
         c = self.controller
+        typed = prompt
         if args.fix or refers_to_error(prompt):
             prompt = c.history.prompt_with_error(prompt, fix=args.fix)
         if args.sessions:
@@ -234,6 +251,8 @@ class HarnessMagics(Magics):
                 return done(None)
         if args.compact:
             return Pending(self._compact_then(prompt, model=args.model, max_turns=args.max_turns), "agent compact")
+        if args.fix and not args.bg:  # asked again where the page can show an edit of the cell
+            return Pending(self._fix(typed, model=args.model, max_turns=args.max_turns), "fix run")
         if args.bg:
             task_id = c.start_background(args.agent, prompt)
             return done(None, f"background {task_id}")
@@ -244,8 +263,13 @@ class HarnessMagics(Magics):
     def fix(self, line: str) -> Pending:
         """Fix the last error: the main agent gets the last failed cell and its traceback,
         and what you write after %fix (``%fix keep the column names``)."""
-        prompt = self.controller.history.prompt_with_error(line, fix=True)
-        return Pending(self.controller.run_main(prompt, model=None, max_turns=None), "fix run")
+        self.controller.history.prompt_with_error(line, fix=True)  # a UsageError now when nothing failed
+        return Pending(self._fix(line, model=None, max_turns=None), "fix run")
+
+    async def _fix(self, prompt: str, *, model: str | None, max_turns: int | None) -> AgentReply:
+        """Fix the last error: asked as an edit of the failed cell where the page can show one."""
+        fixing = await self.controller.fix_prompt(prompt)
+        return await self.controller.run_main(fixing, model=model, max_turns=max_turns)
 
     async def _compact_then(self, prompt: str, *, model: str | None, max_turns: int | None) -> Any:
         """Compact the conversation; then run ``prompt`` in it, when there is one."""
@@ -262,18 +286,38 @@ class HarnessMagics(Magics):
     @argument("--budget", type=float, default=None, metavar="USD", help="most the whole map may spend")
     @argument("--bg", action="store_true", help="run in the background: the cell returns at once, the bar keeps moving")
     @argument("--last", action="store_true", help="the rows of the latest map so far (after an interrupt, say)")
+    @argument("--list", action="store_true", help="the maps stored in this workdir: id, rows done, agent, model")
+    @argument(
+        "--output", metavar="FIELDS",
+        help="typed answers, one column each: 'label:bug|question, score:float' (str, int, float, bool, list[str], a|b)",
+    )
+    @argument("--resume", action="store_true", help="continue the stored map of this agent, template and model")
+    @argument("--estimate", action="store_true", help="run a sample of the rows; project tokens, cost and time for all")
+    @argument("--batch", action="store_true", help="one call a row through the vendor's batch API: half the price, within 24 h")
+    @argument("--batch-size", type=int, default=None, metavar="N", help="most rows a batch (default the vendor's most)")
+    @argument("--sample", type=int, default=None, metavar="N", help="rows the estimate runs (default 20)")
     def map_options(self, line: str) -> None:
-        """%agent map --over EXPR [--agent NAME] [--concurrency N] [--retries N] [--budget USD] [--bg] "template"
+        """%agent map --over EXPR [--agent NAME] [--concurrency N] [--retries N] [--budget USD] [--bg]
+                      [--output FIELDS] [--resume] [--estimate [--sample N]] [--batch [--batch-size N]]
+                      "template"
 
         Runs the subagent once per row of EXPR, the template filled from the row: {value}
         (the row's value), {index} (its label) and, for a DataFrame, {column} names. Shows
         a progress bar; returns the rows in order (.texts, .errors, .series(), .frame()).
         Calls that would ask for approval are denied (nobody can answer one per row). With
         --bg the cell returns at once (the map is a task: %task, %task stop ID) and the bar
-        keeps moving while you run other cells; %agent map --last gives its rows."""
+        keeps moving while you run other cells; %agent map --last gives its rows.
+
+        --output asks each row for typed fields, validated (.frame() has a column each).
+        Every finished row is stored under .harness_nb/maps; --resume runs only the rows
+        a crash, restart or interrupt left undone (--list shows the stored maps). --estimate
+        runs a sample and says what the whole map would take; the map afterwards does not
+        run the sample again. --batch sends every row as one call (an agent without tools)
+        through OpenAI's Batch API or Anthropic's Message Batches, at half the price; the
+        bar shows the batches' state, and --resume after a restart collects them."""
 
     def _map(self, line: str) -> Pending:
-        options, rest = split_options(line)
+        options, rest = split_options(line, session_ids=False)
         args = parse_argstring(self.map_options, options)
         c = self.controller
         if args.last:
@@ -281,6 +325,8 @@ class HarnessMagics(Magics):
             if last is None:
                 raise UsageError("no map has run in this kernel yet")
             return done(last.result())
+        if args.list:
+            return done(c.harness().maps())
         if not args.over:
             raise UsageError('%agent map needs --over EXPR, e.g. %agent map --over df.review "Label: {value}"')
         template = _unquoted(rest)
@@ -288,6 +334,18 @@ class HarnessMagics(Magics):
             raise UsageError('%agent map needs a template after the options, e.g. "Summarise: {value}"')
         if self.shell is None:
             raise UsageError("%agent map needs an IPython shell")
+        if args.sample is not None and not args.estimate:
+            raise UsageError("--sample N goes with --estimate (how many rows the estimate runs)")
+        if args.estimate and args.bg:
+            raise UsageError("an estimate runs in this cell: drop --bg (or --estimate)")
+        if args.batch_size is not None and not args.batch:
+            raise UsageError("--batch-size N goes with --batch (most rows a batch)")
+        output = _unquoted(args.output) if args.output is not None else None  # the parser keeps quotes
+        if output is not None:
+            try:
+                output_fields(output)
+            except ConfigError as exc:
+                raise UsageError(f"--output: {exc}") from None
         try:
             rows = self.shell.ev(args.over)
         except Exception as exc:
@@ -300,14 +358,20 @@ class HarnessMagics(Magics):
             retries=args.retries,
             budget_usd=args.budget,
             background=args.bg,
+            output=output,
+            resume=args.resume,
+            estimate=args.estimate,
+            sample=args.sample,
+            batch=args.batch,
+            batch_size=args.batch_size,
         )
         return Pending(run, "agent map")
 
     @line_magic
     def approvals(self, line: str) -> Pending:
-        """Show again the approval cards that still wait for you — after a page reload lost
-        one from its cell, say. Each is a copy of the card: a click here answers the run
-        that asked. (The next cell you run shows a waiting card too; while a foreground run
+        """Show again the approval cards and questions (``ask_person``) that still wait for
+        you — after a page reload lost one from its cell, say. Each is a copy of the card: a
+        click here answers the run that asked. (The next cell you run shows a waiting card too; while a foreground run
         waits, a cell run from a reloaded page shows it as soon as it queues.)"""
         if line.strip():
             raise UsageError("%approvals takes no arguments")
@@ -316,7 +380,7 @@ class HarnessMagics(Magics):
         # waited (QueuedCells): those are above this cell's output, decided or not
         shown = controller.pending.take_shown_in(controller.request_id())
         if not controller.show_waiting([c for c in controller.pending if id(c) not in shown]) and not shown:
-            print("no approval is waiting")
+            print("no approval or question is waiting")
         return done(None)
 
     @magic_arguments()
@@ -341,6 +405,8 @@ class HarnessMagics(Magics):
             h.registry.reload()
         self.sync_agent_magics()
         display(AgentTable(h))
+        if self.controller.widgets_enabled and self.controller.unattended() is None:  # a page a person reads
+            print(self.controller.bridge.describe())
         return done(None)
 
     @no_var_expand

@@ -46,10 +46,12 @@ class AgentRow:
 
 
 def agent_row(definition: SubAgentDefinition, harness: Any) -> AgentRow:
-    """How ``%agents`` shows ``definition`` under ``harness`` as it is configured now."""
+    """How ``%agents`` shows ``definition`` under ``harness`` as it is configured now: its
+    tools among those the main agent is offered now (``Tool.usable``: the notebook tools
+    only in a page with the extension)."""
     d = definition
     workdir = Path(harness.workdir)
-    tools = resolve_tools(d, harness.tools)
+    tools = resolve_tools(d, [t for t in harness.tools if t.usable()])
     shown = ", ".join(tools) or "(none)"
     if d.tools is None:
         shown = f"(all of the main agent's) {shown}"

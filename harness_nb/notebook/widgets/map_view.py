@@ -13,7 +13,7 @@ import ipywidgets as widgets
 from ...core.media import STATIC_VIEW_CLOSE as MARK_CLOSE
 from ...core.media import STATIC_VIEW_OPEN as MARK_OPEN
 from ...core.usage import usd
-from ...subagents.agent_map import MapProgress, MapResult
+from ...subagents.map_result import MapEstimate, MapProgress, MapResult
 from .live import Scheduler, StaticCopyBox
 from .theme import STYLE
 
@@ -52,23 +52,39 @@ class MapView(StaticCopyBox):
         self.progress = progress
         self.mark()
 
-    def finish(self, result: MapResult) -> None:
-        """Show how the map ended: every row done, some failed, or interrupted."""
-        if result.interrupted:
-            self.state = "interrupted"
+    def finish(self, result: MapResult | MapEstimate) -> None:
+        """Show how the map ended: every row done, some failed, or interrupted (an
+        estimate: its sample run)."""
+        if isinstance(result, MapEstimate):
+            failed = sum(1 for row in result.sample if not row.ok)
+            self.state = "estimated" if not failed else f"estimated, {failed:,} failed"
+        elif result.interrupted:
+            waiting = f", {result.waiting:,} rows waiting in vendor batches" if result.waiting else ""
+            self.state = f"interrupted{waiting}"
         else:
             self.state = "done" if not result.failed else f"done, {result.failed:,} failed"
         self.mark()
         self.flush()
 
+    def interrupted(self) -> None:
+        """Show the map as interrupted (when there is no result to show)."""
+        self.state = "interrupted"
+        self.mark()
+        self.flush()
+
     def render(self, dirty: set[str]) -> None:
         self.header.value = self._header_html()
+        self.bar.max = self._rows()
         self.bar.value = self._finished()
         self.bar.bar_style = self._bar_style()
         self.line.value = self._line_html()
 
     def _finished(self) -> int:
         return self.progress.finished if self.progress is not None else 0
+
+    def _rows(self) -> int:
+        """The rows the bar spans: the progress's (an estimate's sample), else the map's."""
+        return max(self.progress.total if self.progress is not None else self.total, 1)
 
     def _header_html(self) -> str:
         title = f" ({html.escape(self.title)})" if self.title else ""
@@ -80,7 +96,7 @@ class MapView(StaticCopyBox):
 
     def static_html(self) -> str:
         """The map as static HTML: the header, the bar as two boxes, the figures."""
-        share = 100 * self._finished() / max(self.total, 1)
+        share = 100 * self._finished() / self._rows()
         colour = BAR_COLOURS[self._bar_style()]
         bar = (
             "<div style='background:var(--hnb-line, #e0e0e0);height:8px;border-radius:4px;margin:4px 0'>"
@@ -92,7 +108,7 @@ class MapView(StaticCopyBox):
         )
 
     def _bar_style(self) -> str:
-        if self.state == "interrupted":
+        if self.state.startswith("interrupted"):
             return "danger"
         if self.progress is not None and self.progress.failed:
             return "warning"
