@@ -91,12 +91,14 @@ def catch_spans() -> Any:
 
 async def measure(side: str, url: str, stream: bool) -> dict[str, float]:
     from harness_nb import Harness
+    from harness_nb.settings import SETTINGS
 
-    tracing: dict[str, Any] = {}
+    # the script repeats one echo call: a package that stops a run repeating itself is told not to
+    settings: dict[str, Any] = {"max_repeated_calls": 0} if "max_repeated_calls" in SETTINGS else {}
     exporter = None
     if side in ("on", "on-content"):
         exporter = catch_spans()
-        tracing = {"tracing": "otel", "tracing_content": side == "on-content"}
+        settings |= {"tracing": "otel", "tracing_content": side == "on-content"}
     sink = Counter()
     with common.notebook_project() as workdir:
         harness = Harness(
@@ -107,7 +109,7 @@ async def measure(side: str, url: str, stream: bool) -> dict[str, float]:
             provider_options={"streaming": stream},
             extra_tools=[common.echo_tool()],
             max_turns=TURNS + 1,
-            **tracing,
+            **settings,
         )
 
         async def conversation() -> int:
