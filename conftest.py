@@ -31,6 +31,7 @@ _LAUNCHES = {
     "jupyterlab": ("a JupyterLab server", ("browser",)),
     "notebook": ("a Notebook 7 server", ("browser",)),
     "pip": ("a pip build or install", ("packaging",)),
+    "phoenix.server.main": ("an Arize Phoenix server", ("browser",)),
 }
 _launched: list[tuple[str, tuple[str, ...]]] = []
 

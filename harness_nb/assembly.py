@@ -4,7 +4,7 @@ What a harness is built from — the workdir, the sandbox, the agent and skill f
 tool objects and hooks given in code, the ``built`` settings — becomes ``Parts``: the
 provider factory, the permission rules, the agents and skills, the MCP servers, the
 subagent runner and task tool, the teams, the task tracker, the checkpoints, the offload
-hook. ``Harness`` is the facade over them; nothing else holds them.
+hook, the tracing. ``Harness`` is the facade over them; nothing else holds them.
 
 What the runs that start now are given — the settings, the tools offered, the hooks run —
 is a ``Kit``: ``Parts.kit`` makes a new one for each change of settings or of the MCP tools,
@@ -65,6 +65,7 @@ from .subagents import (
 from .subagents.runner import inline_servers
 from .team import TeamManager
 from .tools import Sandbox, Tool, ToolRegistry
+from .tracing import Tracing
 
 __all__ = ["Conversation", "Kit", "Parts", "assemble"]
 
@@ -115,6 +116,7 @@ class Parts:
     own_tools: tuple[str, ...]
     later_hooks: tuple[Hook, ...]
     protected: tuple[Path, ...]
+    tracing: Tracing
     main_prompt: MainPrompt = field(default_factory=MainPrompt)
 
     @property
@@ -176,6 +178,7 @@ class Parts:
             await run_blocking(self.checkpointer.close)
         self.permissions.close()
         self.skill_catalog.close()
+        await self.tracing.aclose()
 
     def applied(self, kit: Kit, settings: RunSettings) -> Kit:
         """The kit of ``settings``, replacing ``kit``; the parts that live across runs follow
@@ -299,11 +302,13 @@ def assemble(
     task_tool = TaskTool(
         registry, runner, tracker, max_concurrency=subagents.max_concurrency, max_background=subagents.max_background
     )
+    tracing = Tracing(lambda: settings_now().tracing)
     teams: TeamManager | None = None
     if settings.teams:  # §6: mailboxes before task ids in send_message; `task(team_name=…)` spawns
         teams = TeamManager(state / "teams", agents=registry, runner=runner, tracker=tracker, lead=lead)
         router.routes.insert(0, teams.route)
         task_tool.team_spawner = teams.spawn_from_task
+        teams.on_event.append(tracing.teammate_event)  # a teammate's turns reach no launch's sink
     base: list[Tool] = []
     if builtins:
         with shielded_imports():
@@ -349,6 +354,7 @@ def assemble(
         own_tools=tuple(t.name for t in tools),
         later_hooks=tuple(later),
         protected=protected,
+        tracing=tracing,
         main_prompt=main_prompt or MainPrompt(),
     )
 

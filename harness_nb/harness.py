@@ -13,7 +13,7 @@ everything it sends or writes (``core.secret.SECRETS``).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Self, overload
 
@@ -45,6 +45,9 @@ if TYPE_CHECKING:  # the facade imports its parts as it is built: ``from harness
     from .subagents.map_result import MapEstimate, MapResult
     from .subagents.map_store import StoredMaps
     from .tools import Sandbox, SandboxMode, Tool, ToolRegistry
+    from .tracing import AttributeValue
+
+    TraceAttributes = Mapping[str, AttributeValue]
 
 class Harness:
     """One main agent conversation with its tools, hooks and providers.
@@ -255,39 +258,51 @@ class Harness:
         await self.connect_mcp()
         return self.run_context(model=model, max_turns=max_turns, approval=approval, ask=ask)
 
+    def _traced(self, on_event: EventSink | None, attributes: TraceAttributes | None) -> EventSink | None:
+        """A launch's event sink: ``on_event``, fed to a trace first when the ``tracing``
+        setting in force says so (``tracing/``), with ``attributes`` on its runs' spans."""
+        return self._parts.tracing.observe(on_event, self.settings.tracing, attributes)
+
     async def run(
         self, prompt: str, *, on_event: EventSink | None = None, model: str | None = None,
         max_turns: int | None = None, approval: ApprovalChannel | None = None, ask: AskChannel | None = None,
+        trace_attributes: TraceAttributes | None = None,
     ) -> RunResult:
         """Run the main agent on ``prompt`` in the ongoing conversation; ``model``, ``max_turns``,
-        ``approval`` and ``ask`` apply to this run only (and to the background work it launches)."""
+        ``approval`` and ``ask`` apply to this run only (and to the background work it
+        launches); ``trace_attributes`` go on its spans when it is traced (a notebook's cell)."""
         context = await self._launch(model, max_turns, approval, ask)
-        return await self._conversation.engine().run(prompt, on_event=on_event, context=context)
+        sink = self._traced(on_event, trace_attributes)
+        return await self._conversation.engine().run(prompt, on_event=sink, context=context)
 
     async def run_stream(
         self, prompt: str, *, model: str | None = None, max_turns: int | None = None,
         approval: ApprovalChannel | None = None, ask: AskChannel | None = None,
+        trace_attributes: TraceAttributes | None = None,
     ) -> AsyncIterator[Event]:
         """Yield the events of a main-agent run as they happen."""
         context = await self._launch(model, max_turns, approval, ask)
-        async for event in self._conversation.engine().run_stream(prompt, context=context):
+        tap = self._traced(None, trace_attributes)
+        async for event in self._conversation.engine().run_stream(prompt, context=context, tap=tap):
             yield event
 
     async def run_subagent(
         self, name: str, prompt: str, *, on_event: EventSink | None = None, approval: ApprovalChannel | None = None,
-        ask: AskChannel | None = None,
+        ask: AskChannel | None = None, trace_attributes: TraceAttributes | None = None,
     ) -> RunResult:
         """Run subagent ``name`` directly on ``prompt`` in the foreground, bypassing the main
         model (the ``%@name`` path). Its usage shows on its task entry (``fg-N``)."""
         definition = self.registry.get(name)
         await self.connect_mcp()
         parent = self.lead_context(approval, ask)
-        _, result = await self._parts.task_tool.run_child(definition, prompt, parent, emit=on_event, wrap=False)
+        sink = self._traced(on_event, trace_attributes)
+        _, result = await self._parts.task_tool.run_child(definition, prompt, parent, emit=sink, wrap=False)
         return result
 
     def start_subagent(
         self, name: str, prompt: str, *, description: str = "", on_event: EventSink | None = None,
         approval: ApprovalChannel | None = None, ask: AskChannel | None = None,
+        trace_attributes: TraceAttributes | None = None,
     ) -> SubagentHandle:
         """Start subagent ``name`` in the background, under the settings in force now, and
         return a handle at once: ``await`` it for the ``RunResult``, ``cancel()`` it, or
@@ -295,7 +310,8 @@ class Harness:
         definition = self.registry.get(name)
         parent = self.lead_context(approval, ask)
         launch = self._parts.task_tool.launch_background
-        entry = launch(definition, prompt, parent, description=description, emit=on_event)
+        sink = self._traced(on_event, trace_attributes)
+        entry = launch(definition, prompt, parent, description=description, emit=sink)
         from .subagents import SubagentHandle
 
         return SubagentHandle(self.tracker, entry)

@@ -10,10 +10,10 @@ Each setting is one field here, with its default and its help text (field metada
 ``SETTINGS`` lists them by name. The keywords of ``Harness`` and ``configure``, the
 notebook's ``%config HarnessNB`` traits and their help, and the documentation's settings table are made
 from these fields or checked against them. Related settings sit in frozen groups
-(``subagents``, ``sandbox``, ``mcp``, ``checkpoints``), but every setting keeps one flat
-name — ``sandbox_network``, ``mcp_servers`` — that keywords, ``changed`` and ``%config``
-use; a group's own switch is named after it (``sandbox`` is the sandbox's mode,
-``checkpoints`` whether there are any).
+(``subagents``, ``sandbox``, ``mcp``, ``checkpoints``, ``tracing``), but every setting keeps
+one flat name — ``sandbox_network``, ``mcp_servers`` — that keywords, ``changed`` and
+``%config`` use; a group's own switch is named after it (``sandbox`` is the sandbox's mode,
+``checkpoints`` whether there are any, ``tracing`` where spans go).
 
 Most settings apply to the runs that start after ``Harness.apply``: each run (and each
 background task it launches) keeps the settings it started with. Settings marked
@@ -33,11 +33,12 @@ lists or mappings are none too (``tools=()``: every tool); in ``changed`` a valu
 from __future__ import annotations
 
 import difflib
+import importlib.util
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from .core import ConfigError, PriceTable, SettingFix
 from .engine import BackgroundApprovals, CompactionPolicy, Delegation, Limits
@@ -47,6 +48,7 @@ from .permissions.rule import parse_rules
 from .providers.options import ProviderOptions, ReplayPace
 from .sandbox import DEFAULT_MAX_FILE_MB, SandboxLimits, SandboxMode
 from .setting import Setting, about, describe
+from .tracing import INSTALL as INSTALL_OTEL
 
 __all__ = [
     "MODEL_VARIABLE",
@@ -59,12 +61,15 @@ __all__ = [
     "SandboxSettings",
     "Setting",
     "SubagentSettings",
+    "TracingMode",
+    "TracingSettings",
     "default_model",
     "no_model_error",
     "no_setting",
 ]
 
 ApprovalPolicy = Policy
+TracingMode = Literal["off", "otel"]
 
 MODEL_VARIABLE = "HARNESS_NB_MODEL"
 NO_MODEL_MESSAGE = (
@@ -224,6 +229,35 @@ class CheckpointSettings:
 
     def __post_init__(self) -> None:
         _check(self, "checkpoints")
+
+
+@dataclass(frozen=True)
+class TracingSettings:
+    """OpenTelemetry traces of the runs (``tracing/``): fixed with each run as it starts."""
+
+    mode: TracingMode = field(
+        default="off",
+        metadata=about(
+            "'otel': send each run's spans (invoke_agent, chat, execute_tool; GenAI semantic conventions) to "
+            "OpenTelemetry: the program's tracer provider if it set one, else OTLP/HTTP configured by the OTEL_* "
+            "variables (OTEL_EXPORTER_OTLP_ENDPOINT, default http://localhost:4318). Needs "
+            "pip install 'harness_nb[otel]'. 'off': nothing is loaded.",
+            name="tracing",
+        ),
+    )
+    content: bool = field(
+        default=False,
+        metadata=about(
+            "Also record what was said on the spans: prompts, answers, tool arguments and results (keys masked). "
+            "Off: only names, ids, models, token counts, costs, timings and outcomes.",
+            name="tracing_content",
+        ),
+    )
+
+    def __post_init__(self) -> None:
+        _check(self, "tracing")
+        if self.mode == "otel" and not _installed("opentelemetry.sdk"):
+            raise ConfigError(f"tracing='otel' needs OpenTelemetry: {INSTALL_OTEL}")
 
 
 @dataclass(frozen=True)
@@ -407,6 +441,7 @@ class RunSettings:
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     mcp: McpSettings = field(default_factory=McpSettings)
     checkpoints: CheckpointSettings = field(default_factory=CheckpointSettings)
+    tracing: TracingSettings = field(default_factory=TracingSettings)
 
     limits: Limits = field(init=False, repr=False, compare=False)
     price_table: PriceTable = field(init=False, repr=False, compare=False)
@@ -471,6 +506,14 @@ class RunSettings:
         return tuple(s.value(self) for s in SETTINGS.values() if s.built)
 
 
+def _installed(module: str) -> bool:
+    """Whether ``module`` can be imported (found, not imported)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # its package is missing
+        return False
+
+
 def no_setting(name: str) -> str:
     """What to say of a setting name that is none (naming the closest)."""
     close = difflib.get_close_matches(name, list(SETTINGS), n=1)
@@ -493,6 +536,7 @@ _GROUPS = {
     "sandbox": SandboxSettings,
     "mcp": McpSettings,
     "checkpoints": CheckpointSettings,
+    "tracing": TracingSettings,
 }
 
 

@@ -38,6 +38,7 @@ from ..core import (
     HarnessError,
     LimitExceededError,
     MessagesInjected,
+    ModelCallFinished,
     ProviderError,
     RunFailed,
     RunFinished,
@@ -187,11 +188,21 @@ class AgentEngine:
         async with self._lock:
             return await self._run(prompt, _safe_sink(on_event), context or self.default_context())
 
-    async def run_stream(self, prompt: str, *, context: RunContext | None = None) -> AsyncIterator[Event]:
+    async def run_stream(
+        self, prompt: str, *, context: RunContext | None = None, tap: EventSink | None = None
+    ) -> AsyncIterator[Event]:
         """Yield the run's events as they happen; the last is ``RunFinished`` or ``RunFailed``
-        (after which a failure is re-raised)."""
+        (after which a failure is re-raised). ``tap`` sees each one first, in the task that
+        emits it (a tracer, which keeps its spans in that task's context)."""
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
-        run = self.run(prompt, on_event=queue.put_nowait, context=context)
+        put: EventSink = queue.put_nowait
+        if tap is not None:
+
+            def put(event: Event) -> None:
+                tap(event)
+                queue.put_nowait(event)
+
+        run = self.run(prompt, on_event=put, context=context)
         task = asyncio.create_task(run, name=f"run:{self.agent}")
         task.add_done_callback(lambda _t: queue.put_nowait(None))
         try:
@@ -217,7 +228,7 @@ class AgentEngine:
         first_message = len(self.session.history)  # compaction may rewrite ``messages``
         final, stop = "", "end_turn"
         prompt = self.session.secrets.scrub(prompt)  # a pasted key reaches no one, not even a view
-        emit(RunStarted(run_id=run_id, model=provider.model_id, prompt=prompt, agent=self.agent))
+        emit(RunStarted(run_id=run_id, model=provider.model_id, prompt=prompt, session_id=self.session.id, agent=self.agent))
         self.session.record("run_started", run_id=run_id, agent=self.agent, model=provider.model_id)
         self.keeper.pin(self.session.append(UserMessage(content=prompt)))
         try:
@@ -353,10 +364,45 @@ class AgentEngine:
             effort=self.effort,
         )
         with self._budgeted(request, context, budget):
-            response = await self._request(provider, request, emit)
+            if emit is _UNHEARD:  # nobody times the call: no event to build
+                response = await self._request(provider, request, emit)
+            else:
+                response = await self._reported(provider, request, emit, context)
         for notice in response.notices:  # what the provider learnt of its server (quirks.py): said once
             emit(ServerAdapted(model=provider.model_id, text=notice, agent=self.agent))
         self.tally.observe(request.messages, response.usage)
+        return response
+
+    async def _reported(
+        self, provider: Provider, request: ModelRequest, emit: EventSink, context: RunContext
+    ) -> ModelResponse:
+        """``_request``, then a ``ModelCallFinished`` saying when it started, what it sent and
+        what came back, priced (or how it failed: an interrupted call is reported too)."""
+        call: dict[str, Any] = {
+            "provider": provider.name,
+            "model": provider.model,
+            "started": time.time_ns(),
+            "streamed": provider.streaming,
+            "server": getattr(provider, "base_url", ""),
+            "system": request.system,
+            "messages": tuple(request.messages),  # the live list grows after the call
+            "tools": tuple(request.tools),
+            "agent": self.agent,
+        }
+        try:
+            response = await self._request(provider, request, emit)
+        except BaseException as exc:
+            emit(ModelCallFinished(**call, error=_failure(exc)))
+            raise
+        emit(
+            ModelCallFinished(
+                **call,
+                answer=response.message,
+                stop_reason=response.stop_reason,
+                response_model=response.model,
+                usage=_priced(response, context),
+            )
+        )
         return response
 
     @contextlib.contextmanager
@@ -389,11 +435,7 @@ class AgentEngine:
     ) -> None:
         """Bill an answer's usage, priced from the run's table, and say when the run has
         used 80% of a budget."""
-        provider = context.provider
-        usage = response.usage
-        if usage.cost is None:  # a provider that reports its own cost is believed
-            usage = context.prices.priced(usage, provider.model_id, provider.model, response.model)
-        context.account.credit(usage, turns=turns, tool_calls=tool_calls)
+        context.account.credit(_priced(response, context), turns=turns, tool_calls=tool_calls)
         for warning in budget.warnings() if budget is not None else ():
             emit(warning)
 
@@ -572,6 +614,24 @@ class AgentEngine:
                 return await invoke(tool, call, ctx)
         except TimeoutError:
             return ToolOutcome(f"error: {call.name} timed out after {deadline:g} s", True)
+
+
+def _failure(exc: BaseException) -> str:
+    """How a model call failed, in a word a trace can group by: a ``ProviderError``'s kind
+    (``context_length``) or HTTP status (``429``), else the exception's class name."""
+    if isinstance(exc, ProviderError):
+        return exc.kind or (str(exc.status) if exc.status else type(exc).__name__)
+    return type(exc).__name__
+
+
+def _priced(response: ModelResponse, context: RunContext) -> Usage:
+    """An answer's usage with its cost from the run's price table (a provider that reports
+    its own cost is believed)."""
+    usage = response.usage
+    if usage.cost is None:
+        provider = context.provider
+        usage = context.prices.priced(usage, provider.model_id, provider.model, response.model)
+    return usage
 
 
 def _with_unique_call_ids(response: ModelResponse) -> ModelResponse:

@@ -227,6 +227,28 @@ class NotebookHarness:
             return None
         return value if isinstance(value, str) and value else None
 
+    def cell_attributes(self) -> dict[str, str | int]:
+        """What a traced run started from the current cell records of it (``tracing/``): the
+        notebook's path (as the Jupyter server that started this kernel named it), the cell's
+        execution count and its id (as the frontend sent it), each where known."""
+        found: dict[str, str | int] = {}
+        path = self.shell.user_ns.get("__session__")  # ipykernel sets it from JPY_SESSION_NAME
+        if isinstance(path, str) and path:
+            found["harness_nb.notebook.path"] = path
+        running = getattr(getattr(self.shell, "displayhook", None), "exec_result", None)  # the cell's, while it runs
+        count = getattr(running, "execution_count", None)
+        numbered = getattr(getattr(running, "info", None), "store_history", False)  # it has an In[n] entry
+        if isinstance(count, int) and numbered:
+            found["harness_nb.notebook.execution_count"] = count
+        kernel = getattr(self.shell, "kernel", None)
+        try:
+            cell = kernel.get_parent("shell").get("metadata", {}).get("cellId") if kernel is not None else None
+        except Exception:
+            cell = None
+        if isinstance(cell, str) and cell:
+            found["harness_nb.notebook.cell_id"] = cell
+        return found
+
     def unattended(self) -> str | None:
         """The unattended decision when the frontend cannot answer: nbclient, nbval and
         papermill send ``allow_stdin=false``; JupyterLab and Notebook send true."""
@@ -399,7 +421,7 @@ class NotebookHarness:
         view = self.new_view("main", model or h.model or "(no model)")
         run = h.run(
             prompt, on_event=self._track(view), model=model, max_turns=max_turns,
-            approval=self.approval_for(view), ask=self.ask_for(view),
+            approval=self.approval_for(view), ask=self.ask_for(view), trace_attributes=self.cell_attributes(),
         )
         return await self._foreground(view, run)
 
@@ -410,7 +432,8 @@ class NotebookHarness:
         definition = h.registry.get(agent)
         view = self.new_view(agent, self.model_of(definition.model))
         run = h.run_subagent(
-            agent, prompt, on_event=self._track(view), approval=self.approval_for(view), ask=self.ask_for(view)
+            agent, prompt, on_event=self._track(view), approval=self.approval_for(view), ask=self.ask_for(view),
+            trace_attributes=self.cell_attributes(),
         )
         return await self._foreground(view, run)
 
@@ -620,7 +643,7 @@ class NotebookHarness:
         try:
             handle = h.start_subagent(
                 definition.name, prompt, on_event=self._track(view), approval=self.approval_for(view),
-                ask=self.ask_for(view),
+                ask=self.ask_for(view), trace_attributes=self.cell_attributes(),
             )
         except HarnessError as exc:  # no model configured, say
             self._end(view, "failed")

@@ -178,13 +178,20 @@ class KernelDriver:
 
     # ------------------------------------------------------------------ cells
     def execute(
-        self, code: str, *, allow_stdin: bool = True, store_history: bool = True, page: str | None = None
+        self,
+        code: str,
+        *,
+        allow_stdin: bool = True,
+        store_history: bool = True,
+        page: str | None = None,
+        cell_id: str | None = None,
     ) -> Cell:
         """Send a cell and return at once (the cell may still be running). Without
         ``store_history`` the cell runs as nbval runs every cell: no ``In`` entry, no number.
         ``page``: the client session id the request carries instead of this client's (a
-        reloaded page, or a second tab, sends a new one)."""
-        if page is None:
+        reloaded page, or a second tab, sends a new one); ``cell_id``: the id of the
+        notebook's cell, which JupyterLab sends in the request's metadata."""
+        if page is None and cell_id is None:
             msg_id = self.kc.execute(code, allow_stdin=allow_stdin, store_history=store_history)
         else:
             content = {
@@ -195,8 +202,9 @@ class KernelDriver:
                 "allow_stdin": allow_stdin,
                 "stop_on_error": True,
             }
-            msg = self.kc.session.msg("execute_request", content)
-            msg["header"]["session"] = page
+            msg = self.kc.session.msg("execute_request", content, metadata={"cellId": cell_id} if cell_id else {})
+            if page is not None:
+                msg["header"]["session"] = page
             self.kc.shell_channel.send(msg)
             msg_id = msg["header"]["msg_id"]
         cell = Cell(msg_id)
@@ -209,10 +217,18 @@ class KernelDriver:
         return cell
 
     async def run(
-        self, code: str, *, timeout: float = 60, allow_stdin: bool = True, check: bool = True, store_history: bool = True
+        self,
+        code: str,
+        *,
+        timeout: float = 60,
+        allow_stdin: bool = True,
+        check: bool = True,
+        store_history: bool = True,
+        cell_id: str | None = None,
     ) -> Cell:
         """Run a cell to the end; with ``check`` a failing cell raises with its traceback."""
-        cell = await self.finished(self.execute(code, allow_stdin=allow_stdin, store_history=store_history), timeout)
+        sent = self.execute(code, allow_stdin=allow_stdin, store_history=store_history, cell_id=cell_id)
+        cell = await self.finished(sent, timeout)
         if check and cell.status != "ok":
             raise AssertionError(f"cell failed: {self.error(cell)}\n--- code ---\n{code}")
         return cell
