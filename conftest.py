@@ -1,8 +1,8 @@
 """The test suite's tiers (see CONTRIBUTING.md).
 
 Plain ``pytest`` (no path, no ``-m``) runs the core tier only, in parallel; the slow tiers
-run by marker (``pytest -m kernel``, ``-m notebooks``, ``-m browser``, ``-m ray``); a path or node id
-runs what it names, whatever its tier; ``bash .ci/test`` runs every tier. A test's tier is
+run by marker (``pytest -m kernel``, ``-m notebooks``, ``-m browser``, ``-m packaging``,
+``-m ray``); a path or node id runs what it names, whatever its tier; ``bash .ci/test`` runs every tier. A test's tier is
 its module's ``pytestmark`` or its own mark; nbval's cells are ``notebooks`` by their file,
 and a test taking the ``kernel`` fixture (a module's shared kernel) is ``kernel``.
 A test that starts a kernel, a Jupyter server or a Ray cluster without its tier's mark fails, so none
@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-SLOW_TIERS = ("kernel", "notebooks", "browser", "ray")
+SLOW_TIERS = ("kernel", "notebooks", "browser", "packaging", "ray")
 
 # The modules (``python -m MODULE``) whose launch a test's tier must allow: a Jupyter server
 # starts kernels of its own, nbval starts one per notebook.
@@ -30,6 +30,8 @@ _LAUNCHES = {
     "harness_nb.testing.run_notebook": ("an ipykernel (run_notebook)", ("kernel", "notebooks")),
     "jupyterlab": ("a JupyterLab server", ("browser",)),
     "notebook": ("a Notebook 7 server", ("browser",)),
+    "pip": ("a pip build or install", ("packaging",)),
+    "phoenix.server.main": ("an Arize Phoenix server", ("browser",)),
 }
 # The programs whose launch a test's tier must allow: a Ray cluster's first process.
 _PROGRAMS = {"gcs_server": ("a Ray cluster", ("ray",))}

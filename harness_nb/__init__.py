@@ -55,6 +55,13 @@ def __getattr__(name: str) -> Any:
     return value
 
 
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """Where ``jupyter labextension develop .`` finds the built frontend extension: the
+    npm build of ``labextension/`` writes it to ``harness_nb/labextension`` (a wheel ships
+    it under ``share/jupyter/labextensions/harness-nb`` instead)."""
+    return [{"src": "labextension", "dest": "harness-nb"}]
+
+
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext harness_nb``: register the magics, transformers and configuration."""
     from .notebook import load_ipython_extension as load

@@ -4,7 +4,7 @@ What a harness is built from — the workdir, the sandbox, the agent and skill f
 tool objects and hooks given in code, the ``built`` settings — becomes ``Parts``: the
 provider factory, the permission rules, the agents and skills, the MCP servers, the
 subagent runner and task tool, the teams, the task tracker, the checkpoints, the offload
-hook. ``Harness`` is the facade over them; nothing else holds them.
+hook, the tracing. ``Harness`` is the facade over them; nothing else holds them.
 
 What the runs that start now are given — the settings, the tools offered, the hooks run —
 is a ``Kit``: ``Parts.kit`` makes a new one for each change of settings or of the MCP tools,
@@ -26,6 +26,8 @@ from .core.secret import SECRETS, protect_loggers
 from .engine import (
     AgentEngine,
     ApprovalChannel,
+    AskChannel,
+    AskPersonTool,
     CheckpointHook,
     CompactionPolicy,
     Hook,
@@ -63,6 +65,7 @@ from .subagents import (
 from .subagents.runner import inline_servers
 from .team import TeamManager
 from .tools import Sandbox, Tool, ToolRegistry
+from .tracing import Tracing
 
 __all__ = ["Conversation", "Kit", "Parts", "assemble"]
 
@@ -113,6 +116,7 @@ class Parts:
     own_tools: tuple[str, ...]
     later_hooks: tuple[Hook, ...]
     protected: tuple[Path, ...]
+    tracing: Tracing
     main_prompt: MainPrompt = field(default_factory=MainPrompt)
 
     @property
@@ -174,6 +178,7 @@ class Parts:
             await run_blocking(self.checkpointer.close)
         self.permissions.close()
         self.skill_catalog.close()
+        await self.tracing.aclose()
 
     def applied(self, kit: Kit, settings: RunSettings) -> Kit:
         """The kit of ``settings``, replacing ``kit``; the parts that live across runs follow
@@ -199,18 +204,24 @@ class Parts:
         return new
 
     def context(
-        self, kit: Kit, provider: Provider, *, max_turns: int | None, approval: ApprovalChannel | None
+        self,
+        kit: Kit,
+        provider: Provider,
+        *,
+        max_turns: int | None,
+        approval: ApprovalChannel | None,
+        ask: AskChannel | None = None,
     ) -> RunContext:
         """A new run's context on ``provider``: ``kit``'s limits (``max_turns`` for this run
         only), prices, compaction, tools, hooks and delegation, the approval channel
-        ``approval`` (its "Approve for this session" keeping its rule on this harness) and a
-        fresh usage account billed to the harness's total."""
+        ``approval`` (its "Approve for this session" keeping its rule on this harness), the
+        ask channel ``ask`` and a fresh usage account billed to the harness's total."""
         settings = kit.settings
         limits = settings.limits if max_turns is None else replace(settings.limits, max_turns=max_turns)
         channel = remembering(approval, self.permissions) if approval is not None else None
         return RunContext(
             provider, limits, channel, self.total.child(), kit.compaction, prices=settings.price_table,
-            tools=kit.tools, hooks=kit.hooks, delegation=settings.delegation,
+            tools=kit.tools, hooks=kit.hooks, delegation=settings.delegation, ask=ask,
         )
 
 
@@ -291,11 +302,13 @@ def assemble(
     task_tool = TaskTool(
         registry, runner, tracker, max_concurrency=subagents.max_concurrency, max_background=subagents.max_background
     )
+    tracing = Tracing(lambda: settings_now().tracing)
     teams: TeamManager | None = None
     if settings.teams:  # §6: mailboxes before task ids in send_message; `task(team_name=…)` spawns
         teams = TeamManager(state / "teams", agents=registry, runner=runner, tracker=tracker, lead=lead)
         router.routes.insert(0, teams.route)
         task_tool.team_spawner = teams.spawn_from_task
+        teams.on_event.append(tracing.teammate_event)  # a teammate's turns reach no launch's sink
     base: list[Tool] = []
     if builtins:
         with shielded_imports():
@@ -303,7 +316,8 @@ def assemble(
 
         base = [*builtin_tools(sandbox=box), SkillTool(skill_catalog)]
     team_tools = teams.tools() if teams else []
-    fixed = (*base, *tools, *extra_tools, task_tool, *coordination_tools(tracker, router), *team_tools)
+    # ask_person is offered only to a run that can ask someone (engine/ask.py)
+    fixed = (*base, *tools, *extra_tools, task_tool, *coordination_tools(tracker, router), *team_tools, AskPersonTool())
     offload = OffloadHook(state / "offload", limit=settings.offload_chars)
     sources: list[Injector] = [tracker.completion_texts, *([teams.injector] if teams else [])]
     found = (d.resolve() for d, _label in registry.search_dirs())
@@ -340,6 +354,7 @@ def assemble(
         own_tools=tuple(t.name for t in tools),
         later_hooks=tuple(later),
         protected=protected,
+        tracing=tracing,
         main_prompt=main_prompt or MainPrompt(),
     )
 

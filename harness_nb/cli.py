@@ -5,7 +5,8 @@
     python -m harness_nb demo            # offline, on the shipped scripted model
     python -m harness_nb agents          # list the registered subagents
 
-Approvals are asked on the terminal (``y`` approves); ``--yes`` approves everything.
+Approvals are asked on the terminal (``y`` approves; ``--yes`` approves everything), and so
+are the questions of ``ask_person`` (a number picks an option, or type the answer).
 """
 
 from __future__ import annotations
@@ -16,15 +17,27 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from .core import HarnessError
+from .core import HarnessError, SettingFix
 from .harness import Harness
 from .settings import default_model
-from .textview import TextView, terminal_approval
+from .textview import TextView, terminal_approval, terminal_ask
 
 
 def demo_script() -> Path:
     """The scripted model the demo runs on (shipped inside the package)."""
     return Path(str(resources.files("harness_nb") / "demo" / "demo.yaml"))
+
+
+_FLAGS = {"model": "--model", "workdir": "--workdir"}
+
+
+def command_line_fix(fix: SettingFix) -> str:
+    """How the command line sets the setting an error's ``fix`` names: its flag (``pass
+    --model openai/gpt-4o-mini``), else the Python keyword, saying no flag sets it."""
+    flag = _FLAGS.get(fix.setting)
+    if flag is None:
+        return f"{fix.keyword()} (no flag of python -m harness_nb sets {fix.setting})"
+    return f"pass {flag} {fix.value}"
 
 
 def _line(text: str, width: int) -> str:
@@ -46,7 +59,7 @@ async def _run(args: argparse.Namespace) -> int:
         prompt = "Find where the dataset is loaded and summarise the columns."
         workdir = Path(str(resources.files("harness_nb") / "demo" / "project"))
     approval = terminal_approval(auto_yes=getattr(args, "yes", False))
-    async with Harness(model, workdir=workdir, approval=approval, transcripts=args.command != "demo") as h:
+    async with Harness(model, workdir=workdir, approval=approval, ask=terminal_ask(), transcripts=args.command != "demo") as h:
         if args.command == "agents":
             for d in h.registry.list():
                 tools = ", ".join(d.tools) if d.tools is not None else "(all)"
@@ -72,7 +85,8 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="python -m harness_nb",
         description="Run harness_nb's main agent or a subagent from a terminal.",
-        epilog="Approvals are asked on the terminal (y approves). In a notebook: %load_ext harness_nb.",
+        epilog="Approvals (y approves) and the agent's questions are asked on the terminal. In a notebook: "
+        "%load_ext harness_nb.",
     )
     commands = top.add_subparsers(dest="command", required=True, metavar="{run,demo,agents}")
     where = argparse.ArgumentParser(add_help=False)
@@ -112,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return asyncio.run(_run(args))
     except HarnessError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {exc.explained(command_line_fix)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

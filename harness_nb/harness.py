@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # the facade imports its parts as it is built: ``from harness
     from .core import Compacted, Event, Usage
     from .engine import (
         ApprovalChannel,
+        AskChannel,
         EventSink,
         Hook,
         MainPrompt,
@@ -34,6 +35,7 @@ if TYPE_CHECKING:  # the facade imports its parts as it is built: ``from harness
     from .engine.resume import SessionSummary
     from .mcp import McpTool
     from .providers.base import Provider
+    from .providers.batch import BatchState
     from .sandbox import Checkpoint, Rewind
     from .settings import RunSettings
     from .subagents import SubagentHandle
@@ -43,6 +45,9 @@ if TYPE_CHECKING:  # the facade imports its parts as it is built: ``from harness
     from .subagents.map_result import MapEstimate, MapResult
     from .subagents.map_store import StoredMaps
     from .tools import Sandbox, SandboxMode, Tool, ToolRegistry
+    from .tracing import AttributeValue
+
+    TraceAttributes = Mapping[str, AttributeValue]
 
 class Harness:
     """One main agent conversation with its tools, hooks and providers.
@@ -52,7 +57,8 @@ class Harness:
     (else ``default_model()``) or a ``Provider``, used as given; ``tools``: tool names (the
     setting) and objects (replacing the built-ins); ``sandbox``: a mode or a ``Sandbox``.
     Not settings: ``approval``, the async ``(call, reason, risk) -> Approved | Denied`` asked
-    when a call needs a person (none: denied); ``extra_tools``; ``hooks``; ``api_key`` and
+    when a call needs a person (none: denied); ``ask``, the async ``(Question) -> Answer``
+    that ``ask_person`` asks through (none: the tool is not offered); ``extra_tools``; ``hooks``; ``api_key`` and
     ``base_url`` of its own model; ``main_prompt``, the main agent's built-in system prompt
     (the notebook's speaks of cells and the kernel). Each run's ``RunContext`` is fixed as it starts:
     ``configure`` / ``apply`` change later runs only, never one under way or the background
@@ -65,6 +71,7 @@ class Harness:
         workdir: str | Path = ".",
         settings: RunSettings | None = None,
         approval: ApprovalChannel | None = None,
+        ask: AskChannel | None = None,
         tools: Iterable[Tool | str] | None = None,
         extra_tools: Iterable[Tool] = (),
         hooks: Iterable[Hook] = (),
@@ -101,6 +108,8 @@ class Harness:
         )
         self.approval = approval
         """Asked when a call needs a person, for runs given no channel of their own (read at launch)."""
+        self.ask = ask
+        """What ``ask_person`` asks through, for runs given no channel of their own (read at launch)."""
         self.workdir: Path = parts.workdir
         self.sandbox: Sandbox = parts.sandbox
         """How ``bash`` runs: ``sandbox.active`` says whether commands are confined, ``describe()`` how."""
@@ -155,10 +164,9 @@ class Harness:
     def provider(self) -> Provider:
         """The main agent's provider, made on first use (no model: a ``ConfigError`` saying how to set one)."""
         if not self.model:
-            from .core import ConfigError
-            from .settings import NO_MODEL_MESSAGE
+            from .settings import no_model_error
 
-            raise ConfigError(NO_MODEL_MESSAGE)
+            raise no_model_error()
         return self._parts.models.get(self.model)
 
     def configure(self, **changes: Any) -> None:
@@ -172,18 +180,26 @@ class Harness:
         self._kit = self._parts.applied(self._kit, settings)
 
     def run_context(
-        self, *, model: str | None = None, max_turns: int | None = None, approval: ApprovalChannel | None = None
+        self,
+        *,
+        model: str | None = None,
+        max_turns: int | None = None,
+        approval: ApprovalChannel | None = None,
+        ask: AskChannel | None = None,
     ) -> RunContext:
         """A new run's context, fixed now: the settings in force (or ``model`` / ``max_turns``
-        for this run only), their tools and hooks, the approval channel (``approval``, else
-        the harness's) and a fresh usage account billed to the harness's total."""
+        for this run only), their tools and hooks, the approval and ask channels
+        (``approval`` and ``ask``, else the harness's) and a fresh usage account billed to
+        the harness's total."""
         provider = self._parts.models.get(model) if model is not None else self.provider
-        return self._parts.context(self._kit, provider, max_turns=max_turns, approval=approval or self.approval)
+        return self._parts.context(
+            self._kit, provider, max_turns=max_turns, approval=approval or self.approval, ask=ask or self.ask
+        )
 
-    def lead_context(self, approval: ApprovalChannel | None = None) -> ParentContext:
+    def lead_context(self, approval: ApprovalChannel | None = None, ask: AskChannel | None = None) -> ParentContext:
         """The main agent as a parent, as configured now: what a subagent or teammate
         started from outside a run (``run_subagent``, ``%team``) inherits."""
-        return self._conversation.engine().parent_context(self.run_context(approval=approval))
+        return self._conversation.engine().parent_context(self.run_context(approval=approval, ask=ask))
 
     async def connect_mcp(self) -> list[McpTool]:
         """Start the MCP servers that want a start (at first all; later those that crashed) and
@@ -234,52 +250,68 @@ class Harness:
 
         return await run_blocking(self._parts.checkpoints_on().undo, checkpoint, dry_run=dry_run)
 
-    async def _launch(self, model: str | None, max_turns: int | None, approval: ApprovalChannel | None) -> RunContext:
+    async def _launch(
+        self, model: str | None, max_turns: int | None, approval: ApprovalChannel | None, ask: AskChannel | None = None
+    ) -> RunContext:
         """A run's context, made once the MCP servers have started (their tools are in it)."""
         self.run_context(model=model)  # no model: fail before any server starts
         await self.connect_mcp()
-        return self.run_context(model=model, max_turns=max_turns, approval=approval)
+        return self.run_context(model=model, max_turns=max_turns, approval=approval, ask=ask)
+
+    def _traced(self, on_event: EventSink | None, attributes: TraceAttributes | None) -> EventSink | None:
+        """A launch's event sink: ``on_event``, fed to a trace first when the ``tracing``
+        setting in force says so (``tracing/``), with ``attributes`` on its runs' spans."""
+        return self._parts.tracing.observe(on_event, self.settings.tracing, attributes)
 
     async def run(
         self, prompt: str, *, on_event: EventSink | None = None, model: str | None = None,
-        max_turns: int | None = None, approval: ApprovalChannel | None = None,
+        max_turns: int | None = None, approval: ApprovalChannel | None = None, ask: AskChannel | None = None,
+        trace_attributes: TraceAttributes | None = None,
     ) -> RunResult:
-        """Run the main agent on ``prompt`` in the ongoing conversation; ``model``, ``max_turns``
-        and ``approval`` apply to this run only (and to the background work it launches)."""
-        context = await self._launch(model, max_turns, approval)
-        return await self._conversation.engine().run(prompt, on_event=on_event, context=context)
+        """Run the main agent on ``prompt`` in the ongoing conversation; ``model``, ``max_turns``,
+        ``approval`` and ``ask`` apply to this run only (and to the background work it
+        launches); ``trace_attributes`` go on its spans when it is traced (a notebook's cell)."""
+        context = await self._launch(model, max_turns, approval, ask)
+        sink = self._traced(on_event, trace_attributes)
+        return await self._conversation.engine().run(prompt, on_event=sink, context=context)
 
     async def run_stream(
         self, prompt: str, *, model: str | None = None, max_turns: int | None = None,
-        approval: ApprovalChannel | None = None,
+        approval: ApprovalChannel | None = None, ask: AskChannel | None = None,
+        trace_attributes: TraceAttributes | None = None,
     ) -> AsyncIterator[Event]:
         """Yield the events of a main-agent run as they happen."""
-        context = await self._launch(model, max_turns, approval)
-        async for event in self._conversation.engine().run_stream(prompt, context=context):
+        context = await self._launch(model, max_turns, approval, ask)
+        tap = self._traced(None, trace_attributes)
+        async for event in self._conversation.engine().run_stream(prompt, context=context, tap=tap):
             yield event
 
     async def run_subagent(
-        self, name: str, prompt: str, *, on_event: EventSink | None = None, approval: ApprovalChannel | None = None
+        self, name: str, prompt: str, *, on_event: EventSink | None = None, approval: ApprovalChannel | None = None,
+        ask: AskChannel | None = None, trace_attributes: TraceAttributes | None = None,
     ) -> RunResult:
         """Run subagent ``name`` directly on ``prompt`` in the foreground, bypassing the main
         model (the ``%@name`` path). Its usage shows on its task entry (``fg-N``)."""
         definition = self.registry.get(name)
         await self.connect_mcp()
-        parent = self.lead_context(approval)
-        _, result = await self._parts.task_tool.run_child(definition, prompt, parent, emit=on_event, wrap=False)
+        parent = self.lead_context(approval, ask)
+        sink = self._traced(on_event, trace_attributes)
+        _, result = await self._parts.task_tool.run_child(definition, prompt, parent, emit=sink, wrap=False)
         return result
 
     def start_subagent(
         self, name: str, prompt: str, *, description: str = "", on_event: EventSink | None = None,
-        approval: ApprovalChannel | None = None,
+        approval: ApprovalChannel | None = None, ask: AskChannel | None = None,
+        trace_attributes: TraceAttributes | None = None,
     ) -> SubagentHandle:
         """Start subagent ``name`` in the background, under the settings in force now, and
         return a handle at once: ``await`` it for the ``RunResult``, ``cancel()`` it, or
         ``send(message)`` to steer it. Must be called with an event loop running."""
         definition = self.registry.get(name)
-        parent = self.lead_context(approval)
+        parent = self.lead_context(approval, ask)
         launch = self._parts.task_tool.launch_background
-        entry = launch(definition, prompt, parent, description=description, emit=on_event)
+        sink = self._traced(on_event, trace_attributes)
+        entry = launch(definition, prompt, parent, description=description, emit=sink)
         from .subagents import SubagentHandle
 
         return SubagentHandle(self.tracker, entry)
@@ -322,6 +354,14 @@ class Harness:
 
         return stored_maps(self._parts.state_dir / "maps")
 
+    async def cancel_batches(self, map_id: str) -> list[BatchState]:
+        """Ask the vendor to stop the batches of stored map ``map_id`` (a map run with
+        ``mode="batch"``) that have not ended; what they answered is kept, and the next
+        ``resume=True`` of that map collects it (``subagents/map_batch.py``)."""
+        from .subagents.map_batch import cancel_batches
+
+        return await cancel_batches(self._parts.state_dir / "maps", map_id, self._parts.runner.models.get)
+
     async def _agent_map(
         self, agent: str, template: str, rows: Any, options: MapOptions, *, estimate: bool = False,
         background: bool = False,
@@ -342,7 +382,13 @@ class Harness:
         parent = await self._map_parent(options.get("model"), options.get("approval"), budgets)
         backend = None
         if options.get("backend", "kernel") == "ray":
+            from .core import ConfigError
             from .map_ray import RayBackend
+
+            if options.get("mode", "online") == "batch":
+                raise ConfigError(
+                    "mode='batch' sends every row to the vendor's batch API, so nothing runs on Ray: drop backend='ray'"
+                )
 
             backend = RayBackend(
                 self.settings, self.workdir, self._parts.models, definition, parent,
@@ -351,7 +397,8 @@ class Harness:
         mapped = AgentMap(
             self._parts.runner, definition, template, rows, parent, concurrency=options.get("concurrency", 8),
             retries=options.get("retries", 3), output=shape, store=self._parts.state_dir / "maps",
-            resume=options.get("resume", False), on_progress=options.get("on_progress"), backend=backend,
+            resume=options.get("resume", False), on_progress=options.get("on_progress"),
+            mode=options.get("mode", "online"), batch_size=options.get("batch_size"), backend=backend,
             pacer=LoopPacer() if background else None,
         )
         await mapped.prepare("estimate" if estimate else "map")

@@ -1,7 +1,7 @@
 """``Setting``: how one setting of ``RunSettings`` (``settings.py``) is described, normalised
 and checked, read from its dataclass field: the flat name, default and help its field's
 metadata (``about``) gives, and the kind its type gives — what a ``%config`` trait, a
-README row and a check are made from."""
+row of the documentation's settings table and a check are made from."""
 
 from __future__ import annotations
 

@@ -8,12 +8,12 @@
 
 Each setting is one field here, with its default and its help text (field metadata);
 ``SETTINGS`` lists them by name. The keywords of ``Harness`` and ``configure``, the
-notebook's ``%config HarnessNB`` traits and their help, and the README's table are made
+notebook's ``%config HarnessNB`` traits and their help, and the documentation's settings table are made
 from these fields or checked against them. Related settings sit in frozen groups
-(``subagents``, ``sandbox``, ``mcp``, ``checkpoints``), but every setting keeps one flat
-name — ``sandbox_network``, ``mcp_servers`` — that keywords, ``changed`` and ``%config``
-use; a group's own switch is named after it (``sandbox`` is the sandbox's mode,
-``checkpoints`` whether there are any).
+(``subagents``, ``sandbox``, ``mcp``, ``checkpoints``, ``tracing``), but every setting keeps
+one flat name — ``sandbox_network``, ``mcp_servers`` — that keywords, ``changed`` and
+``%config`` use; a group's own switch is named after it (``sandbox`` is the sandbox's mode,
+``checkpoints`` whether there are any, ``tracing`` where spans go).
 
 Most settings apply to the runs that start after ``Harness.apply``: each run (and each
 background task it launches) keeps the settings it started with. Settings marked
@@ -33,13 +33,14 @@ lists or mappings are none too (``tools=()``: every tool); in ``changed`` a valu
 from __future__ import annotations
 
 import difflib
+import importlib.util
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from .core import ConfigError, PriceTable
+from .core import ConfigError, PriceTable, SettingFix
 from .engine import BackgroundApprovals, CompactionPolicy, Delegation, Limits
 from .mcp import DEFAULT_START_TIMEOUT, check_servers
 from .permissions.mode import Policy
@@ -47,6 +48,7 @@ from .permissions.rule import parse_rules
 from .providers.options import ProviderOptions, ReplayPace
 from .sandbox import DEFAULT_MAX_FILE_MB, SandboxLimits, SandboxMode
 from .setting import Setting, about, describe
+from .tracing import INSTALL as INSTALL_OTEL
 
 __all__ = [
     "MODEL_VARIABLE",
@@ -59,19 +61,30 @@ __all__ = [
     "SandboxSettings",
     "Setting",
     "SubagentSettings",
+    "TracingMode",
+    "TracingSettings",
     "default_model",
+    "no_model_error",
     "no_setting",
 ]
 
 ApprovalPolicy = Policy
+TracingMode = Literal["off", "otel"]
 
 MODEL_VARIABLE = "HARNESS_NB_MODEL"
 NO_MODEL_MESSAGE = (
-    "no model configured. Pass Harness(model='openai/gpt-4o-mini') (or 'anthropic/…', "
-    f"'ollama/…', 'openai-compatible/…'), set the {MODEL_VARIABLE} environment variable, or in "
-    "a notebook run  %config HarnessNB.model = 'openai/gpt-4o-mini'. To work offline, use "
-    "'scripted/<script.yaml>' or 'replay/<cassette.jsonl>'."
+    "no model configured. The model setting is provider/model: 'openai/gpt-4o-mini', 'anthropic/…', "
+    f"'ollama/…', 'openai-compatible/…' (offline: 'scripted/<script.yaml>' or 'replay/<cassette.jsonl>'); "
+    f"the {MODEL_VARIABLE} environment variable gives it a default."
 )
+
+
+def no_model_error() -> ConfigError:
+    """The error of a harness asked to run with no model: ``NO_MODEL_MESSAGE``, with the
+    setting that fixes it (each front end says it its own way: ``SettingFix``)."""
+    error = ConfigError(NO_MODEL_MESSAGE)
+    error.fix = SettingFix("model", "openai/gpt-4o-mini", "configure one")
+    return error
 
 def default_model() -> str | None:
     """The model of a harness told none: ``$HARNESS_NB_MODEL`` (``None`` when unset or
@@ -95,8 +108,8 @@ class SubagentSettings:
     background_approvals: BackgroundApprovals = field(
         default="deny",
         metadata=about(
-            "Background subagents: 'deny' the calls that would ask (fail closed) or 'ask' where the launching run "
-            "asks (in a notebook, the launching cell).",
+            "Background subagents: 'deny' the calls that would ask (fail closed) and offer no ask_person, or 'ask' "
+            "where the launching run asks (in a notebook, the launching cell), for approvals and questions alike.",
         ),
     )
     allow_bypass_permissions: bool = field(
@@ -219,6 +232,35 @@ class CheckpointSettings:
 
 
 @dataclass(frozen=True)
+class TracingSettings:
+    """OpenTelemetry traces of the runs (``tracing/``): fixed with each run as it starts."""
+
+    mode: TracingMode = field(
+        default="off",
+        metadata=about(
+            "'otel': send each run's spans (invoke_agent, chat, execute_tool; GenAI semantic conventions) to "
+            "OpenTelemetry: the program's tracer provider if it set one, else OTLP/HTTP configured by the OTEL_* "
+            "variables (OTEL_EXPORTER_OTLP_ENDPOINT, default http://localhost:4318). Needs "
+            "pip install 'harness_nb[otel]'. 'off': nothing is loaded.",
+            name="tracing",
+        ),
+    )
+    content: bool = field(
+        default=False,
+        metadata=about(
+            "Also record what was said on the spans: prompts, answers, tool arguments and results (keys masked). "
+            "Off: only names, ids, models, token counts, costs, timings and outcomes.",
+            name="tracing_content",
+        ),
+    )
+
+    def __post_init__(self) -> None:
+        _check(self, "tracing")
+        if self.mode == "otel" and not _installed("opentelemetry.sdk"):
+            raise ConfigError(f"tracing='otel' needs OpenTelemetry: {INSTALL_OTEL}")
+
+
+@dataclass(frozen=True)
 class RunSettings:
     """Every setting of a harness (see the module doc). Checked when made; the checked forms
     the harness uses are ``limits``, ``price_table``, ``options`` and ``delegation``."""
@@ -254,6 +296,21 @@ class RunSettings:
         ),
     )
     max_turns: int = field(default=50, metadata=about("Most LLM calls one run may make."))
+    max_repeated_calls: int | None = field(
+        default=3,
+        metadata=about(
+            "A run that calls one tool with the same arguments and gets the same result this many times is told "
+            "once, then stopped if it repeats it again (0 or None: never).",
+        ),
+    )
+    max_turns_without_text: int | None = field(
+        default=25,
+        metadata=about(
+            "A run that makes this many turns of tool calls in a row without a word for you is told once, then "
+            "stopped if its next answer is tool calls alone (0 or None: never). A small model that cannot read "
+            "its tool results loops on calls that all differ: this stops it.",
+        ),
+    )
     token_budget: int | None = field(
         default=None,
         metadata=about(
@@ -288,7 +345,7 @@ class RunSettings:
         metadata=about(
             "Your own prices, USD per million tokens, on top of the built-in list: {'my-model': {'input': 0.5, "
             "'output': 1.5, 'cache_read': 0.05, 'cache_write': 0.625}} (cache prices default to 0.1x and 1.25x the "
-            "input price).",
+            "input price; 'batch': the share a batch request costs, 0.5 unless given).",
         ),
     )
     provider_options: Mapping[str, Any] | ProviderOptions | None = field(
@@ -391,6 +448,7 @@ class RunSettings:
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     mcp: McpSettings = field(default_factory=McpSettings)
     checkpoints: CheckpointSettings = field(default_factory=CheckpointSettings)
+    tracing: TracingSettings = field(default_factory=TracingSettings)
 
     limits: Limits = field(init=False, repr=False, compare=False)
     price_table: PriceTable = field(init=False, repr=False, compare=False)
@@ -414,6 +472,8 @@ class RunSettings:
                 wall_time=self.wall_time,
                 tool_timeout=self.tool_timeout,
                 max_parallel_tool_calls=self.max_parallel_tool_calls,
+                max_repeated_calls=self.max_repeated_calls,
+                max_turns_without_text=self.max_turns_without_text,
             ),
         )
         _set(self, "price_table", PriceTable.of(self.prices))
@@ -453,6 +513,14 @@ class RunSettings:
         return tuple(s.value(self) for s in SETTINGS.values() if s.built)
 
 
+def _installed(module: str) -> bool:
+    """Whether ``module`` can be imported (found, not imported)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # its package is missing
+        return False
+
+
 def no_setting(name: str) -> str:
     """What to say of a setting name that is none (naming the closest)."""
     close = difflib.get_close_matches(name, list(SETTINGS), n=1)
@@ -475,6 +543,7 @@ _GROUPS = {
     "sandbox": SandboxSettings,
     "mcp": McpSettings,
     "checkpoints": CheckpointSettings,
+    "tracing": TracingSettings,
 }
 
 

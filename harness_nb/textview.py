@@ -2,7 +2,9 @@
 
 ``TextView`` turns the event stream into readable lines: the answer text as it streams,
 one line per tool call and result, one line per subagent step (indented under it), and
-approvals. Used by ``python -m harness_nb`` and by terminal IPython (no widgets there).
+approvals. Used by ``python -m harness_nb`` and by terminal IPython (no widgets there),
+which ask for approvals (``terminal_approval``) and answers to ``ask_person``
+(``terminal_ask``) on the terminal.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from .core import (
     RunFailed,
     RunFinished,
     RunStarted,
+    ServerAdapted,
     SubagentUpdate,
     TextDelta,
     ToolCall,
@@ -31,7 +34,7 @@ from .core import (
     ToolCallStarted,
 )
 from .core.secret import SECRETS
-from .engine import ApprovalChannel, Approved, Denied
+from .engine import Answer, ApprovalChannel, Approved, AskChannel, Denied, Question
 from .engine.limits import stop_label
 
 
@@ -50,6 +53,35 @@ def terminal_approval(*, auto_yes: bool = False) -> ApprovalChannel:
         return terminal_answer(await asyncio.to_thread(input, prompt))
 
     return ask
+
+
+def terminal_ask() -> AskChannel | None:
+    """An ask channel that asks on the terminal (see ``terminal_reply``), or ``None`` when
+    stdin is no terminal: then no one can answer, and ``ask_person`` is not offered."""
+    if not sys.stdin.isatty():
+        return None
+
+    async def ask(question: Question) -> Answer:
+        who = "" if question.agent == "main" else f"[{question.agent}] "
+        choices = "".join(f"\n  {n}. {option}" for n, option in enumerate(question.options, 1))
+        how = "a number or your answer" if question.options else "your answer"
+        prompt = f"? {who}{question.text}{choices}\n({how}) > "
+        try:  # input() blocks; in a thread the loop (and background tasks) keep running
+            return terminal_reply(await asyncio.to_thread(input, prompt), question)
+        except EOFError:
+            return Answer("the person closed the input without answering")
+
+    return ask
+
+
+def terminal_reply(text: str, question: Question) -> Answer:
+    """What a line typed at the terminal answers ``question``: a number picks that option;
+    anything else is the person's answer as typed (cleaned); an empty line is none."""
+    picked = text.strip()
+    if picked.isdigit() and 1 <= int(picked) <= len(question.options):
+        return Answer.by_the_person(question.options[int(picked) - 1])
+    answer = Answer.by_the_person(text)
+    return answer if answer.text else Answer("the person left the answer empty")
 
 
 _NO = re.compile(r"(?i)\s*no?\b[\s:,.;—-]*")
@@ -137,6 +169,8 @@ class TextView:
             self._line(f"{indent}⇣ {event.describe()}")
         elif isinstance(event, BudgetWarning):
             self._line(f"{indent}⚠ budget: {event.text()}")
+        elif isinstance(event, ServerAdapted):
+            self._line(f"{indent}⚠ {event.text}")
         elif isinstance(event, RunFinished):
             self._line(f"{indent}── {stop_label(event.stop_reason)} · {event.usage.summary()}")
         elif isinstance(event, RunFailed):

@@ -68,14 +68,24 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def write_notebook(name: str, root: Path, cells: Sequence[str], *, files: Mapping[str, str] | None = None) -> Path:
-    """A notebook of the test's own: NAME in ROOT with one code cell per source in CELLS
-    (no outputs), and FILES (relative path → text, its scripts and agent files) beside it."""
+# A cell of a test's own notebook: a code cell's source, or (cell type, source).
+CellSpec = str | tuple[Literal["code", "markdown"], str]
+
+
+def _cell(n: int, spec: CellSpec) -> dict[str, Any]:
+    kind, source = ("code", spec) if isinstance(spec, str) else spec
+    cell: dict[str, Any] = {"cell_type": kind, "id": f"cell-{n}", "metadata": {}, "source": source}
+    return {**cell, "outputs": [], "execution_count": None} if kind == "code" else cell
+
+
+def write_notebook(
+    name: str, root: Path, cells: Sequence[CellSpec], *, files: Mapping[str, str] | None = None
+) -> Path:
+    """A notebook of the test's own: NAME in ROOT with one cell per item of CELLS (code
+    cells, no outputs, ids ``cell-<position>``), and FILES (relative path → text, its
+    scripts and agent files) beside it."""
     nb = {
-        "cells": [
-            {"cell_type": "code", "id": f"cell-{n}", "metadata": {}, "source": source, "outputs": [], "execution_count": None}
-            for n, source in enumerate(cells)
-        ],
+        "cells": [_cell(n, spec) for n, spec in enumerate(cells)],
         "metadata": {"kernelspec": {"display_name": KERNEL_NAME, "language": "python", "name": "python3"}},
         "nbformat": 4,
         "nbformat_minor": 5,
@@ -386,7 +396,7 @@ def notebook_in_browser(
     theme: Theme = "light",
     folders: Sequence[str] = ("scripts",),
     append: Sequence[str] = (),
-    cells: Sequence[str] | None = None,
+    cells: Sequence[CellSpec] | None = None,
     files: Mapping[str, str] | None = None,
 ) -> Iterator[NotebookPage]:
     """notebooks/NAME (as ``copy_notebook`` makes it), or with CELLS a notebook NAME of the

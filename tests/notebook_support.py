@@ -233,6 +233,22 @@ def widgets_opened_by(k: KernelDriver, cell: Cell) -> set[str]:
     }
 
 
+def children(k: KernelDriver, model_id: str) -> list[str]:
+    """The comm ids of a container widget's children."""
+    return [str(ref).removeprefix("IPY_MODEL_") for ref in k.models.get(model_id, {}).get("children", ())]
+
+
+def tree(k: KernelDriver, model_id: str) -> set[str]:
+    """``model_id`` and every widget below it."""
+    found, todo = set(), [model_id]
+    while todo:
+        current = todo.pop()
+        if current not in found:
+            found.add(current)
+            todo.extend(children(k, current))
+    return found
+
+
 def comm_ids_showing(k: KernelDriver, needle: str) -> list[str]:
     """Comm ids of the widgets whose text (value or outputs) contains ``needle``."""
     found = []

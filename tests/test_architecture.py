@@ -11,7 +11,7 @@ from test_layers import RANK
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "harness_nb"
 DOC = ROOT / "docs" / "architecture.md"
-OUTSIDE_THE_PACKAGE = ("harness_nb/", "tests/", "benchmarks/", "notebooks/", ".ci/", "docs/")
+OUTSIDE_THE_PACKAGE = ("harness_nb/", "tests/", "benchmarks/", "notebooks/", ".ci/", "docs/", "labextension/")
 
 
 def named_paths(text: str) -> list[str]:

@@ -416,7 +416,7 @@ def _foreground_card_recovered_after_reload(nb: NotebookPage, i: int) -> None:
     again.click()
     expect(nb.cell(i + 1).locator(".hnb-card", has_text="Approved by you")).to_contain_text("rm -rf logs")
     nb.finish(i + 1)
-    expect(nb.cell(i + 1)).not_to_contain_text("no approval is waiting")  # it ran: the card above says it
+    expect(nb.cell(i + 1)).not_to_contain_text("no approval or question is waiting")  # it ran: the card above says it
     nb.run(i + 2)
     expect(nb.cell(i + 2)).to_contain_text("logs is there: False")
     nb.shot("14-foreground-approved-after-reload", i + 1)

@@ -327,7 +327,7 @@ async def test_agents_show_their_budget_and_tasks_their_cost(tmp_path):
     h.registry.register(SubAgentDefinition(name="worker", description="Works.", max_budget_usd=0.25))
     await h.run("delegate")
     listing = repr(AgentTable(h))
-    assert "worker  [builtin]\n    tools: (all of the main agent's) echo\n    model: inherit (scripted/test-model)\n    budget: $0.2500 a run" in listing
+    assert "worker  [builtin]\n    tools: (all of the main agent's) echo, ask_person\n    model: inherit (scripted/test-model)\n    budget: $0.2500 a run" in listing
     assert ">budget</th>" in AgentTable(h)._repr_html_() and ">$0.2500 a run</td>" in AgentTable(h)._repr_html_()
     table = TaskTable(h.tracker.list(), total=h.usage)
     lines = repr(table).splitlines()

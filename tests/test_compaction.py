@@ -295,7 +295,9 @@ async def test_a_run_too_long_for_one_window_keeps_its_prompt_verbatim(tmp_path:
     provider.context_window = 2_000
     engine = engine_for(provider, tmp_path)
     events: list[Event] = []
-    run = RunContext(provider, Limits(max_turns=50), compaction=CompactionPolicy(offload_dir=tmp_path / "offload"))
+    # forty turns of calls without a word: the progress guard would stop it, which is not under test
+    limits = Limits(max_turns=50, max_turns_without_text=None)
+    run = RunContext(provider, limits, compaction=CompactionPolicy(offload_dir=tmp_path / "offload"))
     result = await engine.run("read the forty parts", on_event=events.append, context=run)
     assert result.final_text == "all read" and result.stop_reason == "end_turn"
     assert any(isinstance(e, Compacted) and e.summarised for e in events)
@@ -358,6 +360,9 @@ async def test_a_second_context_length_error_fails_the_run_clearly(tmp_path: Pat
     assert caught.value.kind == "context_length"
     assert "does not fit the model's context window even after compacting" in str(caught.value)
     assert "%agent --new" in str(caught.value)
+    assert str(caught.value).endswith(
+        "To offer fewer tools, pass tools=['read_file', 'edit_file', 'grep', 'bash'] to Harness or Harness.configure"
+    )
     provider.assert_complete()  # exactly one retry
 
 
@@ -454,7 +459,7 @@ def test_a_lean_tool_set_by_name(tmp_path: Path) -> None:
     assert h.tools.names() == ["read_file", "task"]
     h.configure(tools=[])
     assert h.tools.names() == h.tool_pool.names()
-    with pytest.raises(UnknownNameError, match="unknown tool 'raed_file'; valid: bash, edit_file"):
+    with pytest.raises(UnknownNameError, match="unknown tool 'raed_file'; valid: ask_person, bash, edit_file"):
         h.configure(tools=["raed_file"])
     assert h.tools.names() == h.tool_pool.names()  # a refused value changes nothing
     with pytest.raises(UnknownNameError):

@@ -1,6 +1,6 @@
 """Imports point downward only (DESIGN.md §1, docs/architecture.md): notebook → harness →
-team → subagents → permissions → engine / mcp → skills → tools → providers / sandbox →
-core. Only notebook/ imports IPython, ipywidgets or ipykernel.
+team / tracing → subagents → permissions → engine / mcp → skills → tools → providers /
+sandbox → core. Only notebook/ imports IPython, ipywidgets or ipykernel.
 
 The check reads every module's import statements (function-level imports included), so a
 lazy import cannot sneak a layer crossing past it; an import under ``if TYPE_CHECKING:``
@@ -27,6 +27,7 @@ RANK = {
     "permissions": 5,
     "subagents": 6,
     "team": 7,
+    "tracing": 7,
     "harness": 8,
     "map_ray": 8,
     "assembly": 8,
@@ -45,6 +46,8 @@ SIBLINGS_FORBIDDEN = {
     ("sandbox", "providers"),
     ("engine", "mcp"),
     ("mcp", "engine"),
+    ("team", "tracing"),
+    ("tracing", "team"),
 }
 # Upward references allowed for type checking only (under ``if TYPE_CHECKING:``), each with
 # its reason. Nothing at run time crosses: the module never imports the layer above.

@@ -9,6 +9,7 @@ summarise.py counting what the requests hold.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -347,3 +348,137 @@ def test_run_trial_runs_a_task_notebook_and_summarise_counts_its_requests(tmp_pa
     listed = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     line = f"| req-0002 | C1 | main agent | {sizes[1]:,} | {tools_bytes:,} | {len(first['tools'])} | {system_bytes:,} |"
     assert f"| 01-tiny {line}" in listed
+
+
+def load_person_module() -> Any:
+    """benchmarks/model_trial/person.py, imported from its file (the trial is no package)."""
+    spec = importlib.util.spec_from_file_location("trial_person", TRIAL / "person.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_person_yaml_says_what_the_person_clicks_in_turn_and_a_mistake_names_the_entry(tmp_path: Path) -> None:
+    person = load_person_module()
+    for task in sorted((TRIAL / "tasks").glob("*/person.yaml")):
+        person.Person.load(task)  # the trial's own tasks load
+    given = tmp_path / "person.yaml"
+    given.write_text(
+        'approvals: {"*": approve, bash: "deny: no shell"}\n'
+        'edits: ["reject: keep my names", accept_and_run]\n'
+        'questions: [{choose: Sales, else: sales_eur}, {option: 2}, {option: 3}, {option: 3, else: "the last"}, typed]\n'
+        "not_run: [cell-4]\n"
+    )
+    p = person.Person.load(given)
+    assert p.approval("bash", "Approve bash?") == ("deny", "no shell")
+    assert p.approval("run_python", "Approve run_python?") == ("approve", "")
+    assert p.edit({"index": 2}) == ("rejected", "keep my names")
+    assert [p.edit({"index": 2}) for _ in range(2)] == [("accepted_and_run", "")] * 2  # the last repeats
+    clicks = [p.answer("Which?", ["visitors", "sales_eur"]) for _ in range(4)]
+    assert [(c.label, c.text) for c in clicks] == [("sales_eur", ""), ("sales_eur", ""), ("", ""), ("", "the last")]
+    assert "offers 2: left waiting" in clicks[2].why
+    assert p.answer("Which?", ["a"]).text == "typed" and p.not_run == {"cell-4"}
+    assert p.log[0] == {
+        "card": "approval",
+        "tool": "bash",
+        "shown": "Approve bash?",
+        "decision": "deny",
+        "reason": "no shell",
+    }
+    assert person.Person.load(tmp_path / "none.yaml").edit({}) == ("accepted", "")  # the default person
+
+    for text, said in [
+        ("edits: [maybe]\n", "edits[0]: 'maybe'; write one of accept, accept_and_run, reject"),
+        ("questions: [{option: 0}]\n", "questions[0]: option must be a number from 1"),
+        ("approvals: {bash: allow}\n", "approvals[bash]: 'allow'; write one of approve, deny"),
+        ("clicks: []\n", "its keys are approvals, edits, questions and not_run"),
+        ("not_run: [3]\n", "not_run lists cell ids"),
+    ]:
+        given.write_text(text)
+        with pytest.raises(person.PersonFileError) as refused:
+            person.Person.load(given)
+        assert said in str(refused.value)
+
+
+def page_task(tasks: Path) -> Path:
+    """A task for a page: a cell that fails, %fix, a cell the person leaves unrun, an ask,
+    and a person.yaml that must not reach the model's folder."""
+    task = tasks / "01-page"
+    task.mkdir(parents=True)
+    setup = nbformat.read(TRIAL / "tasks" / "11-edit-failing-cell" / "task.ipynb", as_version=4).cells[0].source
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(setup),
+        nbformat.v4.new_code_cell("prices = {'tea': 3}\nprices['coffee']"),
+        nbformat.v4.new_code_cell("%fix"),
+        nbformat.v4.new_markdown_cell("## Next: the report"),
+        nbformat.v4.new_code_cell("raise SystemExit('the person never runs this cell')"),
+        nbformat.v4.new_code_cell("%%agent\nask me things"),
+    ]
+    for n, cell in enumerate(nb.cells):
+        cell.id = f"cell-{n}"
+    nbformat.write(nb, task / "task.ipynb")
+    (task / "person.yaml").write_text(
+        'approvals: {"*": approve, run_python: "deny: not in my kernel"}\n'
+        'edits: ["reject: tea is the only key", accept_and_run]\n'
+        'questions: [{choose: two}, "a typed answer"]\n'
+        "not_run: [cell-4]\n"
+    )
+    return task
+
+
+@pytest.mark.kernel
+def test_run_trial_plays_a_page_with_the_extension_and_its_person_clicks_the_cards(tmp_path: Path) -> None:
+    """A task with a person.yaml runs from a page: the model is offered the notebook tools
+    and ask_person; the person rejects an edit with a reason, accepts and runs the next,
+    clicks an option, types an answer and denies a call with a reason, and the model reads
+    each; the saved notebook is the page's, the skipped cell unrun."""
+    page_task(tmp_path / "tasks")
+    out = tmp_path / "run"
+    requests = out / "requests" / "01-page"
+    answers = [
+        {"content": "Looking.", "tool_calls": [{"name": "notebook_read", "arguments": {}}]},
+        {"tool_calls": [{"name": "notebook_edit", "arguments": {"cell": 1, "new_source": "prices = {'tea': 3}\nprices['coffee'] = 4", "explanation": "add it"}}]},
+        {"tool_calls": [{"name": "notebook_edit", "arguments": {"cell": 1, "new_source": "prices = {'tea': 3}\nprices['tea']", "explanation": "the key is tea"}}]},
+        {"content": "Fixed: the key is tea."},
+        {"tool_calls": [{"name": "ask_person", "arguments": {"question": "Which one?", "options": ["one", "two"]}}]},
+        {"tool_calls": [{"name": "ask_person", "arguments": {"question": "And your name?"}}]},
+        {"tool_calls": [{"name": "run_python", "arguments": {"code": "6 * 7"}}]},
+        {"content": "Done."},
+    ]  # fmt: skip
+    command = [
+        sys.executable, str(TRIAL / "run_trial.py"), "--out", str(out), "--tasks-dir", str(tmp_path / "tasks"),
+        "--answer-timeout", "60", "--cell-timeout", "300",
+    ]  # fmt: skip
+    with answering(requests, answers):
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+    first = json.loads((requests / "req-0001.json").read_bytes())
+    offered = {t["function"]["name"] for t in first["tools"]}
+    assert {"notebook_read", "notebook_edit", "notebook_insert", "notebook_run", "ask_person"} <= offered
+    assert "propose_cell" not in offered
+    last = json.loads((requests / f"req-{len(answers):04d}.json").read_bytes())
+    said = [m["content"] for m in last["messages"] if m["role"] == "tool"]
+    assert "tea is the only key" in said[1] and "the person accepted and ran cell 1" in said[2] and "3" in said[2]
+    assert said[3:5] == ['The person answered: "two"', 'The person answered: "a typed answer"']
+    assert "not in my kernel" in said[5]
+
+    results = out / "results" / "01-page"
+    record = json.loads((results / "run.json").read_text())
+    assert record["ended"] == "completed" and record["frontend"] is True
+    assert [(e["card"], e.get("decision") or e.get("clicked") or e.get("typed")) for e in record["person"]] == [
+        ("edit", "rejected"),
+        ("edit", "accepted_and_run"),
+        ("question", "two"),
+        ("question", "a typed answer"),
+        ("approval", "deny"),
+    ]
+    saved = nbformat.read(results / "task.ipynb", as_version=4)
+    assert saved.cells[1].source == "prices = {'tea': 3}\nprices['tea']"
+    assert saved.cells[1].outputs[-1]["data"]["text/plain"] == "3"  # the person's accept and run
+    assert saved.cells[4].execution_count is None and not saved.cells[4].outputs  # left unrun
+    assert "Done." in (results / "outputs.txt").read_text()
+    assert not (results / "workdir" / "person.yaml").exists()

@@ -1,11 +1,13 @@
 """The notebook bridge's kernel side in a real ipykernel, the page played in Python over
-the real protocol (``frontend_support.FakePage``, docs/notebook-bridge.md): the notebook
-tools are offered only where the running cell's page has the extension; ``notebook_read``
+the real protocol (``harness_nb.testing.fake_page.FakePage``, docs/notebook-bridge.md):
+the notebook tools are offered only where the running cell's page has the extension; ``notebook_read``
 sees every cell, bounded and masked; an edit is decided on its own card (accepted,
 rejected with the reason, stale, accepted and run), or applied unasked under an allow
-rule; ``notebook_insert`` and ``notebook_run``; requests go to the running cell's page
-only, a reloaded page gets a waiting edit again, an interrupt withdraws it; a hostile page
-gets bounded, clear errors; ``%fix`` asks for an edit; nbclient offers none of it.
+rule or ``acceptEdits``; staleness is judged by what this conversation read;
+``notebook_insert``; ``notebook_run`` shows the source on its card and runs only that, and
+its failure is what ``%fix`` fixes; requests go to the running cell's page only, a
+reloaded page gets a waiting edit again, an interrupt withdraws it; a hostile page gets
+bounded, clear errors; ``%fix`` asks for an edit; nbclient offers none of it.
 
 The tests share the module's kernel, each with a fresh harness and no page left from the
 test before; the one that interrupts starts its own."""
@@ -23,16 +25,18 @@ import pytest
 
 from harness_nb.notebook.bridge.cells import READ_CHARS
 from harness_nb.notebook.prompt import BRIDGE_PROMPT
+from harness_nb.testing.fake_page import TARGET, FakePage, code, markdown
 from harness_nb.testing.kernel_driver import KernelDriver
-from frontend_support import TARGET, FakePage, code, markdown
 from notebook_support import (
     CONTROLLER,
     HARNESS,
     error_name,
     fresh_harness,
     kernel_json,
+    last_user_text,
     model_requests,
     notebook,
+    read_text,
     tool_results,
 )
 
@@ -250,7 +254,7 @@ async def test_an_allow_rule_applies_an_edit_unasked_and_a_deny_rule_refuses_it(
     page.connect()
     await k.run("%config HarnessNB.allow = ['notebook_edit']")
     (allowed,) = await _ran(k, page, "allowed edit")
-    assert allowed == "cell 0 now holds your source (a permission rule allowed it; not run)"
+    assert allowed == "cell 0 now holds your source (applied unasked, as a permission rule or mode allows; not run)"
     assert [e["ask"] for e in page.requests("edit")] == [False] and page.cells[0]["source"] == "a = 2"
     await k.run("%config HarnessNB.allow = []\n%config HarnessNB.deny = ['notebook_edit']")
     (denied,) = await _ran(k, page, "denied edit")
@@ -276,7 +280,7 @@ async def test_insert_places_a_cell_marked_as_the_agents_and_later_indices_follo
     page.connect()
     page.decide = lambda _edit: ("accepted", "")
     _read, inserted, edited, past = await _ran(k, page, "add a heading")
-    assert inserted == "inserted a markdown cell at index 1 (not run); the cells after it moved down by one"
+    assert inserted == "inserted a markdown cell at index 1, not run; any cells from index 1 on moved down by one"
     heading = page.cells[1]
     assert (heading["kind"], heading["source"], heading["agent"]) == ("markdown", "## Cleaning", "main")
     assert edited == "cell 2 now holds your source (the person accepted it; not run)"
@@ -286,17 +290,21 @@ async def test_insert_places_a_cell_marked_as_the_agents_and_later_indices_follo
 
 @on_the_kernels_loop
 async def test_notebook_run_asks_then_runs_the_cell_in_the_kernel_and_returns_its_outputs(kernel, tmp_path):
-    """``notebook_run`` asks on the approval card as ``run_python`` does; approved, it runs
-    the cell's source (magics too) in the kernel, sends the page its outputs as nbformat
-    outputs (printed text, an HTML display, the last value) and returns them to the model; a failing cell comes back as an error output
-    and an error result."""
+    """``notebook_run`` asks on the approval card as ``run_python`` does, the card showing
+    the cell's source as the page has it; approved, it runs that source (magics too) in the
+    kernel, sends the page its outputs as nbformat outputs (printed text, an HTML display,
+    the last value) and returns them to the model; a failing cell comes back as an error
+    output and an error result."""
     script = _script(_call("notebook_run", cell=0), _call("notebook_run", cell=1), {"text": "ran"})
     k = await fresh(kernel, tmp_path, script)
     shown = "from IPython.display import HTML, display\ndisplay(HTML('<b>bold</b>'))\n"
     page = FakePage(k, [code(f"%time x = 6 * 7\n{shown}print('hi')\nx"), code("1 / 0")])
     page.connect()
     run = page.execute("%%agent\nrun my cells")
-    for _ in range(2):
+    for n, cell in enumerate(page.cells[:2]):
+        card = await k.wait_for(lambda: read_text(k, f"run cell {n} "), what=f"the approval card of cell {n}")  # noqa: B023
+        assert card.startswith("Approve notebook_run? notebook_run always asks for approval · risk medium"), card
+        assert f"run cell {n} {' '.join(cell['source'].split())} raw arguments" in card, card
         k.click(await k.wait_for_button("Approve"))
         await k.wait_for(lambda: not k.find_models(_model_name="ButtonModel", description="Approve", disabled=False))
     await k.finished(run)
@@ -310,6 +318,120 @@ async def test_notebook_run_asks_then_runs_the_cell_in_the_kernel_and_returns_it
     assert first["outputs"][1]["data"]["text/html"] == "<b>bold</b>"
     assert "hi" in first["outputs"][0]["text"]
     assert [o["output_type"] for o in second["outputs"]] == ["error"] and second["outputs"][0]["ename"] == "ZeroDivisionError"
+
+
+@on_the_kernels_loop
+async def test_notebook_run_runs_only_the_source_the_person_approved(kernel, tmp_path):
+    """The person changes the cell while its card waits: approving it runs nothing —
+    neither the source they approved, no longer the cell's, nor the new one, which nobody
+    approved — and the model is told to read it again; the next card shows the new
+    source. Denied, nothing runs and the model reads the person's denial."""
+    script = _script(_call("notebook_run", cell=0), _call("notebook_run", cell=0), {"text": "done"})
+    k = await fresh(kernel, tmp_path, script)
+    page = FakePage(k, [code("ran = 'as first read'")])
+    page.connect()
+    run = page.execute("%%agent\nrun cell 0")
+    await k.wait_for(lambda: read_text(k, "run cell 0 ran = 'as first read' raw"), what="the first card")
+    page.cells[0]["source"] = "ran = 'typed while the card waited'"
+    k.click(await k.wait_for_button("Approve"))
+    await k.wait_for(lambda: read_text(k, "run cell 0 ran = 'typed while the card waited' raw"), what="the second card")
+    k.click(await k.wait_for_button("Deny"))
+    await k.finished(run)
+    stale, denied = _results(await model_requests(k, "main"))
+    assert stale == (
+        "error: cell 0 changed while the person was asked to approve running it (they edited or deleted it), so "
+        "nothing ran: notebook_read it, then notebook_run it again"
+    )
+    assert denied.startswith("error: the person denied this call (they gave no reason)")
+    assert not page.requests("outputs") and await kernel_json(k, "'ran' in globals()") is False
+
+
+@on_the_kernels_loop
+async def test_a_cell_the_agent_ran_that_failed_is_the_error_fix_fixes(kernel, tmp_path):
+    """A ``notebook_run`` whose cell raised is the notebook's last error: ``%fix`` sends
+    that cell's source and traceback (from the cell's own line on, named by its index) and
+    asks for an edit of it."""
+    script = _script(_call("notebook_run", cell=1), {"text": "it failed"}, {"text": "use a list"})
+    k = await fresh(kernel, tmp_path, script)
+    await k.run("%config HarnessNB.allow = ['notebook_run']")
+    page = FakePage(k, [markdown("# Totals"), code("total = sum(1, 2)")])
+    page.connect()
+    (failed,) = await _ran(k, page, "run the total")
+    assert "TypeError" in failed
+    fix = await k.finished(page.execute("%fix"))
+    assert fix.status == "ok", k.error(fix)
+    prompt = last_user_text((await model_requests(k, "main"))[-1])
+    assert prompt.startswith(
+        "Fix the last error: the failed cell and its traceback are below. Propose the fix as one notebook_edit of "
+        "cell 1: the person reviews the diff there."
+    )
+    context = prompt[prompt.index("--- notebook context") :]
+    assert context.startswith(
+        "--- notebook context (added by harness_nb): the last cell that failed (run without a history number) ---\n"
+        "total = sum(1, 2)\n--- its error ---\nTraceback (most recent call last):\n  Cell [1], line 1, in <module>\n"
+    ), context
+    assert "TypeError: " in context and "kernel/tools.py" not in context  # the harness's frames left out
+
+
+@on_the_kernels_loop
+async def test_stale_edits_are_judged_by_what_this_conversation_read(kernel, tmp_path):
+    """The main agent read cell 0; the person changed it; a subagent read it since. The
+    main agent's edit is still refused as stale: it has not seen the person's change, and
+    another conversation's read does not count for it."""
+    task = {"tool_calls": [{"name": "task", "arguments": {"subagent_type": "general-purpose", "prompt": "read it"}}]}
+    script = {
+        "agents": {
+            "main": [
+                _call("notebook_read"),
+                {"text": "read"},
+                task,
+                _call("notebook_edit", cell=0, new_source="rate = 0.3", explanation="raise the rate"),
+                {"text": "done"},
+            ],
+            "general-purpose": [_call("notebook_read"), {"text": "cell 0 sets the rate"}],
+        }
+    }
+    k = await fresh(kernel, tmp_path, script)
+    page = FakePage(k, [code("rate = 0.1")])
+    page.connect()
+    page.decide = lambda _edit: ("accepted", "")
+    await _ran(k, page, "read my notebook")
+    page.cells[0]["source"] = "rate = 0.2  # the person's"
+    _delegated, refused = await _ran(k, page, "have it read, then raise the rate")
+    (read_by_subagent,) = tool_results((await model_requests(k, "general-purpose"))[-1])
+    assert "rate = 0.2  # the person's" in read_by_subagent
+    assert refused == (
+        "error: the person changed cell 0 since you read it, so nothing was changed: notebook_read it again, then edit"
+    )
+    assert not page.requests("edit") and page.cells[0]["source"] == "rate = 0.2  # the person's"
+
+
+@on_the_kernels_loop
+async def test_an_accept_edits_agent_edits_cells_without_the_card(kernel, tmp_path):
+    """A subagent in ``permissionMode: acceptEdits`` has its cell edits applied at once
+    (``ask: false``, no card), as its file edits are; running a cell would still ask."""
+    agents = tmp_path / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "tidy.md").write_text(
+        "---\nname: tidy\ndescription: Tidies cells.\ntools: notebook_read, notebook_edit\n"
+        "permissionMode: acceptEdits\n---\nTidy the cells.\n"
+    )
+    task = {"tool_calls": [{"name": "task", "arguments": {"subagent_type": "tidy", "prompt": "tidy cell 0"}}]}
+    script = {
+        "agents": {
+            "main": [task, {"text": "tidied"}],
+            "tidy": [_call("notebook_edit", cell=0, new_source="x = 1", explanation="spacing"), {"text": "done"}],
+        }
+    }
+    k = await fresh(kernel, tmp_path, script)
+    page = FakePage(k, [code("x=1")])
+    page.connect()
+    await _ran(k, page, "tidy up")
+    (edited,) = tool_results((await model_requests(k, "tidy"))[-1])
+    assert edited == "cell 0 now holds your source (applied unasked, as a permission rule or mode allows; not run)"
+    (edit,) = page.requests("edit")
+    assert (edit["ask"], edit["agent"], page.cells[0]["source"]) == (False, "tidy", "x = 1")
+    assert not k.find_models(_model_name="ButtonModel", description="Approve")
 
 
 @on_the_kernels_loop

@@ -185,6 +185,7 @@ async def test_mistakes_get_one_clear_message(kernel, tmp_path):
     for run in ("%%agent\nhello", "%%agent --bg\nhello", "%@explore hello"):
         no_model = await k.run(run, check=False)
         _assert_usage_error(k, no_model, "no model configured", "%config HarnessNB.model", "HARNESS_NB_MODEL")
+        assert "to Harness" not in k.text(no_model)  # the setting as a notebook sets it, not Python's keyword
 
     cases = {
         "%agent --max-turns lots hello": ["--max-turns", "lots"],

@@ -150,9 +150,10 @@ async def test_the_default_main_request_is_lean_and_offers_only_tools_that_can_b
 async def test_with_the_notebook_extension_the_request_stays_lean(tmp_path):
     """In a cell run from a page with the notebook extension, the first request offers
     ``notebook_read``, ``notebook_edit``, ``notebook_insert`` and ``notebook_run`` in place
-    of ``notebook_history`` and ``propose_cell``, within the same 6 KB of tool schemas
-    (the default request above: 13 tools, 5,627 bytes of them)."""
-    from frontend_support import FakePage, code
+    of ``notebook_history`` and ``propose_cell``, within 6.5 KB of tool schemas (the default
+    request above: 14 tools, 5,986 bytes of them; ``ask_person``, offered to every run
+    someone can answer, takes 358 of them and pushed this request past 6 KB)."""
+    from harness_nb.testing.fake_page import FakePage, code
 
     with FakeLLMServer([{"match": "hi there", "text": "Hello."}]).in_thread() as srv:
         async with notebook(tmp_path, env={"OPENAI_BASE_URL": srv.url + "/v1", "OPENAI_API_KEY": "sk-test"}) as k:
@@ -169,8 +170,8 @@ async def test_with_the_notebook_extension_the_request_stays_lean(tmp_path):
     names = set(_tool_names(first))
     assert {"notebook_read", "notebook_edit", "notebook_insert", "notebook_run"} <= names
     assert not {"notebook_history", "propose_cell"} & names
-    assert tools <= 6_144, f"the tools are {tools:,} bytes"
-    assert whole <= 9_216, f"the first request is {whole:,} bytes"
+    assert tools <= 6_656, f"the tools are {tools:,} bytes"
+    assert whole <= 9_728, f"the first request is {whole:,} bytes"
 
 
 async def _requests(k: Any, agent: str) -> list[dict[str, Any]]:

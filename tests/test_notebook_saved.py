@@ -9,16 +9,12 @@ import pytest
 
 from harness_nb.notebook.widgets.view_static import MARK_OPEN
 from harness_nb.testing.kernel_driver import visible_text
-from notebook_support import fresh_harness, kernel_json, read_text, result_text, wait_for_widget_text
+from notebook_support import children, fresh_harness, kernel_json, read_text, result_text, tree, wait_for_widget_text
 
 pytestmark = [pytest.mark.kernel, pytest.mark.asyncio(loop_scope="module")]
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 RM_BUILD = {"name": "bash", "arguments": {"command": "rm -rf build"}}
-
-
-def children(k, model_id: str) -> list[str]:
-    return [str(ref).removeprefix("IPY_MODEL_") for ref in k.models.get(model_id, {}).get("children", ())]
 
 
 def updates_of(k, display_id: str) -> list[dict]:
@@ -27,17 +23,6 @@ def updates_of(k, display_id: str) -> list[dict]:
         m for _, m in k.iopub
         if m["header"]["msg_type"] == "update_display_data" and m["content"]["transient"]["display_id"] == display_id
     ]
-
-
-def tree(k, model_id: str) -> set[str]:
-    """``model_id`` and every widget below it."""
-    found, todo = set(), [model_id]
-    while todo:
-        current = todo.pop()
-        if current not in found:
-            found.add(current)
-            todo.extend(children(k, current))
-    return found
 
 
 async def test_a_finished_run_leaves_its_static_copy_in_the_cell(kernel, tmp_path):
@@ -107,7 +92,7 @@ async def test_percent_approvals_shows_a_waiting_card_again_and_its_click_answer
     final = final[-1]["content"]
     assert set(final["data"]) == {"text/plain", "text/html"}
     assert visible_text(final["data"]["text/html"]) == "1 approval shown again ✓ Approved by you: rm -rf build"
-    assert "no approval is waiting" in k.text(await k.run("%approvals"))
+    assert "no approval or question is waiting" in k.text(await k.run("%approvals"))
 
 
 async def test_a_cell_queued_from_a_reloaded_page_shows_the_foreground_card_and_its_click_answers(kernel, tmp_path):
@@ -147,7 +132,7 @@ async def test_a_cell_queued_from_a_reloaded_page_shows_the_foreground_card_and_
     # the queued cells then run in their turn, in order
     assert result_text(await k.finished(same_page)) == "4"
     await k.finished(reloaded)
-    assert "no approval is waiting" not in k.text(reloaded), "the decided card above says it all"
+    assert "no approval or question is waiting" not in k.text(reloaded), "the decided card above says it all"
     assert [o["msg_type"] for o in reloaded.outputs] == ["display_data"], "shown once, nothing more"
     assert result_text(await k.finished(again)) == "6"
     assert not [o for o in again.outputs if o["msg_type"] == "display_data"], "told once"
@@ -219,7 +204,7 @@ async def test_a_card_shown_to_a_queued_approvals_cell_is_not_shown_there_again(
     await k.finished(busy)
     await k.finished(reloaded)
     assert [o["msg_type"] for o in reloaded.outputs] == ["display_data"], "once, though it still waits"
-    assert "no approval is waiting" not in k.text(reloaded)
+    assert "no approval or question is waiting" not in k.text(reloaded)
 
     box = reloaded.outputs[0]["data"][WIDGET_VIEW]["model_id"]
     (approve,) = [

@@ -497,6 +497,25 @@ async def test_the_notebook_tools_are_judged_like_any_other(workdir):
     assert isinstance(await decide(hook_for(workdir, allow=["notebook_run"]), workdir, "notebook_run", cell=0), Allow)
 
 
+async def test_accept_edits_applies_notebook_edits_unasked_but_still_asks_to_run_code(workdir):
+    """``acceptEdits`` covers ``notebook_edit`` as Claude Code's covers NotebookEdit (its
+    diff is applied without the card), also under the policy "always"; an ask rule and a
+    deny rule still win; running a cell is no edit: ``notebook_run`` still asks."""
+    edit = {"cell": 0, "new_source": "x = 1", "explanation": "set x"}
+    for policy in ("allowlist", "always"):
+        accepting = hook_for(workdir, policy=policy).for_subagent("acceptEdits")
+        assert isinstance(await decide(accepting, workdir, "notebook_edit", **edit), Allow), policy
+        ran = await decide(accepting, workdir, "notebook_run", cell=0)
+        assert isinstance(ran, Ask), policy
+    write_settings(workdir / ".harness_nb" / "settings.json", json.dumps({"permissions": {"ask": ["notebook_edit"]}}))
+    asked = await decide(hook_for(workdir).for_subagent("acceptEdits"), workdir, "notebook_edit", **edit)
+    assert isinstance(asked, Ask) and "notebook_edit" in asked.reason
+    (workdir / ".harness_nb" / "settings.json").unlink()
+    denied = await decide(hook_for(workdir, deny=["notebook_edit"]).for_subagent("acceptEdits"), workdir, "notebook_edit", **edit)
+    assert isinstance(denied, Deny)
+    assert isinstance(await decide(hook_for(workdir).for_subagent("default"), workdir, "notebook_edit", **edit), Ask)
+
+
 async def test_other_tools_follow_the_policy(workdir):
     hook = hook_for(workdir)
     assert isinstance(await decide(hook, workdir, "write_file", path="notes.md", content="x"), Allow)

@@ -77,3 +77,13 @@ def test_a_bad_price_is_one_clear_config_error(prices, message):
     with pytest.raises(ConfigError) as info:
         PriceTable.of(prices)
     assert message in str(info.value)
+
+
+def test_a_batch_request_costs_the_price_s_batch_share_half_unless_given():
+    usage = Usage(input_tokens=1_000, output_tokens=100, cache_read_tokens=500, cache_write_tokens=200)
+    online = PriceTable().priced(usage, "claude-haiku-4-5").cost
+    assert PriceTable().priced(usage, "claude-haiku-4-5", batch=True).cost == pytest.approx(online / 2)
+    own = PriceTable.of({"my-model": {"input": 1.0, "output": 2.0, "batch": 0.4}})
+    assert own.priced(usage, "my-model", batch=True).cost == pytest.approx(own.priced(usage, "my-model").cost * 0.4)
+    with pytest.raises(ConfigError, match=r"prices\['x'\]: batch must be the share of the price a batch request costs, 0 to 1, not 2"):
+        PriceTable.of({"x": {"input": 1, "output": 1, "batch": 2}})

@@ -140,3 +140,22 @@ def test_an_unwatched_subagent_gets_kernel_and_notebook_tools_only_when_its_file
     assert resolve(agent(), tools) == ["read_file", "bash", "run_python", "propose_cell"]
     assert resolve(agent(tools=["read_file", "run_python"]), tools, watched=False) == ["read_file", "run_python"]
     assert resolve(agent(disallowedTools=["bash"]), tools, watched=False) == ["read_file"]
+
+
+def test_the_notebook_tools_never_reach_an_unwatched_subagent_even_when_its_file_names_them() -> None:
+    """The tools that act on the notebook's page (``watched_only``) reach a foreground
+    subagent, and no background one, map row or teammate — not even one whose agent file
+    names them (by name or by a pattern): the cell running then is not its own, and an
+    edit's card would pass ``background_approvals`` by. The real tools carry the flag."""
+    from harness_nb.notebook.bridge import NotebookBridge, notebook_tools
+    from harness_nb.notebook.kernel.history import CellHistory
+
+    bridge = NotebookBridge(None, page=lambda: None)
+    page_tools = notebook_tools(bridge, None, history=CellHistory(None), approval_timeout=lambda: 1.0)
+    names = [t.name for t in page_tools]
+    assert names == ["notebook_read", "notebook_edit", "notebook_insert", "notebook_run"]
+    tools = [*named_tools(["read_file"]), *page_tools]
+    assert resolve(agent(tools=["read_file", *names]), tools) == ["read_file", *names]
+    assert resolve(agent(), tools) == ["read_file", *names]
+    for file in (agent(tools=["read_file", *names]), agent(tools=["read_file", "notebook_*"]), agent()):
+        assert resolve(file, tools, watched=False) == ["read_file"]

@@ -1,11 +1,8 @@
 """``RunSettings``: every setting as one checked value — what keywords make, what
 ``Harness(settings=…)`` takes, what ``configure`` and ``apply`` change, what the notebook's
-``HarnessNB`` traits are made from, and what the README's table must show."""
+``HarnessNB`` traits are made from (the documentation's table of them: tests/test_docs.py)."""
 
 from __future__ import annotations
-
-import re
-from pathlib import Path
 
 import pytest
 from traitlets.config import Config
@@ -16,8 +13,6 @@ from harness_nb.notebook.config import HarnessNB, notebook_default
 from harness_nb.settings import SETTINGS, SandboxSettings, SubagentSettings
 from harness_nb.testing import ScriptedProvider
 from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
-
-README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def make(tmp_path, **kwargs) -> Harness:
@@ -196,17 +191,3 @@ def test_every_setting_is_a_notebook_trait_with_its_default_help_and_kind():
     # no trait stands for a setting that is gone
     notebook_only = {"workdir", "approval_timeout", "unattended_approvals", "updates_per_second", "kernel_tools"}
     assert set(traits) == set(SETTINGS) | notebook_only
-
-
-def _shown(value: object) -> str:
-    """A default as the README's table writes it."""
-    return "`" + repr(value) + "`"
-
-
-def test_every_setting_is_in_the_readme_table_with_its_default():
-    table = README.read_text().split("### Settings", 1)[1].split("\n## ", 1)[0]
-    rows = dict(re.findall(r"^\| `(\w+)` \| ([^|]+) \|", table, re.MULTILINE))
-    for name, setting in SETTINGS.items():
-        assert name in rows, f"README's settings table has no row for {name}"
-        expected = _shown(notebook_default(setting))
-        assert expected in rows[name], f"README gives {name} the default {rows[name]!r}, not {expected}"

@@ -8,7 +8,7 @@ import asyncio
 from pathlib import Path
 
 from harness_nb.core import ContextMeasured, ToolResultMessage
-from harness_nb.engine import Approved
+from harness_nb.engine import Answer, Approved, Question
 from harness_nb.harness import Harness
 from harness_nb.providers.scripted import ScriptedProvider
 from harness_nb.subagents import SubAgentDefinition, TaskStatus
@@ -47,6 +47,14 @@ def recording(asked: list[str]):
     async def channel(call, reason, risk):  # type: ignore[no-untyped-def]
         asked.append(reason)
         return Approved()
+
+    return channel
+
+
+def answering(asked: list[str]):
+    async def channel(question: Question) -> Answer:
+        asked.append(f"{question.agent}: {question.text}")
+        return Answer.by_the_person("2023")
 
     return channel
 
@@ -114,6 +122,43 @@ async def test_a_task_queued_behind_max_background_runs_with_the_settings_of_its
     context = h.run_context()
     assert context.tools is not None and context.tools.names() == ["read_file"]
     assert (context.delegation.budget_usd, context.delegation.background_approvals) == (1e-9, "deny")
+
+
+async def test_a_queued_background_task_asks_the_person_through_the_channel_of_its_launch(tmp_path):
+    """``ask_person``'s channel is fixed at launch like the approval channel: a task that
+    waits for a slot while the harness's channel and ``background_approvals`` change still
+    asks where its launching run asked."""
+    holding = Gate()
+    launch = [
+        call("task", subagent_type="holder", prompt="hold", background=True),
+        call("task", subagent_type="asker", prompt="ask", background=True),
+    ]
+    provider = ScriptedProvider(
+        {
+            "main": [{"tool_calls": launch}, {"text": "both started"}],
+            "holder": [{"tool_calls": [call("wait_for_gate")]}, {"text": "held"}],
+            "asker": [{"tool_calls": [call("ask_person", question="Which year?")]}, {"text": "asked"}],
+        }
+    )
+    h = make(tmp_path, provider, extra_tools=[holding.tool], max_background=1, background_approvals="ask")
+    h.registry.register(SubAgentDefinition(name="holder", description="Holds.", tools=["wait_for_gate"]))
+    h.registry.register(SubAgentDefinition(name="asker", description="Asks."))
+    at_launch: list[str] = []
+    await h.run("start both", ask=answering(at_launch))
+    await holding.reached()
+    assert h.tracker.get("bg-2").status is TaskStatus.QUEUED
+
+    later: list[str] = []
+    h.configure(background_approvals="deny")  # would take the tool away and answer "no one to ask"
+    h.ask = answering(later)  # would ask someone else
+    holding.gate.set()
+    entry = await h.tracker.wait("bg-2", TIMEOUT)
+
+    assert entry.status is TaskStatus.COMPLETED
+    assert at_launch == ["asker: Which year?"] and later == []
+    (first, second) = [r for r in provider.requests if r.agent == "asker"]
+    assert "ask_person" in offered(first)
+    assert [m.content for m in second.messages if isinstance(m, ToolResultMessage)] == ['The person answered: "2023"']
 
 
 async def test_a_run_under_way_keeps_its_tools_and_hooks_when_settings_change(tmp_path):

@@ -134,9 +134,10 @@ async def test_subagent_never_gets_a_tool_its_parent_lacks(tmp_path):
     await h.run("go")
     child = [r for r in provider.requests if r.agent == "writer"][0]
     assert [t.name for t in child.tools] == ["read_file"]
-    # general-purpose inherits everything the parent has, minus coordination tools
+    # general-purpose inherits everything the parent has, minus coordination tools (it holds
+    # ask_person, offered only to a run with an ask channel: test_ask_person.py)
     child = h._parts.runner.build(h.registry.get("general-purpose"), h.lead_context(), task_id="x", background=False)
-    assert child.engine.tools.names() == ["read_file"]
+    assert child.engine.tools.names() == ["read_file", "ask_person"]
 
 
 async def test_a_child_calling_task_is_denied_at_run_time_even_if_injected(tmp_path):

@@ -30,6 +30,7 @@ from harness_nb.core import (
     MessagesInjected,
     RunFailed,
     RunFinished,
+    ServerAdapted,
     SubagentUpdate,
     TextDelta,
     ToolCall,
@@ -332,7 +333,20 @@ def test_usage_a_server_did_not_report_is_not_shown_as_zero_tokens(clock):
 
     view(TurnFinished(turn=2, usage=Usage(input_tokens=10, output_tokens=5, turns=2, unreported_calls=1)))
     view.flush()
-    assert " · 15 tokens (1 call unreported) · 2 turns · " in text(view.header.value)
+    assert " · ~15 tokens (1 call estimated) · 2 turns · " in text(view.header.value)
+    view(TurnFinished(turn=3, usage=Usage(input_tokens=1_150, output_tokens=50, turns=3, unreported_calls=3)))
+    view.flush()
+    assert " · ~1,200 tokens (estimated) · 3 turns · " in text(view.header.value)
+
+
+def test_what_was_learnt_of_a_server_is_a_note_in_the_view_also_from_a_subagent(clock):
+    view = RunView("main", "openai-compatible/smol", scheduler=clock)
+    said = "smol at http://127.0.0.1:8014/v1 sent an empty streamed answer; streaming is off for this server"
+    view(ServerAdapted(model="openai-compatible/smol", text=said))
+    view(sub("fg-1", ServerAdapted(model="openai-compatible/smol", text=said + " (a subagent)")))
+    view.flush()
+    shown = [text(child.value) for child in view.activity.children if hasattr(child, "value")]
+    assert f"⚠ {said}" in shown and f"⚠ {said} (a subagent)" in shown
 
 
 def test_the_header_shows_the_context_gauge_live(wire, clock):

@@ -2,6 +2,7 @@
 
     python benchmarks/model_trial/run_trial.py --out benchmarks/model_trial/runs/before
     python benchmarks/model_trial/run_trial.py --out runs/x --tasks 01,05 --answer-timeout 1800
+    python benchmarks/model_trial/run_trial.py --out runs/x --tasks 11 --frontend
 
 For each task (a folder of ``tasks/``, in name order), in a fresh temporary copy of the
 folder (without ``expected.md``; ``prepare.py``, if any, is run there first to make the
@@ -9,13 +10,18 @@ data, then left out too):
 
 1. a relay (``relay.py``) starts on a free loopback port, writing the task's requests to
    ``OUT/requests/<task>/``; ``OUT/requests/NOW`` names that folder;
-2. ``task.ipynb`` runs through nbclient in a kernel on this interpreter, in the copy, with
+2. ``task.ipynb`` runs in a kernel on this interpreter, in the copy, with
    ``OPENAI_BASE_URL`` pointing at the relay, a dummy ``OPENAI_API_KEY``, a fresh ``$HOME``
    and this environment's ``bin`` first on ``PATH``; cells run to the end even when one
-   fails (``allow_errors``: some tasks fail a cell on purpose);
+   fails (some tasks fail a cell on purpose). It runs through nbclient (unattended: no
+   one to ask, approvals by ``HarnessNB.unattended_approvals``, no notebook tools), or —
+   with ``--frontend``, and always for a task with a ``person.yaml`` — from a page with
+   harness_nb's extension played in Python, a person deciding its cards as
+   ``person.yaml`` says (``frontend.py``, ``person.py``);
 3. ``OUT/results/<task>/`` gets the executed notebook, its text (``outputs.txt``), the
-   folder as the run left it (``workdir/``) and ``run.json`` (times, cell errors);
-   ``OUT/requests/<task>/FINISHED`` tells the answerer the task is over.
+   folder as the run left it (``workdir/``) and ``run.json`` (times, cell errors, and
+   with a page what the person did); ``OUT/requests/<task>/FINISHED`` tells the answerer
+   the task is over.
 
 This script answers nothing: every request waits for the answerer's ``resp-NNNN.json``
 (see README.md). Run it with the project's environment (``.venv/bin/python``).
@@ -24,6 +30,7 @@ This script answers nothing: every request waits for the answerer's ``resp-NNNN.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import select
@@ -39,15 +46,18 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+from frontend import run_with_page
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from person import Person
 
 from harness_nb.testing.run_notebook import _current_env_manager, render  # the same private kernelspec as run_notebook
 
 HERE = Path(__file__).resolve().parent
 TASKS = HERE / "tasks"
 RELAY = HERE / "relay.py"
-NOT_COPIED = ("expected.md", "prepare.py", "__pycache__", ".ipynb_checkpoints")
+PERSON = "person.yaml"  # what the person at the page decides (person.py); the task needs the page
+NOT_COPIED = ("expected.md", "prepare.py", PERSON, "__pycache__", ".ipynb_checkpoints")
 # The relay wants no key. harness_nb masks any text holding 8 characters from either end of
 # a key, so a readable one ("model-trial-key") would mask paths such as the workdir's.
 DUMMY_KEY = "q7Rz2VxN0pW4mKtL"
@@ -180,20 +190,37 @@ def run_task(task: Path, out: Path, args: argparse.Namespace) -> dict[str, Any]:
         work, home, specs = Path(tmp) / "project", Path(tmp) / "home", Path(tmp) / "kernelspec"
         home.mkdir()
         specs.mkdir()
+        with_page = args.frontend or (task / PERSON).is_file()
+        person = Person.load(task / PERSON) if with_page else None  # checked before anything runs
         prepare(task, work)
         started = time.time()
         with relay(
             requests, timeout=args.answer_timeout, full_history=args.full_history, log=results / "relay.log"
         ) as url:
             (out / "requests" / "NOW").write_text(f"{task.name}\n", encoding="utf-8")
-            print(f"[{task.name}] running; requests in {requests}", flush=True)
-            nb, ended = execute(work / "task.ipynb", work, kernel_env(url, home), specs, cell_timeout=args.cell_timeout)
+            print(f"[{task.name}] running{' from a page' if person else ''}; requests in {requests}", flush=True)
+            env = kernel_env(url, home)
+            if person is None:
+                nb, ended = execute(work / "task.ipynb", work, env, specs, cell_timeout=args.cell_timeout)
+            else:
+                nb, ended = asyncio.run(
+                    run_with_page(work / "task.ipynb", work, env, person, cell_timeout=args.cell_timeout)
+                )
         seconds = time.time() - started
         nbformat.write(nb, results / "task.ipynb")
         (results / "outputs.txt").write_text(render(nb), encoding="utf-8")
         keep(work, results / "workdir")
     errors, count = cell_errors(nb), len(list(requests.glob("req-*.json")))
-    record = {"task": task.name, "ended": ended, "seconds": round(seconds, 1), "requests": count, "cell_errors": errors}
+    record: dict[str, Any] = {
+        "task": task.name,
+        "ended": ended,
+        "seconds": round(seconds, 1),
+        "requests": count,
+        "cell_errors": errors,
+        "frontend": person is not None,
+    }
+    if person is not None:
+        record["person"] = person.log
     (results / "run.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     (requests / "FINISHED").write_text(f"{ended} after {seconds:.0f} s\n", encoding="utf-8")
     print(f"[{task.name}] {ended} in {seconds:.0f} s: {count} requests, {len(errors)} cell errors", flush=True)
@@ -214,6 +241,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cell-timeout", type=float, default=6 * 3600, help="seconds one cell may run (default 6 h)")
     parser.add_argument(
         "--full-history", action="store_true", help="readable requests show every message, not only the new ones"
+    )
+    parser.add_argument(
+        "--frontend",
+        action="store_true",
+        help="run every task from a page with harness_nb's extension, a person deciding as its person.yaml says "
+        "(default: only the tasks that have a person.yaml)",
     )
     args = parser.parse_args(argv)
     tasks = chosen_tasks(args.tasks_dir, [w.strip() for w in args.tasks.split(",") if w.strip()])

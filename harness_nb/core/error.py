@@ -21,15 +21,54 @@ them with every other error of opening a file: ``NotRegularFileError`` (a FIFO, 
 folder where a file was expected) and ``SymlinkError`` (a symlink where none may be).
 
 Every message names the problem and how to fix it. No message ever contains an API key.
+An error that a setting fixes carries it as ``fix`` (a ``SettingFix``): ``str(error)`` says
+it as a Python keyword, and each front end says it in its own form where it shows the error
+(``explained``: ``%config HarnessNB.…`` in a notebook, a flag on the command line).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class SettingFix:
+    """A setting whose value fixes an error: ``setting`` (its flat name, as ``RunSettings``
+    spells it), the ``value`` to give it, and what doing so does (``purpose``: "turn
+    streaming off"). Data, not words: each front end says it the way that works there."""
+
+    setting: str
+    value: Any
+    purpose: str
+
+    def keyword(self) -> str:
+        """The Python form: ``pass provider_options={'streaming': False} to Harness or
+        Harness.configure``."""
+        return f"pass {self.setting}={self.value!r} to Harness or Harness.configure"
 
 
 class HarnessError(Exception):
-    """Base of every error harness_nb raises on purpose."""
+    """Base of every error harness_nb raises on purpose. ``fix``: the setting that fixes
+    it, when one does (``None``: none)."""
+
+    fix: SettingFix | None = None
+
+    def text(self) -> str:
+        """The error's own words, without its fix."""
+        return super().__str__()
+
+    def explained(self, spell: Callable[[SettingFix], str] = SettingFix.keyword) -> str:
+        """The error's words, then its fix as ``spell`` says a setting (the Python keyword
+        unless a front end gives its own form)."""
+        text = self.text()
+        if self.fix is None:
+            return text
+        return f"{text.rstrip().rstrip('.')}. To {self.fix.purpose}, {spell(self.fix)}"
+
+    def __str__(self) -> str:
+        return self.explained()
 
 
 class ConfigError(HarnessError):
@@ -43,7 +82,10 @@ class ProviderError(HarnessError):
     provider name (``openai``, ``anthropic``, ...), ``retryable`` whether retrying the same
     request may succeed. ``kind`` is ``"context_length"`` when the request was too long for
     the model's context window (the engine then compacts the conversation and retries once);
-    ``context_window`` is the window the server stated in that error, when it did.
+    ``context_window`` is the window the server stated in that error, when it did; ``kind``
+    is ``"empty_stream"`` for a stream the server ended before sending anything, and
+    ``"system_form"`` for a request refused for its system prompt's block form (the
+    provider then asks again in a form the server takes: ``providers/quirks.py``).
     """
 
     def __init__(
@@ -66,7 +108,7 @@ class ProviderError(HarnessError):
         self.kind = kind
         self.context_window = context_window
 
-    def __str__(self) -> str:
+    def text(self) -> str:
         where = f"{self.provider}" + (f" HTTP {self.status}" if self.status else "")
         return f"{where}: {self.message}"
 
@@ -89,8 +131,8 @@ class PathEscapeError(ToolError):
 
 
 class LimitExceededError(HarnessError):
-    """A run limit was reached. ``limit`` is ``max_turns``, ``token_budget``, ``budget_usd``
-    or ``wall_time``."""
+    """A run limit was reached. ``limit`` is ``max_turns``, ``token_budget``, ``budget_usd``,
+    ``wall_time``, ``max_repeated_calls`` or ``max_turns_without_text``."""
 
     def __init__(self, limit: str, message: str) -> None:
         super().__init__(message)
@@ -129,5 +171,5 @@ class UnknownNameError(HarnessError, KeyError):
         self.name = name
         self.valid = names
 
-    def __str__(self) -> str:
+    def text(self) -> str:
         return str(self.args[0])

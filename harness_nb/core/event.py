@@ -5,12 +5,12 @@ A UI draws from these; a subagent's events reach its parent wrapped in ``Subagen
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SkipValidation
 
 from .media import DisplayData, ImagePart
-from .message import ToolCall
+from .message import AssistantMessage, Message, ToolCall, ToolSpec
 from .usage import Usage, plural, usd
 
 if TYPE_CHECKING:
@@ -23,15 +23,48 @@ class _Event(BaseModel):
 
 
 class RunStarted(_Event):
+    """A run has begun: ``model`` is its ``provider/model``, ``session_id`` the
+    conversation it runs in (a subagent's has one of its own)."""
+
     kind: Literal["run_started"] = "run_started"
     run_id: str
     model: str
     prompt: str
+    session_id: str = ""
 
 
 class TextDelta(_Event):
     kind: Literal["text_delta"] = "text_delta"
     text: str
+
+
+class ModelCallFinished(_Event):
+    """One LLM call of a run has ended, for an observer that times calls (a tracer): sent
+    to ``provider`` (its name: ``openai``, ``anthropic``, ``ollama``…) at ``server`` (its
+    base URL; ``""`` offline) for ``model`` (as the request named it) at ``started``
+    (``time.time_ns()``), ``streamed`` or not. What was sent: ``system``, ``messages`` (as
+    they were at the call), ``tools``; what came back: ``answer``, ``stop_reason``,
+    ``response_model`` (the server's name for the model that answered) and ``usage`` (this
+    call's, priced). ``error`` says how the call failed, if it did (then nothing came back):
+    a ``ProviderError``'s kind (``context_length``) or HTTP status (``429``), else the
+    exception's class name."""
+
+    kind: Literal["model_call_finished"] = "model_call_finished"
+    provider: str
+    model: str
+    started: int
+    streamed: bool = False
+    server: str = ""
+    system: str = ""
+    # the engine's own values, passed on as they are: checking each message of a long
+    # conversation on every call would cost every run that listens, traced or not
+    messages: Annotated[tuple[Message, ...], SkipValidation] = ()
+    tools: Annotated[tuple[ToolSpec, ...], SkipValidation] = ()
+    answer: Annotated[AssistantMessage | None, SkipValidation] = None
+    stop_reason: str = ""
+    response_model: str = ""
+    usage: Usage | None = None
+    error: str = ""
 
 
 class ToolCallStarted(_Event):
@@ -203,6 +236,17 @@ class BudgetWarning(_Event):
         return f"used {share} of the {self.budget:,.0f}-token budget ({self.spent:,.0f} tokens)"
 
 
+class ServerAdapted(_Event):
+    """The harness found that the server of ``model`` cannot do something, and works around
+    it from now on, in every run of the process: ``text`` says what happened, on which
+    server, and what changed (``providers/quirks.py``). Emitted once per server and thing
+    learnt."""
+
+    kind: Literal["server_adapted"] = "server_adapted"
+    model: str
+    text: str
+
+
 class SubagentUpdate(_Event):
     """A child's event, wrapped with the child's task id and agent name."""
 
@@ -228,6 +272,7 @@ class RunFailed(_Event):
 Event = (
     RunStarted
     | TextDelta
+    | ModelCallFinished
     | ToolCallStarted
     | ToolCallFinished
     | ApprovalRequested
@@ -239,6 +284,7 @@ Event = (
     | Compacted
     | TurnFinished
     | BudgetWarning
+    | ServerAdapted
     | SubagentUpdate
     | RunFinished
     | RunFailed

@@ -8,8 +8,11 @@ writes 1.25× (a five-minute cache write) — so an entry may give only ``input`
 entries give ``cache_write`` equal to ``input`` and their own read price.
 
 The figures are public list prices (platform.openai.com/docs/pricing and
-platform.claude.com/docs/en/about-claude/pricing), standard tier, without batch
-discounts or long-context surcharges (Sonnet above 200k prompt tokens costs more).
+platform.claude.com/docs/en/about-claude/pricing), standard tier, without long-context
+surcharges (Sonnet above 200k prompt tokens costs more). A request sent through a vendor's
+batch API (OpenAI's Batch API, Anthropic's Message Batches: ``h.map(..., mode="batch")``)
+costs ``batch`` × every figure, half by default (``BATCH_RATIO``): both vendors answer a
+batch at 50% of the online price, prompt-cache prices included.
 A model that is in neither list has no cost: ``Usage.cost`` stays ``None`` and the call
 counts in ``Usage.unpriced_calls``, never as "$0".
 """
@@ -28,15 +31,18 @@ from .error import ConfigError
 if TYPE_CHECKING:
     from .usage import Usage
 
-__all__ = ["CACHE_READ_RATIO", "CACHE_WRITE_RATIO", "PRICES", "Price", "PriceTable", "price_for"]
+__all__ = ["BATCH_RATIO", "CACHE_READ_RATIO", "CACHE_WRITE_RATIO", "PRICES", "Price", "PriceTable", "price_for"]
 
 CACHE_READ_RATIO = 0.1
 CACHE_WRITE_RATIO = 1.25
+BATCH_RATIO = 0.5
+"""What a batch request costs of the online price (OpenAI's Batch API, Anthropic's Message Batches)."""
 
 
 class Price(BaseModel):
     """USD per million tokens for one model. ``cache_read`` and ``cache_write`` left out
-    are ``input`` × 0.1 and × 1.25."""
+    are ``input`` × 0.1 and × 1.25; ``batch`` is the share of these a batch request costs
+    (``BATCH_RATIO``, a half, unless given)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -44,6 +50,7 @@ class Price(BaseModel):
     output: float
     cache_read: float = 0.0  # from ``input`` by _derive when not given
     cache_write: float = 0.0
+    batch: float = BATCH_RATIO
 
     @model_validator(mode="before")
     @classmethod
@@ -57,6 +64,9 @@ class Price(BaseModel):
                 continue
             if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
                 raise ValueError(f"{name} must be a number of USD per million tokens, 0 or more, not {value!r}")
+        share = data.get("batch")
+        if share is not None and (isinstance(share, bool) or not isinstance(share, int | float) or not 0 <= share <= 1):
+            raise ValueError(f"batch must be the share of the price a batch request costs, 0 to 1, not {share!r}")
         if isinstance(data.get("input"), int | float):
             # rounded, so that 3.00 gives 0.3 and 3.75, not 0.30000000000000004
             if data.get("cache_read") is None:
@@ -65,14 +75,15 @@ class Price(BaseModel):
                 data["cache_write"] = round(data["input"] * CACHE_WRITE_RATIO, 12)
         return data
 
-    def cost(self, usage: Usage) -> float:
-        """The USD cost of ``usage``'s tokens at this price."""
-        return (
+    def cost(self, usage: Usage, *, batch: bool = False) -> float:
+        """The USD cost of ``usage``'s tokens at this price (``batch``: sent in a batch)."""
+        online = (
             usage.input_tokens * self.input
             + usage.output_tokens * self.output
             + usage.cache_read_tokens * self.cache_read
             + usage.cache_write_tokens * self.cache_write
         ) / 1_000_000
+        return online * self.batch if batch else online
 
 
 def _openai(input: float, output: float, cache_read: float) -> Price:
@@ -179,16 +190,17 @@ class PriceTable:
             self._found[names] = found
         return found
 
-    def priced(self, usage: Usage, *names: str) -> Usage:
-        """``usage`` with its cost from the first of ``names`` that has a price. A call that
-        reported no usage stays unpriced (nobody said); one whose model has no price counts
-        in ``unpriced_calls``."""
+    def priced(self, usage: Usage, *names: str, batch: bool = False) -> Usage:
+        """``usage`` with its cost from the first of ``names`` that has a price (of an
+        estimate, for a call whose server reported no usage; ``batch``: at its batch price).
+        A call with no tokens at all to price stays unpriced (nobody said); one whose model
+        has no price counts in ``unpriced_calls``."""
         if usage.unreported_calls and not usage.total_tokens:
             return usage
         price = self.lookup(*names)
         if price is None:
             return usage.model_copy(update={"unpriced_calls": usage.unpriced_calls + 1})
-        return usage.model_copy(update={"cost": price.cost(usage)})
+        return usage.model_copy(update={"cost": price.cost(usage, batch=batch)})
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, PriceTable) and dict(other.own) == dict(self.own)
@@ -210,7 +222,7 @@ def _explain(exc: ValidationError) -> str:
         where = ".".join(str(p) for p in error["loc"])
         message = str(error["msg"]).removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
-            message = "unknown field; a price has input, output, cache_read, cache_write"
+            message = "unknown field; a price has input, output, cache_read, cache_write, batch"
         elif error["type"] == "missing":
             message = "missing (input and output are required, USD per million tokens)"
         problems.append(f"{where}: {message}" if where else message)

@@ -20,7 +20,9 @@ class Usage(BaseModel):
     ``cache_write_tokens`` (written to it), never counted twice. ``cost`` (USD) is ``None``
     when no call could be priced; ``unpriced_calls`` counts calls whose model has no
     price, ``unreported_calls`` those whose server sent no usage at all (many local
-    servers do not), so "0 tokens" or "$0" is never shown for "nobody said"."""
+    servers do not): their tokens are the provider's estimate (characters over its token
+    ratio), marked as one wherever they are shown, so "0 tokens" or "$0" is never shown
+    for "nobody said"."""
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -60,21 +62,25 @@ class Usage(BaseModel):
         return DEFAULT_PRICES.priced(self, model)
 
     def tokens_label(self) -> str:
-        """``1,234 tokens``; ``usage not reported`` when no call reported any; ``1,234 tokens
-        (2 calls unreported)`` when some did not."""
+        """``1,234 tokens``; ``~1,234 tokens (estimated)`` when no call reported its usage
+        (``usage not reported`` when there was nothing to estimate either); ``~1,234 tokens
+        (2 calls estimated)`` when some did not."""
         if not self.unreported_calls:
             return f"{self.total_tokens:,} tokens"
         if not self.total_tokens:
             return "usage not reported"
-        return f"{self.total_tokens:,} tokens ({plural(self.unreported_calls, 'call')} unreported)"
+        if self.unreported_calls >= self.turns:  # a single call's usage has no turns
+            return f"~{self.total_tokens:,} tokens (estimated)"
+        return f"~{self.total_tokens:,} tokens ({plural(self.unreported_calls, 'call')} estimated)"
 
     def cost_label(self) -> str:
-        """``$0.0123``; ``$0.0123 (2 calls unpriced)`` when some calls had no price; ``""``
-        when no call was priced (an offline or local model): views then show no cost at
-        all rather than "$0" or a "cost unknown" on every line."""
+        """``$0.0123``; ``$0.0123 (2 calls unpriced)`` when some calls had no price;
+        ``~$0.0123`` when some tokens are estimates; ``""`` when no call was priced (an
+        offline or local model): views then show no cost at all rather than "$0" or a "cost
+        unknown" on every line."""
         if self.cost is None:
             return ""
-        label = usd(self.cost)
+        label = ("~" if self.unreported_calls else "") + usd(self.cost)
         if self.unpriced_calls:
             label += f" ({plural(self.unpriced_calls, 'call')} unpriced)"
         return label

@@ -2,16 +2,16 @@
 down as a value — never left on a shared engine for the next run to find.
 
 - ``RunContext`` is what ``AgentEngine.run`` is given: the provider (a per-run model
-  override is just another provider here), the limits, the approval channel, the usage
-  account the run bills, the tools and hooks it offers and runs, and the ``Delegation``
+  override is just another provider here), the limits, the approval and ask channels, the
+  usage account the run bills, the tools and hooks it offers and runs, and the ``Delegation``
   its subagents start under.
 - ``UsageAccount`` is where usage is billed. An account has a parent: a run's account rolls
   up into the harness's total, a subagent's into the run that launched it. A background
   task that finishes after its launching run has ended still bills that run (and the
   total), never whichever run happens to be live.
 - ``ParentContext`` is what a subagent inherits from the run that starts it: a small frozen
-  value (provider, tools, hooks, limits, workdir, approval channel, depth, usage account,
-  price table, budget scope, delegation), handed to tools as ``ToolContext.parent``,
+  value (provider, tools, hooks, limits, workdir, approval and ask channels, depth, usage
+  account, price table, budget scope, delegation), handed to tools as ``ToolContext.parent``,
   instead of the whole parent engine.
 
 Cost is part of ``Usage``: each call is priced from the run's ``prices`` when it is billed,
@@ -34,6 +34,7 @@ from ..core import PriceTable, Usage
 from ..core.price import DEFAULT_PRICES
 from ..providers.base import Provider
 from ..tools import ToolRegistry
+from .ask import AskChannel
 from .compaction.keeper import CompactionPolicy
 from .hook import ApprovalChannel, HookRegistry
 from .limits import Limits, ToolSlots
@@ -102,7 +103,8 @@ class RunContext:
     slots its tool calls take turns for (given: its parent's, which a subagent shares;
     ``None``: its own, ``limits.max_parallel_tool_calls`` of them). ``tools`` and ``hooks``
     are what the run offers and runs (``None``: its engine's); ``delegation`` how the
-    subagents it starts are set up."""
+    subagents it starts are set up; ``ask`` the channel ``ask_person`` asks through
+    (``None``: no one can answer, and the tool is not offered; see ``ask.py``)."""
 
     provider: Provider
     limits: Limits = field(default_factory=Limits)
@@ -115,6 +117,7 @@ class RunContext:
     tools: ToolRegistry | None = None
     hooks: HookRegistry | None = None
     delegation: Delegation = Delegation()
+    ask: AskChannel | None = None
 
     def __post_init__(self) -> None:
         if self.tool_slots is None:  # set once, so a copy made with replace() shares them
@@ -133,7 +136,8 @@ class ParentContext:
     has left, and every call of the child is checked against it too. ``tool_slots`` are the
     launching run's: a child's tool calls take turns for them with its parent's.
     ``delegation``: how the launching run's subagents are set up (its children's own
-    children too).
+    children too). ``ask``: the launching run's ask channel, which the runner passes on
+    to a child or not (``SubagentRunner``).
     """
 
     provider: Provider
@@ -152,6 +156,7 @@ class ParentContext:
     budget: BudgetScope | None = None
     tool_slots: ToolSlots | None = None
     delegation: Delegation = Delegation()
+    ask: AskChannel | None = None
 
     def remaining_usd(self) -> float | None:
         """USD the launching run (and every run enclosing it) has left; ``None``: no USD

@@ -3,19 +3,20 @@
 One turn: put waiting injections (finished background tasks, mailbox messages) into the
 conversation, call the model (streaming text out as events), run the tool calls of its
 answer concurrently, append the results, repeat until the model answers without tool
-calls or a limit stops the run. Events go to a sink callback (a run given none builds
-none of its per-call events); ``run_stream`` turns that into an async iterator. Before each
-call the conversation's ``ContextKeeper`` keeps the request within the model's context
-window (``compaction/keeper.py``).
+calls, a limit stops the run, or the run goes nowhere (``progress.py``). Events go to a
+sink callback (a run given none builds none of its per-call events); ``run_stream`` turns
+that into an async iterator. Before each call the conversation's ``ContextKeeper`` keeps
+the request within the model's context window (``compaction/keeper.py``).
 
 The engine holds what a conversation keeps between runs (its session, prompt, context
-keeper and prompt tally); what belongs to one run — provider, limits, approval channel,
-usage account, compaction policy, prices, the tools it offers and the hooks it runs — is a
-``RunContext`` passed to ``run`` (see ``context.py``), so changing a harness's settings
-mid-run changes nothing for the run under way. Budgets are checked before each model call
-(``budget.py``). The constructor's ``provider``, ``tools``, ``hooks``, ``limits`` and
-``approval`` are only the defaults of a run given no context (or a context without tools
-or hooks); nothing re-assigns them between runs.
+keeper and prompt tally); what belongs to one run — provider, limits, approval and ask
+channels, usage account, compaction policy, prices, the tools it offers and the hooks it
+runs — is a ``RunContext`` passed to ``run`` (see ``context.py``), so changing a harness's
+settings mid-run changes nothing for the run under way. A run without an ask channel holds
+``ask_person`` without offering it (``ask.offered_tools``). Budgets are checked before each
+model call (``budget.py``). The constructor's ``provider``, ``tools``, ``hooks``, ``limits``
+and ``approval`` are only the defaults of a run given no context (or a context without
+tools or hooks); nothing re-assigns them between runs.
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 from ..core import (
-    ApprovalDecided,
     ApprovalRequested,
     AssistantMessage,
     Compacted,
@@ -38,10 +38,12 @@ from ..core import (
     HarnessError,
     LimitExceededError,
     MessagesInjected,
+    ModelCallFinished,
     ProviderError,
     RunFailed,
     RunFinished,
     RunStarted,
+    ServerAdapted,
     TextDelta,
     ToolCall,
     ToolCallFinished,
@@ -55,21 +57,13 @@ from ..core import (
 from ..core.media import bound_images
 from ..providers.base import ModelRequest, ModelResponse, Provider, TextChunk
 from ..tools import CallOrder, ToolContext, ToolOutcome, ToolRegistry, invoke, own_timeout
+from .ask import offered_tools
 from .budget import BudgetScope, PromptTally
 from .compaction.keeper import ContextKeeper, FitContext
 from .context import ParentContext, RunContext, UsageAccount
-from .hook import (
-    NO_CHANNEL_FEEDBACK,
-    ApprovalChannel,
-    Approved,
-    Ask,
-    Denied,
-    Deny,
-    HookRegistry,
-    denial_result,
-    person_reason,
-)
+from .hook import ApprovalChannel, Ask, Deny, HookRegistry, ask_channel
 from .limits import Limits, Place, RunResult
+from .progress import ProgressGuard
 from .prompt import PromptBuilder
 from .session import MemorySession
 
@@ -168,6 +162,7 @@ class AgentEngine:
             budget=budget,
             tool_slots=context.tool_slots,
             delegation=context.delegation,
+            ask=context.ask,
         )
 
     def _tools(self, context: RunContext) -> ToolRegistry:
@@ -193,11 +188,21 @@ class AgentEngine:
         async with self._lock:
             return await self._run(prompt, _safe_sink(on_event), context or self.default_context())
 
-    async def run_stream(self, prompt: str, *, context: RunContext | None = None) -> AsyncIterator[Event]:
+    async def run_stream(
+        self, prompt: str, *, context: RunContext | None = None, tap: EventSink | None = None
+    ) -> AsyncIterator[Event]:
         """Yield the run's events as they happen; the last is ``RunFinished`` or ``RunFailed``
-        (after which a failure is re-raised)."""
+        (after which a failure is re-raised). ``tap`` sees each one first, in the task that
+        emits it (a tracer, which keeps its spans in that task's context)."""
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
-        run = self.run(prompt, on_event=queue.put_nowait, context=context)
+        put: EventSink = queue.put_nowait
+        if tap is not None:
+
+            def put(event: Event) -> None:
+                tap(event)
+                queue.put_nowait(event)
+
+        run = self.run(prompt, on_event=put, context=context)
         task = asyncio.create_task(run, name=f"run:{self.agent}")
         task.add_done_callback(lambda _t: queue.put_nowait(None))
         try:
@@ -211,15 +216,19 @@ class AgentEngine:
 
     async def _run(self, prompt: str, emit: EventSink, context: RunContext) -> RunResult:
         run_id = new_id("run")
+        tools = offered_tools(self._tools(context), context.ask)
+        if tools is not self._tools(context):  # once per run, so no call rebuilds the registry
+            context = dataclasses.replace(context, tools=tools)
         provider, limits, account = context.provider, context.limits, context.account
         budget = BudgetScope(limits, account, agent=self.agent, parent=context.parent_budget)
         parent = self.parent_context(context, budget)
+        progress = ProgressGuard(limits)
         turns = tool_calls = 0
         start = time.perf_counter()
         first_message = len(self.session.history)  # compaction may rewrite ``messages``
         final, stop = "", "end_turn"
         prompt = self.session.secrets.scrub(prompt)  # a pasted key reaches no one, not even a view
-        emit(RunStarted(run_id=run_id, model=provider.model_id, prompt=prompt, agent=self.agent))
+        emit(RunStarted(run_id=run_id, model=provider.model_id, prompt=prompt, session_id=self.session.id, agent=self.agent))
         self.session.record("run_started", run_id=run_id, agent=self.agent, model=provider.model_id)
         self.keeper.pin(self.session.append(UserMessage(content=prompt)))
         try:
@@ -242,6 +251,9 @@ class AgentEngine:
                         break
                     tool_calls += len(message.tool_calls)
                     await self._run_tools(message.tool_calls, response.stop_reason, emit, parent, context)
+                    if (note := progress.after_tools(message, self.session.messages)) is not None:  # going nowhere
+                        self.session.append(UserMessage(content=note))
+                        emit(MessagesInjected(texts=(note,), agent=self.agent))
         except (LimitExceededError, _Stop) as exc:
             stop = exc.limit if isinstance(exc, LimitExceededError) else exc.stop_reason
             final = f"{final}\n\n[stopped: {exc}]".strip()
@@ -352,8 +364,45 @@ class AgentEngine:
             effort=self.effort,
         )
         with self._budgeted(request, context, budget):
-            response = await self._request(provider, request, emit)
+            if emit is _UNHEARD:  # nobody times the call: no event to build
+                response = await self._request(provider, request, emit)
+            else:
+                response = await self._reported(provider, request, emit, context)
+        for notice in response.notices:  # what the provider learnt of its server (quirks.py): said once
+            emit(ServerAdapted(model=provider.model_id, text=notice, agent=self.agent))
         self.tally.observe(request.messages, response.usage)
+        return response
+
+    async def _reported(
+        self, provider: Provider, request: ModelRequest, emit: EventSink, context: RunContext
+    ) -> ModelResponse:
+        """``_request``, then a ``ModelCallFinished`` saying when it started, what it sent and
+        what came back, priced (or how it failed: an interrupted call is reported too)."""
+        call: dict[str, Any] = {
+            "provider": provider.name,
+            "model": provider.model,
+            "started": time.time_ns(),
+            "streamed": provider.streaming,
+            "server": getattr(provider, "base_url", ""),
+            "system": request.system,
+            "messages": tuple(request.messages),  # the live list grows after the call
+            "tools": tuple(request.tools),
+            "agent": self.agent,
+        }
+        try:
+            response = await self._request(provider, request, emit)
+        except BaseException as exc:
+            emit(ModelCallFinished(**call, error=_failure(exc)))
+            raise
+        emit(
+            ModelCallFinished(
+                **call,
+                answer=response.message,
+                stop_reason=response.stop_reason,
+                response_model=response.model,
+                usage=_priced(response, context),
+            )
+        )
         return response
 
     @contextlib.contextmanager
@@ -386,11 +435,7 @@ class AgentEngine:
     ) -> None:
         """Bill an answer's usage, priced from the run's table, and say when the run has
         used 80% of a budget."""
-        provider = context.provider
-        usage = response.usage
-        if usage.cost is None:  # a provider that reports its own cost is believed
-            usage = context.prices.priced(usage, provider.model_id, provider.model, response.model)
-        context.account.credit(usage, turns=turns, tool_calls=tool_calls)
+        context.account.credit(_priced(response, context), turns=turns, tool_calls=tool_calls)
         for warning in budget.warnings() if budget is not None else ():
             emit(warning)
 
@@ -537,21 +582,13 @@ class AgentEngine:
         if isinstance(decision, Ask) and tool.asks_itself:
             # its own card asks (the notebook's diff in the cell): no second, generic one
             emit(ApprovalRequested(call=call, reason=decision.reason, risk=decision.risk, agent=self.agent))
-            ctx = dataclasses.replace(ctx, ask=decision.reason)
+            ctx = dataclasses.replace(ctx, ask=decision.reason, ask_risk=decision.risk)
         elif isinstance(decision, Ask):
             place.step_aside()
             emit(ApprovalRequested(call=call, reason=decision.reason, risk=decision.risk, agent=self.agent))
-            if context.approval is None:
-                answer: Any = None
-            else:
-                answer = await context.approval(call, decision.reason, decision.risk)
-            approved = isinstance(answer, Approved)
-            by_person = isinstance(answer, Denied) and answer.by_person
-            feedback = answer.feedback if answer is not None else NO_CHANNEL_FEEDBACK
-            feedback = person_reason(feedback) if by_person else feedback
-            emit(ApprovalDecided(call=call, approved=approved, feedback=feedback, by_person=by_person, agent=self.agent))
-            if not approved:
-                return ToolOutcome(denial_result(answer if isinstance(answer, Denied) else None), True)
+            denied = await ask_channel(context.approval, call, decision.reason, decision.risk, emit=emit, agent=self.agent)
+            if denied is not None:
+                return ToolOutcome(denied, True)
         # the protected paths the approved card named, or a hook vouched for: the checkpoints keep those
         vouched = decision.paths if isinstance(decision, Ask) else decision.vouched
         if tool.long_running or ctx.ask is not None:
@@ -577,6 +614,24 @@ class AgentEngine:
                 return await invoke(tool, call, ctx)
         except TimeoutError:
             return ToolOutcome(f"error: {call.name} timed out after {deadline:g} s", True)
+
+
+def _failure(exc: BaseException) -> str:
+    """How a model call failed, in a word a trace can group by: a ``ProviderError``'s kind
+    (``context_length``) or HTTP status (``429``), else the exception's class name."""
+    if isinstance(exc, ProviderError):
+        return exc.kind or (str(exc.status) if exc.status else type(exc).__name__)
+    return type(exc).__name__
+
+
+def _priced(response: ModelResponse, context: RunContext) -> Usage:
+    """An answer's usage with its cost from the run's price table (a provider that reports
+    its own cost is believed)."""
+    usage = response.usage
+    if usage.cost is None:
+        provider = context.provider
+        usage = context.prices.priced(usage, provider.model_id, provider.model, response.model)
+    return usage
 
 
 def _with_unique_call_ids(response: ModelResponse) -> ModelResponse:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
-from ..core import ToolCall, run_blocking
+from ..core import ApprovalDecided, Event, ToolCall, run_blocking
 from ..core.secret import SECRETS, Secrets
 from ..tools import ToolContext, ToolOutcome
 
@@ -131,6 +131,29 @@ def denial_result(answer: Denied | None) -> str:
     feedback = answer.feedback if answer is not None else NO_CHANNEL_FEEDBACK
     why = f": {feedback}" if feedback else ""
     return f"error: the call was denied{why}. Do not retry it unchanged."
+
+
+async def ask_channel(
+    channel: ApprovalChannel | None,
+    call: ToolCall,
+    reason: str,
+    risk: str,
+    *,
+    emit: Callable[[Event], object],
+    agent: str,
+    shown: ToolCall | None = None,
+) -> str | None:
+    """Ask ``channel`` about ``call`` and tell ``emit`` the decision (``ApprovalDecided``);
+    ``None`` when approved, else the tool result that says why not (``denial_result``). No
+    channel denies (fail closed). ``shown``: the call as the person is shown it, when more
+    than its arguments (``notebook_run``: the source of the cell it runs, read as it asks)."""
+    answer = None if channel is None else await channel(shown or call, reason, risk)
+    approved = isinstance(answer, Approved)
+    by_person = isinstance(answer, Denied) and answer.by_person
+    feedback = answer.feedback if answer is not None else NO_CHANNEL_FEEDBACK
+    feedback = person_reason(feedback) if by_person else feedback
+    emit(ApprovalDecided(call=call, approved=approved, feedback=feedback, by_person=by_person, agent=agent))
+    return None if approved else denial_result(answer if isinstance(answer, Denied) else None)
 
 
 def denial_line(call: ToolCall, reason: str) -> str:

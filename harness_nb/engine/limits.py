@@ -14,10 +14,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..core import ConfigError, Message, Usage
 
 EARLY_STOPS = frozenset(
-    {"max_turns", "token_budget", "budget_usd", "wall_time", "max_tokens", "empty_answer"}
-)
-"""Stop reasons of a run that ended before the model was done: a limit of the run, an answer
-cut at ``max_tokens``, or a model that twice answered nothing."""
+    {
+        "max_turns", "token_budget", "budget_usd", "wall_time", "max_tokens", "empty_answer",
+        "max_repeated_calls", "max_turns_without_text",
+    }
+)  # fmt: skip
+"""Stop reasons of a run that ended before the model was done: a limit of the run (those of
+``progress.py`` included), an answer cut at ``max_tokens``, or a model that twice answered
+nothing."""
 
 BUDGET_STOPS = frozenset({"token_budget", "budget_usd"})
 """Stop reasons of a run that ran out of budget (a subagent's is an error to its parent)."""
@@ -35,6 +39,9 @@ class Limits:
     ``wall_time`` seconds; ``tool_timeout`` bounds each ordinary tool call;
     ``max_parallel_tool_calls`` run at once, the run's subagents' included (``ToolSlots``).
     Both budgets count the run's subagents and are checked before each call (``budget.py``).
+    A run that repeats one call with one result ``max_repeated_calls`` times, or makes
+    ``max_turns_without_text`` turns of tool calls in a row without text, is told once,
+    then stopped (``progress.py``).
     ``None`` means no limit; an impossible value (``max_turns=0``, a negative budget) is a
     ``ConfigError`` when the limits are made, not a run that stops before it starts."""
 
@@ -44,6 +51,8 @@ class Limits:
     tool_timeout: float = 60.0
     budget_usd: float | None = None
     max_parallel_tool_calls: int = 8
+    max_repeated_calls: int | None = 3
+    max_turns_without_text: int | None = 25
 
     def __post_init__(self) -> None:
         require_positive("max_turns", self.max_turns, whole=True)
@@ -52,6 +61,8 @@ class Limits:
         require_positive("wall_time", self.wall_time, optional=True)
         require_positive("tool_timeout", self.tool_timeout)
         require_positive("max_parallel_tool_calls", self.max_parallel_tool_calls, whole=True)
+        require_positive("max_repeated_calls", self.max_repeated_calls, whole=True, optional=True)
+        require_positive("max_turns_without_text", self.max_turns_without_text, whole=True, optional=True)
 
 
 def require_positive(name: str, value: object, *, whole: bool = False, optional: bool = False) -> None:

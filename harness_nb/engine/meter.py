@@ -8,55 +8,27 @@ with the provider's calibrated ``TokenRatio``. Only the messages added since the
 are measured, so a call costs the same at turn 5 and at turn 500. Before any answer (the
 first call, or a server that reports no usage) the whole request is estimated once.
 
-Characters are counted the way the request carries them, roughly: a message's text, a tool
-call's name and arguments, a tool's name, description and JSON schema, and an image at
-four characters per token of its estimate (``ImagePart.token_estimate``; counted whether
-or not the model takes images, so a text-only model's estimate is on the high side). The ratio is
-learnt against the same count, so whatever the count leaves out (JSON punctuation, role
-markers) is absorbed into it.
+Characters are counted as ``providers/estimate.py`` says (the count each provider's ratio
+learns against).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
-from ..core import AssistantMessage, Message, ToolResultMessage, ToolSpec, Usage
+from ..core import Message, Usage
 from ..providers.base import Provider
+from ..providers.estimate import IMAGE_CHARS_PER_TOKEN, MESSAGE_OVERHEAD, fixed_chars, message_chars, spec_chars
 
-MESSAGE_OVERHEAD = 12  # characters: a role and the separators around a message
-IMAGE_CHARS_PER_TOKEN = 4  # an image's token estimate in the characters the ratio counts
-
-
-def message_chars(message: Message) -> int:
-    """The characters ``message`` adds to a request (cached on the message)."""
-    cache = message.wire
-    chars = cache.get("chars")
-    if chars is None:
-        chars = MESSAGE_OVERHEAD + len(message.content)
-        if isinstance(message, AssistantMessage):
-            chars += sum(len(c.id) + len(c.name) + len(c.arguments) for c in message.tool_calls)
-        elif isinstance(message, ToolResultMessage):
-            chars += len(message.tool_call_id)
-            # An image is counted at its token estimate, in characters: not its base64
-            # length, which is no measure of what the model reads.
-            chars += sum(IMAGE_CHARS_PER_TOKEN * image.token_estimate() for image in message.images)
-        cache["chars"] = chars
-    return int(chars)
-
-
-def spec_chars(spec: ToolSpec) -> int:
-    """The characters a tool's definition adds to every request (cached on the spec)."""
-    cache = spec.wire
-    chars = cache.get("chars")
-    if chars is None:
-        chars = cache["chars"] = len(spec.name) + len(spec.description) + len(json.dumps(spec.parameters))
-    return int(chars)
-
-
-def fixed_chars(system: str, tools: Sequence[ToolSpec]) -> int:
-    """The characters every request repeats: the system prompt and the tool definitions."""
-    return len(system) + sum(spec_chars(s) for s in tools)
+__all__ = [
+    "IMAGE_CHARS_PER_TOKEN",
+    "MESSAGE_OVERHEAD",
+    "ContextMeter",
+    "fixed_chars",
+    "input_tokens",
+    "message_chars",
+    "spec_chars",
+]
 
 
 def input_tokens(usage: Usage) -> int:

@@ -36,7 +36,7 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, TraitType, Unicode, Union, default, validate
 from traitlets.config import Config, Configurable
 
-from ..core import ConfigError
+from ..core import ConfigError, SettingFix
 from ..providers.factory import parse_model
 from ..sandbox import Sandbox, machine_folder_problem
 from ..settings import MODEL_VARIABLE, SETTINGS, RunSettings, Setting, default_model
@@ -64,6 +64,13 @@ _NUMBER_RULES: dict[str, tuple[Callable[[float], bool], str]] = {
     "approval_timeout": (lambda n: n > 0, "more than 0 seconds"),
     "updates_per_second": (lambda n: n > 0, "more than 0"),
 }
+
+
+def config_line(fix: SettingFix) -> str:
+    """How a notebook sets what an error's ``fix`` names: ``run %config
+    HarnessNB.provider_options = {'streaming': False}`` (every run setting is a trait of the
+    same name)."""
+    return f"run %config HarnessNB.{fix.setting} = {fix.value!r}"
 
 
 def _rejected(proposal: Any, problem: str) -> TraitError:
@@ -135,7 +142,8 @@ class HarnessNB(Configurable):
     # while the environment's default was never read (0.0 was accepted that way).
     approval_timeout = Float(
         300.0,
-        help="Seconds an approval card waits for a click before the call is denied (default 300).",
+        help="Seconds an approval card waits for a click before the call is denied, and a question card for an "
+        "answer before the agent goes on without one (default 300).",
     ).tag(config=True)
     unattended_approvals = Enum(
         ["deny", "approve"],

@@ -16,29 +16,35 @@ from IPython.display import DisplayHandle, display
 from ..core import ConfigError, HarnessError, SubagentUpdate
 from ..core.imports import shielded_imports
 from ..core.secret import SECRETS
-from ..engine import RunResult, UsageAccount
+from ..engine import AskChannel, RunResult, UsageAccount
 from ..harness import Harness
 from ..settings import RunSettings
 from ..subagents import TaskEntry, TaskStatus, resolve_model
 from ..subagents.map_handle import MapHandle
 from ..subagents.map_options import MapBackendName, MapOptions
 from ..subagents.map_result import MapEstimate, MapResult
-from ..textview import TextView, terminal_approval
+from ..textview import TextView, terminal_approval, terminal_ask
 from ..tools import Sandbox
 from .bridge import NotebookBridge, fix_by_edit, notebook_tools
-from .config import HarnessNB
+from .config import HarnessNB, config_line
 from .kernel.history import CellHistory
 from .kernel.proposal import CellProposals
 from .kernel.queued_cells import QueuedCells
 from .kernel.tools import kernel_tools
 from .prompt import notebook_prompt
-from .widgets.approval import ApprovalCard, PendingApprovals, WaitingCards
+from .widgets.approval import Card, PendingApprovals, WaitingCards
 from .widgets.map_view import MapView
 from .widgets.reply import AgentReply, MarkdownText
 from .widgets.rewind_card import RewindCard
 from .widgets.view import RunView
 
 TICK = 0.1  # seconds; keeps the loop waking so an interrupt is seen during an approval wait
+
+
+def cell_error(exc: HarnessError) -> UsageError:
+    """``exc`` as a cell's error: one line, no traceback, secrets masked, and the setting
+    that fixes it (when one does) said as the ``%config`` line that works here."""
+    return UsageError(SECRETS.scrub(exc.explained(config_line)))
 
 
 class Pending:
@@ -161,7 +167,7 @@ class NotebookHarness:
         try:
             harness = self._build(workdir, settings)
         except ConfigError as exc:  # e.g. a workdir that is gone, or the machine's own folder
-            raise UsageError(str(exc)) from None
+            raise cell_error(exc) from None
         if harness.checkpointer is not None:  # IPython's history changes on its own
             harness.checkpointer.leave_out(Path(self.shell.profile_dir.location).parent)
         self._harness, self._harness_key = harness, key
@@ -175,7 +181,9 @@ class NotebookHarness:
         bridged = self.bridge.offered
         tools = [
             *kernel_tools(self.shell, history=self.history, proposals=self.proposals, bridged=bridged),
-            *notebook_tools(self.bridge, self.shell, approval_timeout=lambda: self.config.approval_timeout),
+            *notebook_tools(
+                self.bridge, self.shell, history=self.history, approval_timeout=lambda: self.config.approval_timeout
+            ),
         ]
         return Harness(
             workdir=workdir,
@@ -218,6 +226,28 @@ class NotebookHarness:
         except Exception:
             return None
         return value if isinstance(value, str) and value else None
+
+    def cell_attributes(self) -> dict[str, str | int]:
+        """What a traced run started from the current cell records of it (``tracing/``): the
+        notebook's path (as the Jupyter server that started this kernel named it), the cell's
+        execution count and its id (as the frontend sent it), each where known."""
+        found: dict[str, str | int] = {}
+        path = self.shell.user_ns.get("__session__")  # ipykernel sets it from JPY_SESSION_NAME
+        if isinstance(path, str) and path:
+            found["harness_nb.notebook.path"] = path
+        running = getattr(getattr(self.shell, "displayhook", None), "exec_result", None)  # the cell's, while it runs
+        count = getattr(running, "execution_count", None)
+        numbered = getattr(getattr(running, "info", None), "store_history", False)  # it has an In[n] entry
+        if isinstance(count, int) and numbered:
+            found["harness_nb.notebook.execution_count"] = count
+        kernel = getattr(self.shell, "kernel", None)
+        try:
+            cell = kernel.get_parent("shell").get("metadata", {}).get("cellId") if kernel is not None else None
+        except Exception:
+            cell = None
+        if isinstance(cell, str) and cell:
+            found["harness_nb.notebook.cell_id"] = cell
+        return found
 
     def unattended(self) -> str | None:
         """The unattended decision when the frontend cannot answer: nbclient, nbval and
@@ -304,9 +334,9 @@ class NotebookHarness:
         else:
             handle.update(view)
 
-    def show_waiting(self, cards: list[ApprovalCard] | None = None) -> int:
-        """Show again in this cell the approval cards still waiting (all, or ``cards``);
-        returns how many, as copies (``ApprovalCard.copy``). A page reloaded before the
+    def show_waiting(self, cards: list[Card] | None = None) -> int:
+        """Show again in this cell the approval and question cards still waiting (all, or
+        ``cards``); returns how many, as copies (``Card.copy``). A page reloaded before the
         notebook was saved loses a card from its cell while the run still waits for it:
         this finds it again (``QueuedCells`` calls it for a cell queued behind a busy one)."""
         cards = list(self.pending) if cards is None else cards
@@ -331,6 +361,16 @@ class NotebookHarness:
         if isinstance(view, RunView):
             return view.approval_channel(timeout=self.config.approval_timeout, unattended=self.unattended())
         return terminal_approval()
+
+    def ask_for(self, view: RunView | TextView) -> AskChannel | None:
+        """The ask channel of a run shown in ``view``: question cards in it, or the terminal
+        without widgets. None where no one can answer (an unattended run: nbclient, nbval,
+        papermill): ``ask_person`` is then not offered, and answered "no one to ask"."""
+        if not isinstance(view, RunView):
+            return terminal_ask()
+        if self.unattended() is not None:
+            return None
+        return view.ask_channel(timeout=self.config.approval_timeout)
 
     def _track(self, view: RunView | TextView) -> Callable[[Any], None]:
         """The view's event sink, also noting which background tasks it launched."""
@@ -379,7 +419,10 @@ class NotebookHarness:
         if not prompt.strip():
             raise UsageError("%%agent needs a prompt: write it in the cell body (or after %agent on the line)")
         view = self.new_view("main", model or h.model or "(no model)")
-        run = h.run(prompt, on_event=self._track(view), model=model, max_turns=max_turns, approval=self.approval_for(view))
+        run = h.run(
+            prompt, on_event=self._track(view), model=model, max_turns=max_turns,
+            approval=self.approval_for(view), ask=self.ask_for(view), trace_attributes=self.cell_attributes(),
+        )
         return await self._foreground(view, run)
 
     async def run_direct(self, agent: str, prompt: str) -> AgentReply:
@@ -388,7 +431,10 @@ class NotebookHarness:
             raise UsageError(f"%@{agent} needs a prompt, e.g. %@{agent} summarise data.csv")
         definition = h.registry.get(agent)
         view = self.new_view(agent, self.model_of(definition.model))
-        run = h.run_subagent(agent, prompt, on_event=self._track(view), approval=self.approval_for(view))
+        run = h.run_subagent(
+            agent, prompt, on_event=self._track(view), approval=self.approval_for(view), ask=self.ask_for(view),
+            trace_attributes=self.cell_attributes(),
+        )
         return await self._foreground(view, run)
 
     async def fix_prompt(self, prompt: str) -> str:
@@ -414,7 +460,7 @@ class NotebookHarness:
             raise
         except HarnessError as exc:
             self._end(view, "failed")
-            raise UsageError(str(exc)) from None
+            raise cell_error(exc) from None
         if isinstance(view, RunView) and done.usage is not None:
             view.show_usage(done.usage)  # the summary calls: no turn of a run reports them
         self._end(view, "done")
@@ -429,7 +475,7 @@ class NotebookHarness:
         try:
             preview = await h.rewind(checkpoint, dry_run=True)
         except HarnessError as exc:
-            raise UsageError(SECRETS.scrub(str(exc))) from None
+            raise cell_error(exc) from None
         number = preview.checkpoint.number
         if not preview.changes and not preview.conflicts:
             print(f"the workdir is as it was at checkpoint #{number}: nothing to rewind")
@@ -452,7 +498,7 @@ class NotebookHarness:
         try:
             report = await h.rewind(number)
         except HarnessError as exc:
-            raise UsageError(SECRETS.scrub(str(exc))) from None
+            raise cell_error(exc) from None
         if card is None:
             print(SECRETS.scrub(report.summary()))
             return
@@ -466,7 +512,7 @@ class NotebookHarness:
         try:
             report = await self.harness().undo(checkpoint)
         except HarnessError as exc:
-            raise UsageError(SECRETS.scrub(str(exc))) from None
+            raise cell_error(exc) from None
         print(SECRETS.scrub(report.summary()))
 
     def model_of(self, requested: str | None) -> str:
@@ -485,7 +531,7 @@ class NotebookHarness:
             raise
         except HarnessError as exc:
             self._end(view, "failed")
-            raise UsageError(SECRETS.scrub(str(exc))) from None
+            raise cell_error(exc) from None
         self._end(view, "done")
         if isinstance(view, RunView) and result.account is not None:
             self._accounts[view] = result.account
@@ -505,6 +551,8 @@ class NotebookHarness:
         resume: bool = False,
         estimate: bool = False,
         sample: int | None = None,
+        batch: bool = False,
+        batch_size: int | None = None,
         backend: MapBackendName = "kernel",
     ) -> MapResult | MapHandle | MapEstimate:
         """``%agent map``: ``agent`` over ``rows`` with a live progress bar in this cell
@@ -512,12 +560,14 @@ class NotebookHarness:
         free for other cells; ``estimate``: a sample's bar, and the projection for all
         rows). Its rows run without asking: a call that would ask is denied (there is
         nobody to answer a thousand cards), so give the agent tools that need no approval,
-        or allow rules. ``output``, ``resume``, ``sample`` and ``backend`` are ``MapOptions``'."""
+        or allow rules. ``output``, ``resume``, ``sample``, ``batch_size`` and ``backend`` are
+        ``MapOptions``'; ``batch``: ``mode="batch"`` (the vendor's batch API; the bar shows
+        its batches' state)."""
         h = self.harness()
         try:
             h.registry.get(agent)
         except HarnessError as exc:
-            raise UsageError(SECRETS.scrub(str(exc))) from None
+            raise cell_error(exc) from None
         rows = rows if hasattr(rows, "__len__") else list(rows)
         view = MapView(agent, len(rows), rate=self.config.updates_per_second) if self.widgets_enabled else None
         options = MapOptions(
@@ -531,6 +581,10 @@ class NotebookHarness:
         )
         if sample is not None:
             options["sample"] = sample
+        if batch:
+            options["mode"] = "batch"
+        if batch_size is not None:
+            options["batch_size"] = batch_size
         shown: DisplayHandle | None = None
 
         def finish(result: MapResult | MapEstimate | None) -> None:
@@ -563,7 +617,7 @@ class NotebookHarness:
             shown_as_one_line(exc)
             raise
         except HarnessError as exc:
-            raise UsageError(SECRETS.scrub(str(exc))) from None
+            raise cell_error(exc) from None
         if not background:
             if view is not None:
                 finish(result)
@@ -585,16 +639,17 @@ class NotebookHarness:
         try:
             definition = h.registry.get(agent)
         except HarnessError as exc:
-            raise UsageError(SECRETS.scrub(str(exc))) from None
+            raise cell_error(exc) from None
         view = self.new_view(definition.name, self.model_of(definition.model), title="background")
         # the task does not run before this function returns, so no event is missed
         try:
             handle = h.start_subagent(
-                definition.name, prompt, on_event=self._track(view), approval=self.approval_for(view)
+                definition.name, prompt, on_event=self._track(view), approval=self.approval_for(view),
+                ask=self.ask_for(view), trace_attributes=self.cell_attributes(),
             )
         except HarnessError as exc:  # no model configured, say
             self._end(view, "failed")
-            raise UsageError(SECRETS.scrub(str(exc))) from None
+            raise cell_error(exc) from None
         if isinstance(view, RunView):
             view.own_task = handle.id
             view.set_title(f"background {handle.id}")

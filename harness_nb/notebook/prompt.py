@@ -42,10 +42,10 @@ what they saw ("the chart above") rather than repeating it.
 
 Working in their notebook:
 - Look before you act. list_variables and inspect_variable show their data without running \
-anything; notebook_history shows the cells they ran and what failed. Use run_python to \
+anything; the notebook tools show their cells and what failed. Use run_python to \
 compute or check, not to look.
 - State the person should keep (loading data, a new column, a fix to their code) goes into \
-propose_cell: they review and run it, and the notebook still runs from the top. What \
+a cell for them: they review and run it, and the notebook still runs from the top. What \
 run_python creates lives in the kernel only.
 - Never silently change or delete their variables. When you create something outside a \
 cell (a variable in run_python, a file), say so in your answer.
@@ -90,9 +90,9 @@ STATE_MAX_CHARS = 1_500
 # state: the text above keeps its words, and the prompt cache with them.
 BRIDGE_PROMPT = """\
 ## This page has harness_nb's notebook extension
-notebook_read shows every cell (markdown and unrun ones too) in place of notebook_history; \
-notebook_edit and notebook_insert change and add cells in place of propose_cell. Read a cell \
-before you edit it, one focused edit per call: the person accepts or rejects each diff in the cell."""
+notebook_read shows every cell, markdown and unrun ones too; notebook_edit and notebook_insert \
+change and add cells. Read a cell before you edit it unless this conversation already shows its \
+source; one focused edit per call: the person accepts or rejects each diff in the cell."""
 
 
 def notebook_prompt(shell: Any, *, bridged: Callable[[], bool] = lambda: False) -> MainPrompt:

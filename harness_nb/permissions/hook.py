@@ -33,16 +33,20 @@ For every call, in this order:
    - ``"never"``: nothing asks (deny rules still refuse).
 
 A tool that asks through a card of its own (``Tool.asks_itself``: ``notebook_edit``, whose
-card is the diff in the cell) is judged like any other: an ``Ask`` makes it show its card,
-an ``Allow`` (an allow rule, ``"never"``) makes it act unasked.
+card is the diff in the cell; ``notebook_run``, whose approval card shows the source it
+read) is judged like any other: an ``Ask`` makes it show its card, an ``Allow`` (an allow
+rule, ``"never"``, ``acceptEdits`` for an edit) makes it act unasked.
 
 **Permission modes** (Claude Code's ``permissionMode``, for a subagent: ``for_subagent``)
 change steps 3-5 for one agent, never step 1 — a mode cannot widen what the person's deny
 rules forbid, nor their ask rules:
 
 - ``"default"``: the policy as it is.
-- ``"acceptEdits"``: ``write_file`` / ``edit_file`` run without asking, also under
-  ``"always"`` (the tools keep them inside the workdir; agent and settings files still ask).
+- ``"acceptEdits"``: the edits (``EDITS``: ``write_file`` / ``edit_file``, and
+  ``notebook_edit``, applied without its card — as Claude Code's covers Edit, Write and
+  NotebookEdit) run without asking, also under ``"always"`` (the file tools keep them
+  inside the workdir; agent and settings files still ask). Running code — ``run_python``,
+  ``notebook_run``, ``bash`` — is no edit: it asks as before.
 - ``"plan"``: read only. Every call that is not read-only is denied with a reason, bash
   runs only commands known to be read-only; writes inside ``writable`` (the agent's
   memory folder) are the one exception.
@@ -79,6 +83,7 @@ from .shell.policy import PROTECTED, Place, Reason, assess, command_texts, each_
 
 SENSITIVE = Reason("writes a sensitive file")
 FILE_TOOLS = frozenset({"write_file", "edit_file"})
+EDITS = FILE_TOOLS | {"notebook_edit"}  # what acceptEdits runs unasked
 PLAN_ONLY_READS = "this agent may only read (permissionMode: plan)"
 _NAMED_PATHS = 8  # protected paths a card names; an approval covers every one of them all the same
 
@@ -330,7 +335,7 @@ class PermissionHook(Hook):
         read_only = tool is not None and tool.read_only
         if self.policy == "never" or read_only or self.mode == "bypassPermissions":
             return ALLOW
-        if self.mode == "acceptEdits" and call.name in FILE_TOOLS:
+        if self.mode == "acceptEdits" and call.name in EDITS:
             return ALLOW
         if self.policy == "always":
             return Ask(f"{call.name} changes files or state", "medium")

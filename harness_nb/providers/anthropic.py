@@ -5,7 +5,8 @@ top-level field, tool results travel as ``tool_result`` blocks in a *user* messa
 must alternate (so consecutive same-role messages are merged into one), tool-call
 arguments are objects, and ``max_tokens`` is required.
 
-Prompt caching (on unless ``ProviderOptions.prompt_caching`` is ``False``): every request
+Prompt caching (on unless ``ProviderOptions.prompt_caching`` is ``False``, or the server
+refused the system prompt as blocks: ``quirks.py``): every request
 marks ``cache_control: {"type": "ephemeral"}`` breakpoints on the last tool, on the system
 prompt (sent as one text block), on the last block of the latest turn and on the last
 block of the turn before it (where the previous request ended, which that request
@@ -49,6 +50,7 @@ from .base import ModelRequest, ModelResponse
 from .effort import thinking_budget
 from .http import HTTPProvider, Payload, RetryPolicy, stream_cut
 from .options import ProviderOptions, chosen_tool
+from .quirks import SYSTEM_FORM, names_system_form
 from .window import known_window
 from .wire import EncodedList, to_json
 
@@ -367,6 +369,17 @@ class AnthropicProvider(HTTPProvider):
             )
         self.cache_writes = self.options.prompt_caching is not False
 
+    @property
+    def cache_writes(self) -> bool:
+        """Whether requests mark prompt-cache breakpoints (and so write the cache): the
+        ``prompt_caching`` option (on by default), unless this server refused the system
+        prompt as blocks (``quirks.py``), which caching needs."""
+        return self._caching and self.quirks.system_blocks
+
+    @cache_writes.setter
+    def cache_writes(self, value: bool) -> None:
+        self._caching = value
+
     def headers(self) -> dict[str, str]:
         return {"x-api-key": self.api_key() or "", "anthropic-version": API_VERSION}
 
@@ -378,6 +391,23 @@ class AnthropicProvider(HTTPProvider):
         return self.api_error(
             None, str(error.get("type") or ""), str(error.get("message") or ""), body=payload.data
         )
+
+    def api_error(
+        self, status: int | None, kind: str, detail: str, *, retry_after: float | None = None, body: Any = None
+    ) -> ProviderError:
+        """The base's error; one that names the system prompt's form, from a server sent
+        the prompt as blocks, is a ``system_form`` error: not retried as it was, but sent
+        again with the prompt as plain text (``quirks.py``)."""
+        error = super().api_error(status, kind, detail, retry_after=retry_after, body=body)
+        refused = status not in (401, 403, 404, 429) and error.kind is None
+        if refused and self.cache_writes and names_system_form(detail):
+            return ProviderError(
+                f"the server refused the system prompt as a list of blocks: {self.scrub(detail)}",
+                provider=self.name,
+                status=status,
+                kind=SYSTEM_FORM,
+            )
+        return error
 
     def body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
         """The request body for ``request``."""

@@ -14,7 +14,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from ..core import AssistantMessage, Message, ToolSpec, Usage
 from .options import ProviderOptions, StructuredOutput
@@ -64,12 +64,15 @@ class TextChunk:
 
 class ModelResponse(BaseModel):
     """A whole answer. ``stop_reason`` is normalised: ``end_turn``, ``tool_use``,
-    ``max_tokens``, ``refusal`` (or the server's own word for anything else)."""
+    ``max_tokens``, ``refusal`` (or the server's own word for anything else). ``notices``
+    say what the provider learnt of its server while answering (``quirks.py``), for the
+    engine to tell the person once; they are not part of the answer (never recorded)."""
 
     message: AssistantMessage
     usage: Usage
     stop_reason: str = "end_turn"
     model: str = ""
+    notices: tuple[str, ...] = Field(default=(), exclude=True)
 
 
 StreamItem = TextChunk | ModelResponse

@@ -40,10 +40,12 @@ import httpx
 from httpx_sse import EventSource, SSEError
 from pydantic import SecretStr
 
-from ..core import ProviderError, StreamCutError, ToolCall
+from ..core import ProviderError, SettingFix, StreamCutError, ToolCall
 from ..core.secret import SECRETS
 from .base import ModelRequest, ModelResponse, Provider, StreamItem, TextChunk
+from .estimate import estimated_usage
 from .options import ProviderOptions
+from .quirks import EMPTY_STREAM, QUIRKS, SYSTEM_FORM
 from .retry import RetryPolicy
 from .window import context_length_error
 from .wire import encode_body
@@ -119,14 +121,17 @@ def stream_cut(
             provider=provider,
             retryable=True,
         )
-    return StreamCutError(
+    error = StreamCutError(
         f"the server ended the stream without {missing}, so the answer may be incomplete; "
         f"received {received}. The partial answer was discarded. This server's streaming "
-        "does not follow the protocol and will fail again: turn streaming off with "
-        'provider_options={"streaming": False}.',
+        "does not follow the protocol and will fail again.",
         provider=provider,
         retryable=False,
+        # nothing arrived: the provider asks again without streaming (``quirks.py``)
+        kind=None if text or calls else EMPTY_STREAM,
     )
+    error.fix = SettingFix("provider_options", {"streaming": False}, "turn streaming off")
+    return error
 
 
 SHAPE_ERRORS = (AttributeError, TypeError, KeyError, ValueError)  # what reading a payload of the wrong shape raises
@@ -282,7 +287,12 @@ class HTTPProvider(Provider):
     authentication errors) and ``base_url_hint`` (named in connection and not-found
     errors), and implement ``headers()``, ``body()``, ``answer()`` and ``assembler()``; they
     may override ``event_error()`` to recognise an error sent inside a stream. With
-    ``streaming`` off, ``stream()`` makes one plain request too, whoever calls it."""
+    ``streaming`` off, ``stream()`` makes one plain request too, whoever calls it.
+
+    ``quirks`` is what this server was found unable to do (``quirks.py``), shared by every
+    provider of the process: a server found unable to stream is not streamed to
+    (``streaming`` is off), and an answer whose server reported no usage gets an estimate
+    (``estimate.py``)."""
 
     endpoint: ClassVar[str] = ""
     key_hint: ClassVar[str] = "the api_key setting"
@@ -302,6 +312,7 @@ class HTTPProvider(Provider):
         super().__init__(model, options=options)
         self.options = options
         self.base_url = base_url.rstrip("/")
+        self.quirks = QUIRKS.of(self.base_url, model)
         self._api_key = SecretStr(api_key) if api_key else None
         SECRETS.add(api_key)  # masked everywhere from now on, not only in this provider's errors
         policy = retry or RetryPolicy()
@@ -319,6 +330,18 @@ class HTTPProvider(Provider):
             base_url=self.base_url, transport=transport, timeout=timeout, verify=tls_context(),
             headers={**self.headers(), "Content-Type": "application/json"}, limits=KEEP_ALIVE,
         )
+
+    _streaming: bool = True
+
+    @property
+    def streaming(self) -> bool:
+        """Whether answers are streamed: the ``streaming`` option (on by default), unless
+        this server was found unable to stream (``quirks.py``)."""
+        return self._streaming and self.quirks.streams
+
+    @streaming.setter
+    def streaming(self, value: bool) -> None:
+        self._streaming = value
 
     # -- to be provided by a vendor --------------------------------------------------------
 
@@ -357,10 +380,18 @@ class HTTPProvider(Provider):
         return self.sampling(request)[0]
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
-        """One non-streamed answer."""
-        data = await self.post_json(self.endpoint, self.body(request, stream=False))
+        """One non-streamed answer (sent once more in a form the server takes, when it
+        refused the request's form: ``adapted``)."""
+        notices: tuple[str, ...] = ()
+        try:
+            data = await self.post_json(self.endpoint, self.body(request, stream=False))
+        except ProviderError as error:
+            if (learnt := self.adapted(error)) is None:
+                raise
+            notices = learnt
+            data = await self.post_json(self.endpoint, self.body(request, stream=False))
         with self.reading(data):
-            return self.answer(data)
+            return self.settled(request, self.answer(data), notices)
 
     def stream(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]:
         """Text chunks as they arrive, then the whole answer (with ``streaming`` off: the
@@ -369,7 +400,30 @@ class HTTPProvider(Provider):
         every event of a stream a hop (~1 µs, some 20 events an answer)."""
         if not self.streaming:
             return super().stream(request)
-        return self.stream_answer(self.endpoint, self.body(request, stream=True), self.assembler())
+        return self.stream_answer(request)
+
+    def adapted(self, error: ProviderError) -> tuple[str, ...] | None:
+        """What this provider learnt from ``error`` that makes sending the request again
+        worth it (the notices to give, maybe none: another call learnt it first), or
+        ``None`` when it learnt nothing and the error stands."""
+        if error.kind == SYSTEM_FORM:
+            return self.quirks.refuses_system_blocks()
+        return None
+
+    def settled(
+        self, request: ModelRequest, response: ModelResponse, notices: tuple[str, ...] = ()
+    ) -> ModelResponse:
+        """``response`` as the engine gets it: with ``notices`` of what was learnt, and an
+        estimate of its usage when the server reported none (``estimate.py``)."""
+        usage = response.usage
+        if not notices and not usage.unreported_calls:
+            return response
+        update: dict[str, Any] = {"notices": response.notices + notices}
+        if usage.unreported_calls and not usage.total_tokens:
+            update["usage"] = estimated_usage(
+                request.system, request.messages, request.tools, response.message, self.token_ratio
+            )
+        return response.model_copy(update=update)
 
     # -- keys ------------------------------------------------------------------------------
 
@@ -408,6 +462,43 @@ class HTTPProvider(Provider):
 
         return await self.with_retries(once)
 
+    async def call(
+        self, method: str, path: str, *, content: bytes | None = None, headers: Mapping[str, str] | None = None
+    ) -> httpx.Response:
+        """One request to another endpoint of the API (a batch's, a file's), its body read,
+        retried as ``post_json``; an error answer is a ``ProviderError``."""
+
+        async def once() -> httpx.Response:
+            response = await self._client.request(method, path, content=content, headers=headers)
+            if response.status_code >= 400:
+                raise self.status_error(response)
+            return response
+
+        return await self.with_retries(once)
+
+    @contextlib.asynccontextmanager
+    async def download(self, path: str) -> AsyncIterator[httpx.Response]:
+        """``GET path`` with its body left to read (``aiter_bytes``): a file too large to
+        hold at once. Retried up to the answer's status line; closed on leaving."""
+
+        async def once() -> httpx.Response:
+            response = await self._client.send(self._client.build_request("GET", path), stream=True)
+            if response.status_code >= 400:
+                try:
+                    await response.aread()
+                finally:
+                    await response.aclose()
+                raise self.status_error(response)
+            return response
+
+        response = await self.with_retries(once)
+        try:
+            yield response
+        except httpx.HTTPError as exc:
+            raise self.translate(exc, mid_stream=True) from exc
+        finally:
+            await response.aclose()
+
     async def open_stream(self, path: str, body: Mapping[str, Any]) -> EventStream:
         """POST ``body`` and return its event stream once the first event has arrived.
         Retries happen only up to that point. The caller must ``aclose()`` the stream."""
@@ -429,12 +520,20 @@ class HTTPProvider(Provider):
 
         return await self.with_retries(once)
 
-    async def stream_answer(
-        self, path: str, body: Mapping[str, Any], answer: Assembler
-    ) -> AsyncGenerator[StreamItem, None]:
-        """Stream ``body``'s answer: text chunks as ``answer`` assembles them, then the
-        whole ``ModelResponse``."""
-        events = await self.open_stream(path, body)
+    async def stream_answer(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]:
+        """Stream the answer to ``request``: text chunks as they are assembled, then the
+        whole ``ModelResponse``. A server that sends nothing (a stream ended before any
+        event, or an empty answer to a request offering tools) is asked once more without
+        streaming; when that answers, it is not streamed to again (``quirks.py``)."""
+        notices: tuple[str, ...] = ()
+        try:
+            events = await self.open_stream(self.endpoint, self.body(request, stream=True))
+        except ProviderError as error:
+            if (learnt := self.adapted(error)) is None:
+                raise
+            notices = learnt
+            events = await self.open_stream(self.endpoint, self.body(request, stream=True))
+        answer = self.assembler()
         try:
             async for payload in events:
                 try:  # not ``reading()``: a context manager per event cost ~2 µs, 20 per answer
@@ -443,9 +542,28 @@ class HTTPProvider(Provider):
                     raise self.shape_error(payload.data, exc) from exc
                 if text:
                     yield TextChunk(text)
-            yield answer.response(events.cut)
         finally:
             await events.aclose()
+        try:
+            response: ModelResponse | None = answer.response(events.cut)
+        except StreamCutError as error:
+            if error.kind != EMPTY_STREAM:
+                raise
+            response = None
+        if response is not None and not (request.tools and _empty(response)):
+            yield self.settled(request, response, notices)
+            return
+        # Nothing was shown of this answer: asking again without streaming answers no part twice.
+        again = await self.complete(request)
+        if response is None or not _empty(again):
+            notices += self.quirks.cannot_stream(tools=bool(request.tools))
+        if response is not None and not response.usage.unreported_calls:
+            usage = response.usage.model_copy()  # the empty answer's tokens were spent too
+            usage.add(again.usage)
+            again = again.model_copy(update={"usage": usage})
+        if again.message.content:
+            yield TextChunk(again.message.content)
+        yield self.settled(request, again, notices)
 
     @contextlib.contextmanager
     def reading(self, data: Any) -> Iterator[None]:
@@ -587,6 +705,12 @@ class HTTPProvider(Provider):
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.model_id} at {self.base_url}>"
 
+
+
+def _empty(response: ModelResponse) -> bool:
+    """An answer of nothing: no text, no tool call, and not for want of room (``max_tokens``)."""
+    message = response.message
+    return not message.content and not message.tool_calls and response.stop_reason != "max_tokens"
 
 
 def _error_detail(response: httpx.Response) -> tuple[str, str]:

@@ -23,6 +23,9 @@ the rows run:
 - **Budget.** The map is one parent run: rows are its children, each clamped to what is
   left of the map's budget (``budget_usd`` / ``token_budget``, else the harness's). Once
   it is spent, the rows not yet started are not started, each with that reason.
+- **Batch mode.** ``mode="batch"`` sends every row as one model call through the vendor's
+  batch API at half the price, its batches recorded in the store so that a restart polls
+  them instead of sending the rows again (``map_batch.py``).
 - **Interrupts.** Cancelling the map cancels the rows running and keeps every finished
   row: ``AgentMap.result()`` (``Harness.last_map``) has them, the others marked as not run,
   and the store has them for a ``resume``.
@@ -52,7 +55,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
@@ -62,12 +65,13 @@ from ..engine.limits import BUDGET_STOPS, EARLY_STOPS
 from ..providers.base import Provider
 from ..providers.http import RetryPolicy
 from .definition import SubAgentDefinition
+from .map_batch import BatchRun, PollPolicy
 from .map_options import MapOptions, check_options
 from .map_output import AnswerShaper, RowOutput
 from .map_pacer import LoopPacer
 from .map_result import MapEstimate, MapProgress, MapResult, MapRow, Projection, RowSource
 from .map_rows import check_template, fill, map_rows
-from .map_store import MapInfo, MapKind, MapStore, StoredRow, map_key, open_map_store, row_key
+from .map_store import MapInfo, MapKind, MapStore, StoredRow, map_key, open_map_store, refuse_waiting_batches, row_key
 from .model import resolve_model
 from .runner import DEFAULT_SUBAGENT_PROMPT, SubagentRunner
 
@@ -78,6 +82,7 @@ __all__ = [
     "MAP_ROW_PROMPT",
     "NOT_RUN_INTERRUPTED",
     "AgentMap",
+    "MapMode",
     "MapEstimate",
     "MapOptions",
     "MapProgress",
@@ -102,6 +107,8 @@ def __getattr__(name: str) -> Any:
 log = logging.getLogger("harness_nb.subagents")
 
 NOT_RUN_INTERRUPTED = "not run: the map was interrupted"
+WAITING_IN_BATCH = "not back yet: waiting in batch {batch} at the vendor; resume=True with mode='batch' collects it"
+MapMode = Literal["online", "batch"]
 DEFAULT_SAMPLE = 20
 """Rows an estimate runs unless told otherwise."""
 
@@ -197,8 +204,10 @@ class AgentMap:
     nothing is written); ``resume`` as ``MapOptions`` says; ``backend`` runs the rows'
     attempts elsewhere (``None``: ``runner``, here); ``pacer`` paces a background map. ``retry`` sets the backoff
     between a row's attempts (its ``max_retries`` is replaced by ``retries``); ``clock``
-    and ``sleep`` are injectable for tests. ``prepare`` (awaited by ``run`` and
-    ``estimate`` when nobody did before) reads the store and keys the rows."""
+    and ``sleep`` are injectable for tests. ``mode="batch"`` sends the rows through the
+    vendor's batch API (``map_batch.py``: ``batch_size`` rows at most a batch, polled as
+    ``poll`` says). ``prepare`` (awaited by ``run`` and ``estimate`` when nobody did
+    before) reads the store and keys the rows."""
 
     def __init__(
         self,
@@ -219,11 +228,16 @@ class AgentMap:
         pacer: LoopPacer | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        mode: MapMode = "online",
+        batch_size: int | None = None,
+        poll: PollPolicy | None = None,
     ) -> None:
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise ConfigError(f"concurrency must be a whole number of 1 or more, not {concurrency!r}")
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             raise ConfigError(f"retries must be a whole number of 0 or more, not {retries!r}")
+        if mode not in ("online", "batch"):
+            raise ConfigError(f"mode must be 'online' or 'batch', not {mode!r}")
         self.rows = map_rows(rows)
         check_template(template, self.rows[0] if self.rows else None)
         self.runner = runner
@@ -266,6 +280,10 @@ class AgentMap:
         self._started_at: float | None = None
         self._interrupted = False
         self._store_problem: str | None = None
+        self.mode: MapMode = mode
+        self.batch = BatchRun(self, size=batch_size, poll=poll) if mode == "batch" else None
+        """The batch mode's run (``None``: the rows run online)."""
+        self._batch_line: str | None = None  # what the bar says of the batches
 
     # -- preparing ---------------------------------------------------------------------------
 
@@ -286,11 +304,28 @@ class AgentMap:
                 template=self.template, columns=columns, key=self.key, kind=kind,
                 total=len(self.rows), unique=len(self._groups),
             )
+            if self.resume is False:
+                await run_blocking(refuse_waiting_batches, self.store_folder, self.key)
             store, stored = await run_blocking(open_map_store, self.store_folder, wanted, resume=self.resume)
             self.store, self.id = store, store.info.id
-            for key, row in await run_blocking(self._stored_rows, stored):
-                self._fan_out(row, self._groups[key])
-                done.add(key)
+            try:
+                if self.batch is None and await run_blocking(store.waiting_batches):
+                    raise ConfigError(
+                        f"map {store.info.id} has rows waiting in vendor batches: resume it with mode='batch' to collect "
+                        f"them (or stop them first: h.cancel_batches({store.info.id!r}))"
+                    )
+                for key, row in await run_blocking(self._stored_rows, stored):
+                    self._fan_out(row, self._groups[key])
+                    done.add(key)
+            except BaseException:
+                self._close_store()
+                raise
+        if self.batch is not None:
+            try:
+                await self.batch.prepare()
+            except BaseException:
+                self._close_store()
+                raise
         self._left = [key for key in self._groups if key not in done]
         self._prepared = True
 
@@ -323,14 +358,33 @@ class AgentMap:
         running, keeps what finished (``result()``, and the store) and re-raises."""
         await self.prepare()
         try:
-            await self._run(self._left, len(self.rows))
+            if self.batch is not None:
+                await self._run_batch(self._left, len(self.rows))
+            else:
+                await self._run(self._left, len(self.rows))
         finally:
             self._close_store()
         return self.result()
 
+    async def _run_batch(self, keys: list[str], rows: int) -> None:
+        assert self.batch is not None
+        self._scope = _Scope(keys, rows)
+        self._started_at = self.clock()
+        try:
+            await self.batch.run(keys)
+        except asyncio.CancelledError:
+            self._interrupted = True
+            self._report()
+            raise
+
     async def estimate(self, sample: int = DEFAULT_SAMPLE) -> MapEstimate:
         """Run ``sample`` of the rows left, spread over them, and project the rest from
         them (``MapEstimate``); the sample's rows are stored like any map's."""
+        if self.batch is not None:
+            raise ConfigError(
+                "estimate=True runs a sample online: drop mode='batch' for the estimate (a batch sends the same "
+                "tokens at half the price)"
+            )
         await self.prepare("estimate")
         picked = _spread(self._left, sample)
         self._done = self._failed = 0  # the estimate's progress is the sample's
@@ -385,11 +439,9 @@ class AgentMap:
             self.store = None
 
     def result(self) -> MapResult:
-        """The rows so far, in order; a row that has not finished is marked as not run."""
-        rows = [
-            self._outcomes.get(p) or MapRow(p, row.index, error=NOT_RUN_INTERRUPTED)
-            for p, row in enumerate(self.rows)
-        ]
+        """The rows so far, in order; a row that has not finished is marked as not run (or,
+        in batch mode, as waiting in its batch)."""
+        rows = [self._outcomes.get(p) or self._unfinished(p) for p in range(len(self.rows))]
         return MapResult(
             self.definition.name,
             rows,
@@ -400,12 +452,20 @@ class AgentMap:
             store_problem=self._store_problem,
         )
 
+    def _unfinished(self, position: int) -> MapRow:
+        """A row without an outcome: not run, or waiting in a vendor batch."""
+        index = self.rows[position].index
+        batch = self.batch.waiting_batch(self._keys[position]) if self.batch is not None and self._keys else None
+        if batch is not None:
+            return MapRow(position, index, error=WAITING_IN_BATCH.format(batch=batch), source="waiting")
+        return MapRow(position, index, error=NOT_RUN_INTERRUPTED)
+
     def progress(self) -> MapProgress:
         """Where the map is now."""
         now = self.clock()
         elapsed = now - self._started_at if self._started_at is not None else 0.0
         eta = None
-        if self._ran:
+        if self._ran and self.batch is None:
             eta = elapsed / self._ran * (len(self._scope.keys) - self._ran)
         return MapProgress(
             total=self._scope.rows,
@@ -416,6 +476,7 @@ class AgentMap:
             elapsed=elapsed,
             eta=eta,
             waiting=max(self._resume_at - now, 0.0),
+            batch=self._batch_line,
         )
 
     def _report(self) -> None:
@@ -426,13 +487,27 @@ class AgentMap:
         for key in pending:  # one shared iterator: rows are taken in order
             if self.pacer is not None:
                 await self.pacer.admit(lambda: self._running)
-            positions = self._groups[key]
-            row = await self._row(positions[0])
+            await self.settle(key, await self._row(self._groups[key][0]))
+
+    async def settle(self, key: str, row: MapRow, *, final: bool = True) -> None:
+        """``row`` is the outcome of ``key``'s rows: recorded for each (its copies), stored,
+        shown. ``final=False``: only stored (a batch's typed answer asked once more)."""
+        positions = self._groups[key]
+        if final:
             self._ran += 1
             self._fan_out(row, positions)
-            if row.attempts > 0 and self._save(key, row, len(positions)):
-                await self._checkpoint()
-            self._report()
+        if row.attempts > 0 and self._save(key, row, len(positions)):
+            await self._checkpoint()
+        self._report()
+
+    def first_position(self, key: str) -> int:
+        """The position of the first row whose key is ``key``."""
+        return self._groups[key][0]
+
+    def show_batch(self, line: str, waiting: int) -> None:
+        """The batches' state for the bar (``line``) and the rows ``waiting`` in them."""
+        self._batch_line, self._running = line, waiting
+        self._report()
 
     def _fan_out(self, row: MapRow, positions: list[int]) -> None:
         """``row``'s outcome for every row of ``positions``: those after the first are its

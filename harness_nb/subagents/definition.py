@@ -77,7 +77,7 @@ EFFORTS: tuple[str, ...] = get_args(Effort)
 HONOURED = "honoured"
 NOT_SUPPORTED = "not supported here"
 # Every frontmatter field of a Claude Code agent file (its spelling), and what harness_nb
-# does with it. The one list: the loader's did-you-mean, the README's table and the test
+# does with it. The one list: the loader's did-you-mean, docs/subagents.md's table and the test
 # that every field is accounted for all read it.
 CLAUDE_FIELDS: dict[str, str] = {
     "name": HONOURED,

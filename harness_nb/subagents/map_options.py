@@ -26,8 +26,10 @@ class MapOptions(TypedDict, total=False):
     map (the harness's), ``model`` and ``approval`` (the harness's), ``on_progress``,
     ``output`` (a pydantic model, a mapping of field names to types or a text such as
     ``"label:bug|question, score:float"``: typed answers; none), ``resume`` (``True``: the
-    newest stored map of the same key, or a map id; ``False``), ``backend`` (``"kernel"``:
-    the rows run in this process; ``"ray"``: on a Ray cluster, ``map_ray.py``) and, with
+    newest stored map of the same key, or a map id; ``False``), ``mode`` (``"online"``;
+    ``"batch"``: every row one call through the vendor's batch API, at half the price),
+    ``batch_size`` (most rows a batch; the vendor's most), ``backend`` (``"kernel"``: the
+    rows run in this process; ``"ray"``: on a Ray cluster, ``map_ray.py``) and, with
     ``estimate=True``, ``sample`` (20)."""
 
     concurrency: int
@@ -39,6 +41,8 @@ class MapOptions(TypedDict, total=False):
     on_progress: Callable[[MapProgress], Any] | None
     output: type[BaseModel] | Mapping[str, Any] | str | None
     resume: bool | str
+    mode: Literal["online", "batch"]
+    batch_size: int | None
     backend: MapBackendName
     sample: int
 
@@ -64,6 +68,8 @@ _VALUES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "resume": (lambda v: isinstance(v, bool | str), "True, False or a stored map's id (h.maps() lists them)"),
     "backend": (lambda v: v in MAP_BACKENDS, " or ".join(repr(b) for b in MAP_BACKENDS)),
     "estimate": (lambda v: isinstance(v, bool), "True or False"),
+    "mode": (lambda v: v in ("online", "batch"), "'online' or 'batch' (one call a row through the vendor's batch API)"),
+    "batch_size": (_whole, "a whole number of rows above 0, or None (the vendor's most)"),
     "sample": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1, "a whole number of rows, 1 or more"),
 }
 
@@ -84,3 +90,11 @@ def check_options(options: Mapping[str, Any], *, estimate: bool = False) -> None
             raise ConfigError(f"map option {name}={value!r}: it takes {_VALUES[name][1]}")
     if "sample" in options and not estimate:
         raise ConfigError("map option sample= goes with estimate=True (how many rows the estimate runs)")
+    batch = options.get("mode") == "batch"
+    if estimate and batch:
+        raise ConfigError(
+            "estimate=True runs a sample online: drop mode='batch' for the estimate (a batch sends the same tokens "
+            "at half the price)"
+        )
+    if options.get("batch_size") is not None and not batch:
+        raise ConfigError("map option batch_size= goes with mode='batch' (most rows a batch)")

@@ -19,7 +19,7 @@ from .map_output import RowOutput
 
 __all__ = ["MapEstimate", "MapProgress", "MapResult", "MapRow", "Projection", "RowSource"]
 
-RowSource = Literal["run", "stored", "duplicate"]
+RowSource = Literal["run", "stored", "duplicate", "waiting"]
 Z_80 = 1.2816  # the normal quantile of 90%: a two-sided 80% range
 
 
@@ -29,8 +29,9 @@ class MapRow:
     run answered and the ``error`` that stopped it (a row stopped by a limit has both),
     a typed map's validated ``output``, what it used, how many ``attempts`` it took (0:
     never started) and the ``seconds`` it ran. ``source``: it ran in this map, came from
-    the map's store (``resume``, an estimate's sample), or is a ``duplicate`` of an
-    identical row, which ran once (its usage counted there)."""
+    the map's store (``resume``, an estimate's sample), is a ``duplicate`` of an
+    identical row, which ran once (its usage counted there), or is ``waiting`` in a vendor
+    batch of an interrupted map in batch mode (its ``error`` says which; a resume collects it)."""
 
     position: int
     index: Any
@@ -61,23 +62,28 @@ class MapProgress:
     eta: float | None
     waiting: float = 0.0
     """Seconds every worker is holding back after a rate limit (0: none)."""
+    batch: str | None = None
+    """In batch mode, the state of its batches at the vendor (``batch in_progress 412/1,000``)."""
 
     @property
     def finished(self) -> int:
         return self.done + self.failed
 
     def line(self) -> str:
-        """``412/1,000 · 3 failed · 8 running · 51,200 tokens · $0.4100 · ETA 72 s``."""
+        """``412/1,000 · 3 failed · 8 running · 51,200 tokens · $0.4100 · ETA 72 s`` (in batch
+        mode: ``… · 588 in batches · batch in_progress 412/1,000 · next check in 45 s``)."""
         parts = [f"{self.finished:,}/{self.total:,}"]
         if self.failed:
             parts.append(f"{self.failed:,} failed")
         if self.running:
-            parts.append(f"{self.running:,} running")
+            parts.append(f"{self.running:,} in batches" if self.batch is not None else f"{self.running:,} running")
         parts.append(self.usage.tokens_label())
         if self.usage.cost is not None:
             parts.append(usd(self.usage.cost))
         if self.waiting > 0:
             parts.append(f"rate-limited: waiting {self.waiting:.0f} s")
+        if self.batch is not None:
+            parts.append(self.batch)
         if self.eta is not None and self.finished < self.total:
             parts.append(f"ETA {duration(self.eta)}")
         return " · ".join(parts)
@@ -136,6 +142,11 @@ class MapResult(Sequence[MapRow]):
     def failed(self) -> int:
         return sum(1 for row in self.rows if not row.ok)
 
+    @property
+    def waiting(self) -> int:
+        """Rows not back yet from vendor batches (an interrupted map in batch mode)."""
+        return sum(1 for row in self.rows if row.source == "waiting")
+
     def series(self) -> Any:
         """The answers as a pandas ``Series`` on the rows' index (missing where a row failed)."""
         pd = _pandas()
@@ -164,9 +175,11 @@ class MapResult(Sequence[MapRow]):
     def summary(self) -> str:
         """``explore over 1,000 rows: 998 done, 2 failed · 51,200 tokens · $0.41``, saying
         how many rows came from the store and whether the store stopped being written."""
-        state = f"{len(self) - self.failed:,} done, {self.failed:,} failed"
+        state = f"{len(self) - self.failed:,} done, {self.failed - self.waiting:,} failed"
         if self.interrupted:
             state += " (interrupted)"
+        if self.waiting:
+            state += f", {self.waiting:,} waiting in vendor batches (resume=True collects them)"
         stored = sum(1 for row in self.rows if row.source == "stored")
         if stored:
             state += f", {stored:,} of them from the store"

@@ -54,7 +54,8 @@ def resolve_tools(defn: SubAgentDefinition, parent_tools: Iterable[Tool], *, wat
     − disallowed_tools − coordination tools``; a subagent that runs unwatched (not
     ``watched``: in the background, as a map row, as a teammate) gets a ``foreground_only``
     tool — one that blocks the person's kernel or writes into their notebook — only when
-    its allowlist names it. Entries may be patterns (``names_tool``:
+    its allowlist names it, and a ``watched_only`` one (the tools that act on the notebook's
+    page) never. Entries may be patterns (``names_tool``:
     globs such as ``kernel_*`` or ``mcp__github__*``, an MCP server's name), in either
     list. An agent with ``memory`` also gets the
     file tools (``MEMORY_TOOLS``) its parent has, writing only in its memory folder when
@@ -73,7 +74,8 @@ def resolve_tools(defn: SubAgentDefinition, parent_tools: Iterable[Tool], *, wat
     for t in parent_tools:
         if t.coordination or any(names_tool(d, t.name) for d in defn.disallowed_tools) or t.name in result:
             continue
-        if t.foreground_only and not watched and not any(names_tool(a, t.name) for a in defn.tools or ()):
+        named = any(names_tool(a, t.name) for a in defn.tools or ())
+        if not watched and (t.watched_only or (t.foreground_only and not named)):
             continue
         if plan and not (t.read_only or t.name == "bash" or (defn.memory and t.name in WRITE_TOOLS)):
             continue

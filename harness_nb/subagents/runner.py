@@ -39,6 +39,12 @@ unless its delegation says ``background_approvals="ask"``, where the request goe
 launching run's channel and times out to Denied. The person's answer, their reason for a
 denial included, comes back unchanged: the child's tool result quotes it, and the task's
 result tells the parent (``TaskEntry.denials``, rendered by ``render.py``).
+
+Questions (``ask_person``, ``engine/ask.py``) go the same way: a foreground child asks
+through its parent's ask channel (the card names the child), a background child or a
+teammate only with ``background_approvals="ask"`` (timing out after ``approval_timeout``),
+a map row never (nobody answers a thousand cards). A child with no channel is not offered
+the tool.
 """
 
 from __future__ import annotations
@@ -66,8 +72,10 @@ from ..core import (
 from ..core.usage import usd
 from ..engine import (
     AgentEngine,
+    Answer,
     ApprovalChannel,
     Approved,
+    AskChannel,
     Denied,
     DenyCoordinationHook,
     EventSink,
@@ -78,6 +86,7 @@ from ..engine import (
     MemorySession,
     ParentContext,
     PromptBuilder,
+    Question,
     RunContext,
     RunResult,
     UsageAccount,
@@ -242,6 +251,7 @@ class SubagentRunner:
             parent_budget=parent.budget,
             tool_slots=parent.tool_slots,
             delegation=parent.delegation,
+            ask=self._ask_for(parent, background=background, watched=watched),
         )
         return Child(engine, context)
 
@@ -302,6 +312,28 @@ class SubagentRunner:
                     return await parent_channel(call, f"[{agent}] {reason}", risk)
             except TimeoutError:
                 return Denied(f"no answer within {timeout:g} s: denied")
+
+        return relay
+
+    def _ask_for(self, parent: ParentContext, *, background: bool, watched: bool) -> AskChannel | None:
+        """The ask channel of a child of ``parent`` (see the module doc): its parent's for a
+        foreground child the person follows; with ``background_approvals="ask"`` the same,
+        timed out after ``approval_timeout``, for a background one; else none."""
+        channel = parent.ask
+        if channel is None or not (watched or background):  # a map row: unwatched, in the foreground
+            return None
+        if not background:
+            return channel
+        if parent.delegation.background_approvals != "ask":
+            return None
+        timeout = self.approval_timeout
+
+        async def relay(question: Question) -> Answer:
+            try:
+                async with asyncio.timeout(timeout):
+                    return await channel(question)
+            except TimeoutError:
+                return Answer(f"no answer within {timeout:g} s")
 
         return relay
 

@@ -85,6 +85,7 @@ from typing import Any, Literal, Self
 
 from .fake_answers import AnswerWriter, count_tokens, error_body, too_long_error, window_info
 from .fake_cache import DEFAULT_MIN_TOKENS, PromptCache
+from .fake_quirks import StreamTools, quirk_step
 
 __all__ = ["FakeLLMServer", "ReceivedRequest", "count_tokens"]
 
@@ -125,7 +126,8 @@ class FakeLLMServer:
     ``strict`` rejects what llama.cpp rejects; ``context_window``, ``server`` and
     ``report_window`` enforce and report a context window (see the module doc);
     ``cache_min_tokens`` is the shortest prompt prefix its prompt cache keeps; ``tls`` (a
-    server-side ``ssl.SSLContext``) serves HTTPS. When the script runs out the server
+    server-side ``ssl.SSLContext``) serves HTTPS; ``stream_tools`` and ``system_blocks``
+    reproduce what llama.cpp and LiteLLM do (``fake_quirks.py``). When the script runs out the server
     answers 400 saying so."""
 
     steps: Sequence[Mapping[str, Any] | Callable[[Any], Mapping[str, Any]]] = ()
@@ -142,6 +144,8 @@ class FakeLLMServer:
     info_failures: int = 0
     cache_min_tokens: int = DEFAULT_MIN_TOKENS
     tls: ssl.SSLContext | None = None
+    stream_tools: StreamTools = "ok"
+    system_blocks: bool = True
     requests: list[ReceivedRequest] = field(default_factory=list)
     info_requests: list[ReceivedRequest] = field(default_factory=list)
 
@@ -298,13 +302,14 @@ class FakeLLMServer:
                 flavour = api if api == "anthropic" else self.server
                 await _send_json(writer, 400, too_long_error(flavour, tokens, self.context_window))
                 return True
-        step = self._next_step(request.body)
+        body = request.body if isinstance(request.body, dict) else {}
+        quirk = quirk_step(api, body, stream_tools=self.stream_tools, system_blocks=self.system_blocks)
+        step = quirk if quirk is not None else self._next_step(request.body)
         if step is None:
             message = f"fake server: script exhausted after {len(self._script)} steps"
             await _send_json(writer, 400, error_body(api, "invalid_request_error", message))
             return True
         await asyncio.sleep(step.get("delay", self.latency))
-        body = request.body if isinstance(request.body, dict) else {}
         if self.strict and api == "openai":
             if _null_content(body):
                 await _send_json(writer, 500, error_body(api, "server_error", _NULL_CONTENT))

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from queue import Empty
 from typing import Any
 
 from jupyter_client.kernelspec import KernelSpecManager
@@ -54,11 +55,21 @@ class Cell:
 
 
 class KernelDriver:
-    """Drives one kernel. ``python`` picks the interpreter (default: this one)."""
+    """Drives one kernel. ``python`` picks the interpreter (default: this one); ``env`` is
+    laid over this process's environment, or is the kernel's whole environment without
+    ``inherit_env`` (a run that must not pass on what a developer exported)."""
 
-    def __init__(self, *, cwd: Path | str | None = None, env: dict[str, str] | None = None, python: str | None = None):
+    def __init__(
+        self,
+        *,
+        cwd: Path | str | None = None,
+        env: dict[str, str] | None = None,
+        python: str | None = None,
+        inherit_env: bool = True,
+    ):
         self.cwd = str(cwd or os.getcwd())
         self.env = env or {}
+        self.inherit_env = inherit_env
         self.python = python or sys.executable
         self.iopub: list[tuple[float, dict[str, Any]]] = []
         self.models: dict[str, dict[str, Any]] = {}
@@ -86,7 +97,7 @@ class KernelDriver:
         self.km = AsyncKernelManager(
             kernel_name="harness-test", kernel_spec_manager=KernelSpecManager(kernel_dirs=[self._spec_dir.name])
         )
-        env = {**os.environ, **self.env}
+        env = {**os.environ, **self.env} if self.inherit_env else dict(self.env)
         env.pop("JPY_PARENT_PID", None)
         await self.km.start_kernel(cwd=self.cwd, env=env)
         self.kc = self.km.client()
@@ -136,7 +147,14 @@ class KernelDriver:
 
     async def _read_shell(self) -> None:
         while True:
-            msg = await self.kc.get_shell_msg()
+            # Polled again every half second: the shell socket is also sent on (a page played
+            # in Python answers comm messages from the iopub reader), and a send can take the
+            # socket's edge-triggered wake-up from a poll waiting with no timeout, leaving a
+            # reply unread until the next message comes — maybe never.
+            try:
+                msg = await self.kc.get_shell_msg(timeout=0.5)
+            except Empty:
+                continue
             parent = msg["parent_header"].get("msg_id")
             if parent in self._cells and msg["header"]["msg_type"] == "execute_reply":
                 self._cells[parent].reply = msg
@@ -160,13 +178,20 @@ class KernelDriver:
 
     # ------------------------------------------------------------------ cells
     def execute(
-        self, code: str, *, allow_stdin: bool = True, store_history: bool = True, page: str | None = None
+        self,
+        code: str,
+        *,
+        allow_stdin: bool = True,
+        store_history: bool = True,
+        page: str | None = None,
+        cell_id: str | None = None,
     ) -> Cell:
         """Send a cell and return at once (the cell may still be running). Without
         ``store_history`` the cell runs as nbval runs every cell: no ``In`` entry, no number.
         ``page``: the client session id the request carries instead of this client's (a
-        reloaded page, or a second tab, sends a new one)."""
-        if page is None:
+        reloaded page, or a second tab, sends a new one); ``cell_id``: the id of the
+        notebook's cell, which JupyterLab sends in the request's metadata."""
+        if page is None and cell_id is None:
             msg_id = self.kc.execute(code, allow_stdin=allow_stdin, store_history=store_history)
         else:
             content = {
@@ -177,8 +202,9 @@ class KernelDriver:
                 "allow_stdin": allow_stdin,
                 "stop_on_error": True,
             }
-            msg = self.kc.session.msg("execute_request", content)
-            msg["header"]["session"] = page
+            msg = self.kc.session.msg("execute_request", content, metadata={"cellId": cell_id} if cell_id else {})
+            if page is not None:
+                msg["header"]["session"] = page
             self.kc.shell_channel.send(msg)
             msg_id = msg["header"]["msg_id"]
         cell = Cell(msg_id)
@@ -191,10 +217,18 @@ class KernelDriver:
         return cell
 
     async def run(
-        self, code: str, *, timeout: float = 60, allow_stdin: bool = True, check: bool = True, store_history: bool = True
+        self,
+        code: str,
+        *,
+        timeout: float = 60,
+        allow_stdin: bool = True,
+        check: bool = True,
+        store_history: bool = True,
+        cell_id: str | None = None,
     ) -> Cell:
         """Run a cell to the end; with ``check`` a failing cell raises with its traceback."""
-        cell = await self.finished(self.execute(code, allow_stdin=allow_stdin, store_history=store_history), timeout)
+        sent = self.execute(code, allow_stdin=allow_stdin, store_history=store_history, cell_id=cell_id)
+        cell = await self.finished(sent, timeout)
         if check and cell.status != "ok":
             raise AssertionError(f"cell failed: {self.error(cell)}\n--- code ---\n{code}")
         return cell
@@ -209,11 +243,16 @@ class KernelDriver:
 
     @staticmethod
     def text(cell: Cell) -> str:
-        """Everything the cell printed or displayed as text/plain, in order."""
+        """Everything the cell printed or displayed as text/plain, in order. An update of a
+        display counts only when the display is this cell's own: a frontend applies an
+        update sent from this cell to another cell's display there, not here."""
         parts = []
+        own = {out.get("transient", {}).get("display_id") for out in cell.outputs if out["msg_type"] == "display_data"}
         for out in cell.outputs:
             if out["msg_type"] == "stream":
                 parts.append(out["text"])
+            elif out["msg_type"] == "update_display_data" and out.get("transient", {}).get("display_id") not in own:
+                continue
             elif out["msg_type"] in ("display_data", "execute_result", "update_display_data"):
                 parts.append(out["data"].get("text/plain", "") + "\n")
             elif out["msg_type"] == "error":
@@ -252,6 +291,13 @@ class KernelDriver:
     def click(self, comm_id: str) -> str:
         """Click a Button as JupyterLab does (a custom comm message)."""
         msg = self.kc.session.msg("comm_msg", {"comm_id": comm_id, "data": {"method": "custom", "content": {"event": "click"}}})
+        self.kc.shell_channel.send(msg)
+        return str(msg["header"]["msg_id"])
+
+    def submit(self, comm_id: str) -> str:
+        """Press Enter in a Text box as JupyterLab does (a custom ``submit`` comm message)."""
+        data = {"method": "custom", "content": {"event": "submit"}}
+        msg = self.kc.session.msg("comm_msg", {"comm_id": comm_id, "data": data})
         self.kc.shell_channel.send(msg)
         return str(msg["header"]["msg_id"])
 

@@ -23,13 +23,23 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import nbformat
-from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import AsyncKernelManager
-from nbclient import NotebookClient
-from nbclient.exceptions import CellExecutionError
-
 from ..core.media import STATIC_VIEW_OPEN
+
+# nbclient and nbformat are not needed to use harness_nb, only to run notebooks headless:
+# they come with the `run` extra. Without them, one line saying how to get them (a plain
+# message under `python -m`, an ImportError that says the same to code importing this).
+RUN_EXTRA_MISSING = "run_notebook needs {name}, which is not installed: pip install 'harness_nb[run]'"
+try:
+    import nbformat
+    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.manager import AsyncKernelManager
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+except ImportError as exc:
+    _message = RUN_EXTRA_MISSING.format(name=(exc.name or "nbclient").partition(".")[0])
+    if __name__ == "__main__":
+        raise SystemExit(_message) from None
+    raise ImportError(_message, name=exc.name) from exc
 
 _SPEC = "harness-nb-current"
 

@@ -64,7 +64,8 @@ class ToolContext:
     workdir that the file tools may use too (a subagent's memory folder). ``order``: the
     turn's calls of ``in_call_order`` tools, for effects that must follow the calls' order.
     ``ask``: for a tool that asks the person itself (``Tool.asks_itself``), why the hooks
-    would ask; ``None`` when they let the call run unasked."""
+    would ask (``ask_risk``: how risky they judged it); ``None`` when they let the call run
+    unasked."""
 
     workdir: Path
     call: ToolCall
@@ -75,6 +76,7 @@ class ToolContext:
     roots: tuple[Path, ...] = ()
     order: CallOrder = field(default_factory=CallOrder)
     ask: str | None = None
+    ask_risk: str = "medium"
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,12 +116,17 @@ class Tool(ABC):
     ``in_call_order`` tools take their turn in ``ToolContext.order`` (see ``CallOrder``);
     ``changes_files`` overrides whether the tool is ``effectful``; ``foreground_only`` tools
     (they block the person's kernel or write into their notebook) go to a subagent that
-    runs unwatched — in the background, as a map row — only when its agent file names them.
+    runs unwatched — in the background, as a map row — only when its agent file names them;
+    ``watched_only`` tools never do, even when named (they act on the page of the cell
+    running now, which is not an unwatched run's, and a card of their own would pass
+    ``background_approvals`` by).
     ``asks_itself`` tools show the person a card of their own (the notebook's diff in the
-    cell): when the hooks would ask, the call runs with ``ToolContext.ask`` set instead of
-    going to the approval channel, and the tool asks, waits (its own timeout: the per-tool
-    one does not apply then) and emits the ``ApprovalDecided``; deny rules and modes refuse
-    it as any other call.
+    cell), or ask the run's channel themselves once they know what to show
+    (``notebook_run``: the source it read; ``engine.hook.ask_channel``): when the hooks
+    would ask, the call runs with ``ToolContext.ask`` set instead of going to the approval
+    channel, and the tool asks, waits (its own timeout: the per-tool one does not apply
+    then) and emits the ``ApprovalDecided``; deny rules and modes refuse it as any other
+    call.
     """
 
     name: str
@@ -131,6 +138,7 @@ class Tool(ABC):
     in_call_order: bool = False
     changes_files: bool | None = None
     foreground_only: bool = False
+    watched_only: bool = False
     asks_itself: bool = False
     # The name of a parameter holding the tool's own timeout in seconds (bash has one): the
     # engine then waits that long (plus a margin) instead of cutting it off earlier.
@@ -232,12 +240,14 @@ class FunctionTool(Tool):
         coordination: bool = False,
         timeout_param: str | None = None,
         foreground_only: bool = False,
+        watched_only: bool = False,
         usable: Callable[[], bool] | None = None,
         changes_files: bool | None = None,
         asks_itself: bool = False,
     ) -> None:
         self.fn = fn
         self.foreground_only = foreground_only
+        self.watched_only = watched_only
         self.changes_files = changes_files
         self.asks_itself = asks_itself
         self._usable = usable
@@ -309,6 +319,7 @@ def tool(
     coordination: bool = False,
     timeout_param: str | None = None,
     foreground_only: bool = False,
+    watched_only: bool = False,
     usable: Callable[[], bool] | None = None,
     changes_files: bool | None = None,
     asks_itself: bool = False,
@@ -325,6 +336,7 @@ def tool(
             coordination=coordination,
             timeout_param=timeout_param,
             foreground_only=foreground_only,
+            watched_only=watched_only,
             usable=usable,
             changes_files=changes_files,
             asks_itself=asks_itself,
@@ -357,6 +369,12 @@ class ToolRegistry:
     def specs(self) -> list[ToolSpec]:
         """The schemas offered to the model: the tools it can use now (``Tool.usable``)."""
         return [t.spec() for t in self._tools.values() if t.usable()]
+
+    def with_tool(self, t: Tool) -> ToolRegistry:
+        """A new registry: this one with ``t`` in place of the tool of its name (or last)."""
+        made = ToolRegistry()
+        made._tools = {**self._tools, t.name: t}  # a dict copy: ~0.1 µs, where adding one by one takes ~1 µs a tool
+        return made
 
     def subset(self, names: Iterable[str]) -> ToolRegistry:
         """A new registry holding only the named tools that exist here (order kept)."""

@@ -37,6 +37,7 @@ from ...core import (
     ContextMeasured,
     Message,
     ProviderError,
+    SettingFix,
     ToolError,
     ToolResultMessage,
     ToolSpec,
@@ -174,15 +175,17 @@ class ContextKeeper:
         """The error for a request that does not fit ``why``."""
         window = error.context_window or None
         size = f" ({window:,} tokens)" if window else ""
-        return ProviderError(
+        refused = ProviderError(
             f"the conversation does not fit the model's context window{size} {why}: "
-            f"{error.message} Start a new conversation (%agent --new), use a model with a "
-            "larger context, or offer fewer tools (HarnessNB.tools).",
+            f"{error.message} Start a new conversation (%agent --new, Harness.new_conversation()), "
+            "use a model with a larger context, or offer fewer tools.",
             provider=error.provider,
             status=error.status,
             kind="context_length",
             context_window=error.context_window,
         )
+        refused.fix = SettingFix("tools", ["read_file", "edit_file", "grep", "bash"], "offer fewer tools")
+        return refused
 
     # -- compacting ------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
 from typing import Annotated, Any
 
 import IPython
@@ -83,17 +84,15 @@ def refers_to_error(prompt: str) -> bool:
 def format_error(
     exc: BaseException, *, code_name: Callable[[str], tuple[str, str] | None] | None = None, limit: int = TRACEBACK_CHARS
 ) -> str:
-    """The traceback of an exception a cell raised, from the cell's own frame on (IPython's
-    frames above it are dropped), bounded and scrubbed. A syntax error is its message and
-    the line it points at. ``code_name`` (IPython's ``shell.compile.format_code_name``)
-    turns a cell's file name into ``Cell In[8]``, as IPython shows it."""
+    """The traceback of an exception a cell raised, from the cell's own frame on (the
+    frames above it, IPython's or the harness's, are dropped), bounded and scrubbed. A
+    syntax error is its message and the line it points at. ``code_name`` (IPython's
+    ``shell.compile.format_code_name``) turns a cell's file name into ``Cell In[8]``, as
+    IPython shows it; a file it names is the cell's."""
     if isinstance(exc, SyntaxError):
         lines = traceback.format_exception_only(type(exc), exc)
     else:
-        tb = exc.__traceback__
-        while tb is not None and tb.tb_frame.f_code.co_filename.startswith(_IPYTHON):
-            tb = tb.tb_next
-        lines = traceback.format_exception(type(exc), exc, tb)
+        lines = traceback.format_exception(type(exc), exc, _from_the_cell(exc.__traceback__, code_name))
     text = "".join(lines).rstrip()
     if code_name is not None:
 
@@ -103,6 +102,19 @@ def format_error(
 
         text = _FILE.sub(cell, text)
     return clean(text, limit)
+
+
+def _from_the_cell(tb: TracebackType | None, code_name: Callable[[str], tuple[str, str] | None] | None) -> TracebackType | None:
+    """``tb`` from its first frame in a file ``code_name`` names (the cell's); without one,
+    from its first frame outside IPython."""
+    first = tb
+    while code_name is not None and first is not None:
+        if code_name(first.tb_frame.f_code.co_filename) is not None:
+            return first
+        first = first.tb_next
+    while tb is not None and tb.tb_frame.f_code.co_filename.startswith(_IPYTHON):
+        tb = tb.tb_next
+    return tb
 
 
 @dataclass(frozen=True)
@@ -140,7 +152,20 @@ class CellHistory:
         # Without a history entry, IPython's count is the one the next stored cell will get:
         # not this cell's number.
         count = result.execution_count if getattr(result.info, "store_history", False) else None
-        code_name = getattr(getattr(self.shell, "compile", None), "format_code_name", None)
+        self.keep(source, exc, count=count, code_name=getattr(getattr(self.shell, "compile", None), "format_code_name", None))
+
+    def keep(
+        self,
+        source: str,
+        exc: BaseException,
+        *,
+        count: int | None = None,
+        code_name: Callable[[str], tuple[str, str] | None] | None = None,
+    ) -> None:
+        """Keep ``exc``, raised by the cell ``source`` (numbered ``count``), as the latest
+        error: its traceback (``format_error``: ``code_name`` names the cell's files) and the
+        tables its failing line names. A cell the person ran (``after_cell``), or one the
+        agent ran for them (``notebook_run``): ``%fix`` fixes either."""
         text = format_error(exc, code_name=code_name)
         tables = "" if code_name is None else named_tables(exc.__traceback__, lambda name: code_name(name) is not None)
         source = clean(source, CONTEXT_SOURCE_CHARS)

@@ -1,5 +1,5 @@
-"""Waiting approval cards for a page that cannot see them, shown in a cell queued behind
-the busy one.
+"""Waiting approval and question cards for a page that cannot see them, shown in a cell
+queued behind the busy one.
 
 A page reloaded before the notebook was saved (or a second tab on the same notebook)
 does not show the card of a foreground run that waits for the person: the run's cell
@@ -11,7 +11,7 @@ cards displayed as that cell's output right away, and the request itself stays i
 queue and runs in its turn. So "run any cell, or ``%approvals``" finds a lost card, busy
 kernel or not.
 
-The cards shown are copies made of new widgets (``ApprovalCard.copy``): a page reloaded
+The cards shown are copies made of new widgets (``Card.copy``): a page reloaded
 while the kernel is busy does not get back the widgets made before it loaded (seen in
 JupyterLab 4.6 and Notebook 7.6: "widget model not found", its status "Unknown" until the
 run ends), but it renders the widgets the kernel opens from then on. A click on a copy
@@ -40,7 +40,7 @@ from collections.abc import Callable
 from contextvars import copy_context
 from typing import Any
 
-from ..widgets.approval import ApprovalCard, PendingApprovals
+from ..widgets.approval import Card, PendingApprovals
 
 log = logging.getLogger("harness_nb.notebook")  # a name the redacting filter is on (core.secret)
 
@@ -50,7 +50,7 @@ class QueuedCells:
     ``show`` (which displays them in the current request's cell and marks them seen by its
     page: ``NotebookHarness.show_waiting``)."""
 
-    def __init__(self, kernel: Any, pending: PendingApprovals, show: Callable[[list[ApprovalCard]], object]) -> None:
+    def __init__(self, kernel: Any, pending: PendingApprovals, show: Callable[[list[Card]], object]) -> None:
         self.kernel = kernel
         self.pending = pending
         self.show = show
@@ -126,7 +126,7 @@ class QueuedCells:
         self.pending.shown_by_hook.update(id(c) for c in cards)  # its pre_run_cell has shown them
         self.pending.shown_in(header["msg_id"], cards)  # and so has it, if it is %approvals
 
-    def _show_to(self, idents: list[bytes], request: dict[str, Any], cards: list[ApprovalCard]) -> None:
+    def _show_to(self, idents: list[bytes], request: dict[str, Any], cards: list[Card]) -> None:
         self.kernel.set_parent(idents, request, channel="shell")
         self.show(cards)
 

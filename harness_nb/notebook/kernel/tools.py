@@ -40,8 +40,8 @@ from .table import table_shape
 from .watchdog import Stopped, TimedOut, Watchdog
 
 MAX_CHARS = 4_000
-_CODE_NAME = "<run_python>"  # the file name of the code run_python runs, in its tracebacks
-_OWN_FRAME = f'File "{_CODE_NAME}"'
+CODE_FILE = "<run_python>"  # the file name of the code run_python and notebook_run run, in tracebacks
+_OWN_FRAME = f'File "{CODE_FILE}"'
 MAX_FIGURE_PIXELS = 4096 * 4096  # a figure larger than this is not drawn (time and memory)
 
 
@@ -191,11 +191,14 @@ class CodeRun:
     """Code run in the notebook's namespace (``execute_code``): what the model reads —
     ``output``, or ``error`` when the code did not parse, raised or was stopped — and the
     same as a cell's nbformat outputs (``cell_outputs``: stream, display_data,
-    execute_result, error), for a cell the agent runs (``notebook_run``)."""
+    execute_result, error), for a cell the agent runs (``notebook_run``). ``raised``: the
+    exception the code raised (a syntax error too; not an interrupt), for the notebook's
+    record of its last error (``CellHistory.keep``)."""
 
     output: ToolOutput | None
     error: ToolError | None = None
     cell_outputs: tuple[dict[str, Any], ...] = ()
+    raised: BaseException | None = None
 
     def result(self) -> ToolOutput:
         """``output``; or ``error``, raised."""
@@ -224,7 +227,7 @@ def execute_code(namespace: dict[str, Any], code: str, *, shell: Any = None, tim
         tree = ast.parse(code, mode="exec")
     except SyntaxError as exc:
         error = ToolError(f"syntax error on line {exc.lineno}: {exc.msg}; nothing ran")
-        return CodeRun(None, error, (_error_output("SyntaxError", str(error), []),))
+        return CodeRun(None, error, (_error_output("SyntaxError", str(error), []),), exc)
     with _noting_tables(shell) as tables:
         run = _run_tree(tree, code, namespace, shell, timeout, tables)
     if run.output is None:
@@ -245,7 +248,7 @@ def _run_tree(
         last = ast.Expression(tail.value)
     figures_before = _open_figures()
     # a traceback then shows the code's lines, as a cell's does
-    linecache.cache[_CODE_NAME] = (len(source), None, source.splitlines(keepends=True), _CODE_NAME)
+    linecache.cache[CODE_FILE] = (len(source), None, source.splitlines(keepends=True), CODE_FILE)
     buffer = io.StringIO()
     # capture_output takes what IPython's display() publishes (and plt.show() under the
     # inline backend); print() goes to our buffer, stdout and stderr in the order written.
@@ -255,8 +258,8 @@ def _run_tree(
     try:
         with watchdog, capture as captured, contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
             with watchdog.armed(), no_bytecode():
-                exec(compile(tree, _CODE_NAME, "exec"), namespace)
-                value = eval(compile(last, _CODE_NAME, "eval"), namespace) if last is not None else None
+                exec(compile(tree, CODE_FILE, "exec"), namespace)
+                value = eval(compile(last, CODE_FILE, "eval"), namespace) if last is not None else None
     except (TimedOut, Stopped) as exc:
         _close(_new_figures(figures_before))
         printed = buffer.getvalue()
@@ -272,7 +275,8 @@ def _run_tree(
         printed = buffer.getvalue()
         error = ToolError(f"{_clip(note + printed + ''.join(relevant).rstrip())}\n{_raised(exc)}")
         lines = _clip("".join(relevant).rstrip()).splitlines()
-        return CodeRun(None, error, (*_stream(printed), _error_output(type(exc).__name__, _clip(str(exc), 1_000), lines)))
+        outputs = (*_stream(printed), _error_output(type(exc).__name__, _clip(str(exc), 1_000), lines))
+        return CodeRun(None, error, outputs, exc)
     printed = buffer.getvalue()
     texts = [printed.rstrip("\n")]
     cell = list(_stream(printed))
@@ -434,7 +438,7 @@ def _stuck(stuck_for: float | None) -> str:
 
 
 def _where(exc: BaseException) -> str:
-    lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__) if f.filename == _CODE_NAME]
+    lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__) if f.filename == CODE_FILE]
     return f" at line {lines[-1]}" if lines else ""
 
 

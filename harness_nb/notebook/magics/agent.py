@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 _VALUE_OPTIONS = {
     "--model", "-m", "--max-turns", "--agent", "-a", "--timeout", "--over", "--concurrency", "--retries", "--budget",
-    "--undo", "--output", "--sample", "--backend",
+    "--undo", "--output", "--sample", "--batch-size", "--backend",
 }
 _CHECKPOINT = re.compile(r"^#?[0-9]+$|^[0-9a-f]{4,40}$")  # a checkpoint's number, or its commit id
 _MAP = re.compile(r"^\s*map\s+(--|-h\b)")  # `%agent map --over …`; `%agent map the data` is a prompt
@@ -298,10 +298,13 @@ class HarnessMagics(Magics):
         help="where the rows run: kernel (here) or ray (a Ray cluster: ray_address, $RAY_ADDRESS, else local)",
     )
     @argument("--estimate", action="store_true", help="run a sample of the rows; project tokens, cost and time for all")
+    @argument("--batch", action="store_true", help="one call a row through the vendor's batch API: half the price, within 24 h")
+    @argument("--batch-size", type=int, default=None, metavar="N", help="most rows a batch (default the vendor's most)")
     @argument("--sample", type=int, default=None, metavar="N", help="rows the estimate runs (default 20)")
     def map_options(self, line: str) -> None:
         """%agent map --over EXPR [--agent NAME] [--concurrency N] [--retries N] [--budget USD] [--bg]
-                      [--output FIELDS] [--resume] [--backend ray] [--estimate [--sample N]] "template"
+                      [--output FIELDS] [--resume] [--estimate [--sample N]] [--batch [--batch-size N]]
+                      [--backend ray] "template"
 
         Runs the subagent once per row of EXPR, the template filled from the row: {value}
         (the row's value), {index} (its label) and, for a DataFrame, {column} names. Shows
@@ -314,8 +317,11 @@ class HarnessMagics(Magics):
         Every finished row is stored under .harness_nb/maps; --resume runs only the rows
         a crash, restart or interrupt left undone (--list shows the stored maps). --estimate
         runs a sample and says what the whole map would take; the map afterwards does not
-        run the sample again. --backend ray runs the rows on a Ray cluster (pip install
-        'harness_nb[ray]'); the kernel still stores them, and --resume works either way."""
+        run the sample again. --batch sends every row as one call (an agent without tools)
+        through OpenAI's Batch API or Anthropic's Message Batches, at half the price; the
+        bar shows the batches' state, and --resume after a restart collects them.
+        --backend ray runs the rows on a Ray cluster (pip install 'harness_nb[ray]'); the
+        kernel still stores them, and --resume works either way."""
 
     def _map(self, line: str) -> Pending:
         options, rest = split_options(line, session_ids=False)
@@ -339,6 +345,8 @@ class HarnessMagics(Magics):
             raise UsageError("--sample N goes with --estimate (how many rows the estimate runs)")
         if args.estimate and args.bg:
             raise UsageError("an estimate runs in this cell: drop --bg (or --estimate)")
+        if args.batch_size is not None and not args.batch:
+            raise UsageError("--batch-size N goes with --batch (most rows a batch)")
         output = _unquoted(args.output) if args.output is not None else None  # the parser keeps quotes
         if output is not None:
             try:
@@ -361,15 +369,17 @@ class HarnessMagics(Magics):
             resume=args.resume,
             estimate=args.estimate,
             sample=args.sample,
+            batch=args.batch,
+            batch_size=args.batch_size,
             backend=args.backend,
         )
         return Pending(run, "agent map")
 
     @line_magic
     def approvals(self, line: str) -> Pending:
-        """Show again the approval cards that still wait for you — after a page reload lost
-        one from its cell, say. Each is a copy of the card: a click here answers the run
-        that asked. (The next cell you run shows a waiting card too; while a foreground run
+        """Show again the approval cards and questions (``ask_person``) that still wait for
+        you — after a page reload lost one from its cell, say. Each is a copy of the card: a
+        click here answers the run that asked. (The next cell you run shows a waiting card too; while a foreground run
         waits, a cell run from a reloaded page shows it as soon as it queues.)"""
         if line.strip():
             raise UsageError("%approvals takes no arguments")
@@ -378,7 +388,7 @@ class HarnessMagics(Magics):
         # waited (QueuedCells): those are above this cell's output, decided or not
         shown = controller.pending.take_shown_in(controller.request_id())
         if not controller.show_waiting([c for c in controller.pending if id(c) not in shown]) and not shown:
-            print("no approval is waiting")
+            print("no approval or question is waiting")
         return done(None)
 
     @magic_arguments()

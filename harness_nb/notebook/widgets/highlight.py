@@ -1,6 +1,6 @@
 """What an approval card shows of a call's arguments, made readable: a shell command as a
-shell block, Python and file contents as highlighted code, an edit as a diff, any other
-call as its fields; the raw JSON stays one click away.
+shell block, Python, a notebook cell's source and file contents as highlighted code, an
+edit as a diff, any other call as its fields; the raw JSON stays one click away.
 
 Highlighting uses pygments (IPython depends on it) and colours every token with
 JupyterLab's own editor colours (``--jp-mirror-editor-*``), so code reads as it does in a
@@ -125,6 +125,10 @@ def _body(name: str, args: dict[str, Any]) -> str:
         return shell_block(command) + _fields(args, ("command",))
     if name == "run_python" and code is not None:
         return highlighted(code) + _fields(args, ("code",))
+    source = _text(args, "source")
+    if name == "notebook_run" and source is not None:  # the cell's source, read as it asked
+        head = f"<div><span class='hnb-muted'>run cell</span> <code>{html.escape(_short(args.get('cell')))}</code></div>"
+        return head + highlighted(source) + _fields(args, ("cell", "source"))
     if name == "write_file" and content is not None:
         head = f"<div><span class='hnb-muted'>write</span> <code>{html.escape(path)}</code></div>"
         return head + highlighted(content, filename=path or None) + _fields(args, ("path", "content"))

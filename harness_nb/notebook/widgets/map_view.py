@@ -59,7 +59,8 @@ class MapView(StaticCopyBox):
             failed = sum(1 for row in result.sample if not row.ok)
             self.state = "estimated" if not failed else f"estimated, {failed:,} failed"
         elif result.interrupted:
-            self.state = "interrupted"
+            waiting = f", {result.waiting:,} rows waiting in vendor batches" if result.waiting else ""
+            self.state = f"interrupted{waiting}"
         else:
             self.state = "done" if not result.failed else f"done, {result.failed:,} failed"
         self.mark()
@@ -107,7 +108,7 @@ class MapView(StaticCopyBox):
         )
 
     def _bar_style(self) -> str:
-        if self.state == "interrupted":
+        if self.state.startswith("interrupted"):
             return "danger"
         if self.progress is not None and self.progress.failed:
             return "warning"

@@ -18,8 +18,9 @@ frontend shows).
 
 from __future__ import annotations
 
+import contextlib
 import html
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import ipywidgets as widgets
@@ -36,6 +37,7 @@ from ...core import (
     MessagesInjected,
     RunFailed,
     RunFinished,
+    ServerAdapted,
     SubagentUpdate,
     TextDelta,
     ToolCall,
@@ -46,12 +48,13 @@ from ...core import (
 )
 from ...core.secret import SECRETS
 from ...core.usage import plural
-from ...engine import ApprovalChannel, Approved, Denied
+from ...engine import Answer, ApprovalChannel, Approved, AskChannel, Denied, Question
 from ...engine.limits import stop_label
 from ...subagents.render import read_task_forms
 from ...textview import preview
-from .approval import ApprovalCard, PendingApprovals
+from .approval import ApprovalCard, Card, PendingApprovals
 from .live import Scheduler, StaticCopyBox, TimerHandle
+from .question import QuestionCard
 from .reply import MarkdownText
 from .theme import STYLE, agent_color, agent_name, css_color, joined, state_label, state_mark
 from .view_effects import EffectsLine, Undo
@@ -136,14 +139,14 @@ class RunView(StaticCopyBox):
         self.stream = widgets.Output()
         self.status = widgets.HTML()
         self.completions = widgets.Output()
-        self.cards: list[ApprovalCard] = []
+        self.cards: list[Card] = []  # approval and question cards, in the order they came
         self.expanded = True
         self.ended: float | None = None
         self._text = ""
         self._shown_text = ""
         self._tool_lines: dict[str, ToolLine] = {}
         self._subs: dict[str, SubLine] = {}
-        self._asking: dict[str, widgets.Widget] = {}  # a subagent's call id → its line, while it asks
+        self._asking: dict[str, widgets.Widget] = {}  # a subagent's call id → its line, while the call lasts
         self._items: list[widgets.Widget] = []  # the activity, in order (folded, the displays move out)
         self._static: dict[int, Callable[[], str]] = {}  # how each item reads in the static copy
         self._displays: list[widgets.Output] = []
@@ -235,6 +238,8 @@ class RunView(StaticCopyBox):
                 self._add_note(f"⇢ {plain_injected(text)}")
         elif isinstance(event, BudgetWarning):
             self._add_note(f"⚠ budget: {event.text()}")
+        elif isinstance(event, ServerAdapted):
+            self._add_note(f"⚠ {event.text}")
         elif isinstance(event, RunFinished):
             self.usage = event.usage
             self._limit_stop = limit_state(event.stop_reason)
@@ -289,6 +294,10 @@ class RunView(StaticCopyBox):
         if isinstance(inner, ToolCallStarted):
             sub.tools += 1
             sub.last = inner.call.brief(50)
+            self._asking[inner.call.id] = sub.widget  # its approval or question card goes under this line
+        elif isinstance(inner, ToolCallFinished):
+            self._asking.pop(inner.call.id, None)
+            return
         elif isinstance(inner, ApprovalRequested):
             sub.last = f"waiting for approval: {inner.call.name}"
             sub.state = "waiting"
@@ -309,6 +318,8 @@ class RunView(StaticCopyBox):
             sub.last = inner.describe()
         elif isinstance(inner, BudgetWarning):
             sub.last = f"⚠ budget: {inner.text()}"
+        elif isinstance(inner, ServerAdapted):  # said once for the whole process: not only on its line
+            self._add_note(f"⚠ {inner.text}")
         elif isinstance(inner, RunFinished):
             stopped = limit_state(inner.stop_reason)
             sub.usage = inner.usage
@@ -431,7 +442,7 @@ class RunView(StaticCopyBox):
         waited = f" {quiet:.0f} s" if quiet >= 1 else ""
         return f"<span class='hnb hnb-muted'>{state_mark('running')} <i>waiting for the model…</i>{waited}</span>"
 
-    def cards_waiting(self) -> list[ApprovalCard]:
+    def cards_waiting(self) -> list[Card]:
         return [card for card in self.cards if card.waiting]
 
     def render(self, dirty: set[str]) -> None:
@@ -483,7 +494,7 @@ class RunView(StaticCopyBox):
         static = self._static.get(id(widget))
         if static is not None:
             return static()
-        if isinstance(widget, ApprovalCard):
+        if isinstance(widget, Card):
             return widget.static_html()
         if isinstance(widget, widgets.Output):
             return outputs_html(widget.outputs)
@@ -547,18 +558,37 @@ class RunView(StaticCopyBox):
                 self._add_note(f"approval for {call.brief(60)} ({reason}): {verdict} automatically (unattended run)")
                 return answer
             card = ApprovalCard(call, reason, risk, pending=self.pending)
-            self.cards.append(card)
-            own = self._tool_lines.get(call.id)
-            self._insert_after(own.widget if own is not None else self._asking.get(call.id), card)
-            if not self.expanded:
-                self.set_expanded(True)
-            previous, self.state = self.state, "waiting" if self.live else self.state
-            self.mark("header")
-            try:
+            async with self._waiting_on(card, call.id):
                 return await card.decision(timeout)
-            finally:
-                if self.state == "waiting":
-                    self.state = previous if previous != "waiting" else "running"
-                self.mark("header")
 
         return ask
+
+    def ask_channel(self, *, timeout: float | None) -> AskChannel:
+        """An ask channel that asks in this view (``ask_person``): a question card right
+        below the call's line (a subagent's: below its line, labelled with it), answered
+        by a click on an option or a typed answer, or no answer after ``timeout``."""
+
+        async def ask(question: Question) -> Answer:
+            card = QuestionCard(question, pending=self.pending)
+            async with self._waiting_on(card, question.call_id):
+                return await card.answer(timeout)
+
+        return ask
+
+    @contextlib.asynccontextmanager
+    async def _waiting_on(self, card: Card, call_id: str) -> AsyncIterator[None]:
+        """Show ``card`` right below the line of call ``call_id`` (its own, or the line of
+        the subagent making it), the activity open, the run ``waiting`` while it waits."""
+        self.cards.append(card)
+        own = self._tool_lines.get(call_id)
+        self._insert_after(own.widget if own is not None else self._asking.get(call_id), card)
+        if not self.expanded:
+            self.set_expanded(True)
+        previous, self.state = self.state, "waiting" if self.live else self.state
+        self.mark("header")
+        try:
+            yield
+        finally:
+            if self.state == "waiting":
+                self.state = previous if previous != "waiting" else "running"
+            self.mark("header")

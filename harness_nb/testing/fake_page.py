@@ -1,7 +1,8 @@
 """A notebook page with harness_nb's frontend extension, played in Python over a real
 kernel: ``FakePage`` speaks the protocol of docs/notebook-bridge.md on the comm target
 ``harness_nb.notebook`` and answers the kernel's requests from a notebook it holds in
-memory, as the TypeScript extension does from JupyterLab's model.
+memory, as the TypeScript extension does from JupyterLab's model. The tests of the bridge
+use it, and so does the model trial's ``--frontend`` runner (benchmarks/model_trial/).
 
     page = FakePage(k, [code("x = 1"), markdown("# Notes")])
     page.connect()                       # a page that connected after %load_ext
@@ -15,6 +16,11 @@ Every page sees every iopub message; it keeps those on its comm addressed to it
 reason, or ``None`` to leave the card waiting (``answer`` decides later). ``hostile``, when
 set, replaces every reply with what it returns (a malformed or huge one; ``None``: no
 reply at all).
+
+The cells it runs (``execute``, ``run``) get their outputs as JupyterLab keeps them: as
+nbformat outputs, streams merged, ``clear_output`` and display updates applied (an update
+reaches every output of its display id, in any cell), so ``read`` shows them as a page
+would, and ``cells`` hold what a person would save.
 """
 
 from __future__ import annotations
@@ -27,6 +33,9 @@ from harness_nb.testing.kernel_driver import Cell, KernelDriver
 
 TARGET = "harness_nb.notebook"
 Decision = tuple[str, str] | None
+
+
+OUTPUT_MESSAGES = ("stream", "display_data", "execute_result", "error", "update_display_data", "clear_output")
 
 
 def code(source: str, *, outputs: list[dict[str, Any]] | None = None, count: int | None = None) -> dict[str, Any]:
@@ -64,6 +73,9 @@ class FakePage:
         self.running: Cell | None = None
         self._running_id: str | None = None
         self._executed: dict[str, Cell] = {}  # cells run from this page, by id: their counts
+        self._output_of: dict[str, str] = {}  # execute request id -> the id of the cell it runs
+        self._clear_pending: set[str] = set()  # cells whose outputs go at their next output (clear_output wait)
+        self._displays: dict[str, list[dict[str, Any]]] = {}  # display id -> the outputs showing it
         k.listeners.append(self._heard)
 
     # ------------------------------------------------------------------ sending
@@ -99,15 +111,26 @@ class FakePage:
         notebook and marked running until its reply comes."""
         cell = {"id": uuid.uuid4().hex[:8], "agent": None, **code(source)}
         self.cells.append(cell)
-        self.running, self._running_id = self.k.execute(source, page=self.session), cell["id"]
-        self._executed[cell["id"]] = self.running
+        return self.run(cell["id"])
+
+    def run(self, cell_id: str) -> Cell:
+        """Run the page's cell ``cell_id`` as it is now, as Shift+Enter does: its outputs
+        are cleared and it is marked running until its reply comes."""
+        cell = self.cell_by_id(cell_id)
+        cell["outputs"], cell["execution_count"] = [], None
+        self._clear_pending.discard(cell_id)
+        self.running, self._running_id = self.k.execute(cell["source"], page=self.session), cell_id
+        self._executed[cell_id] = self.running
+        self._output_of[self.running.msg_id] = cell_id
         return self.running
 
     # ------------------------------------------------------------------ receiving
     def _heard(self, msg: dict[str, Any]) -> None:
         try:
             kind, content = msg["header"]["msg_type"], msg["content"]
-            if kind == "comm_open" and content.get("target_name") == TARGET and self.comm_id is None:
+            if kind in OUTPUT_MESSAGES:
+                self._output(kind, content, self._output_of.get(msg["parent_header"].get("msg_id", "")))
+            elif kind == "comm_open" and content.get("target_name") == TARGET and self.comm_id is None:
                 self.comm_id = content["comm_id"]  # the kernel's comm: every page answers hello on it
                 self.say(self._hello())
             elif kind == "comm_msg" and content.get("comm_id") == self.comm_id:
@@ -120,11 +143,50 @@ class FakePage:
         except Exception as exc:  # noqa: BLE001 - reported by the test, never lost in the driver's reader
             self.errors.append(f"{type(exc).__name__}: {exc}")
 
+    def _output(self, kind: str, content: dict[str, Any], cell_id: str | None) -> None:
+        """Keep an output of a cell this page ran as an nbformat output, as JupyterLab
+        does; a display update reaches every output showing its display id."""
+        display_id = content.get("transient", {}).get("display_id")
+        if kind == "update_display_data":
+            for shown in self._displays.get(display_id, ()):
+                shown["data"], shown["metadata"] = content.get("data", {}), content.get("metadata", {})
+            return
+        if cell_id is None:
+            return
+        outputs = self.cell_by_id(cell_id)["outputs"]
+        if kind == "clear_output":
+            if content.get("wait"):
+                self._clear_pending.add(cell_id)
+            else:
+                outputs.clear()
+            return
+        if cell_id in self._clear_pending:
+            self._clear_pending.discard(cell_id)
+            outputs.clear()
+        if kind == "stream":
+            last = outputs[-1] if outputs else None
+            if last is not None and last["output_type"] == "stream" and last["name"] == content["name"]:
+                last["text"] += content["text"]
+            else:
+                outputs.append({"output_type": "stream", "name": content["name"], "text": content["text"]})
+            return
+        if kind == "error":
+            fields = ("ename", "evalue", "traceback")
+            outputs.append({"output_type": "error", **{f: content.get(f) for f in fields}})
+            return
+        out = {"output_type": kind, "data": content.get("data", {}), "metadata": content.get("metadata", {})}
+        if kind == "execute_result":
+            out["execution_count"] = content.get("execution_count")
+        outputs.append(out)
+        if display_id:
+            self._displays.setdefault(display_id, []).append(out)
+
     def _handle(self, data: dict[str, Any]) -> None:
         kind = data.get("type")
         if kind == "outputs":
             cell = self.cell_by_id(data["cell"])
             cell["outputs"], cell["execution_count"] = data["outputs"], data["execution_count"]
+            self._executed.pop(cell["id"], None)  # the kernel ran it: its count is the notice's now
             self._reply(data["id"], {})  # as the extension does: a notice's answer, ignored
         elif kind in ("cancel", "settled"):
             self.waiting.pop(data["of"], None)
@@ -171,17 +233,25 @@ class FakePage:
     def cell_by_id(self, cell_id: str) -> dict[str, Any]:
         return next(c for c in self.cells if c["id"] == cell_id)
 
+    def execution_count(self, cell: dict[str, Any]) -> int | None:
+        """The cell's count: its execute reply's when this page ran it and the reply came
+        (a cell run again waits for its new one), else the one it holds."""
+        ran = self._executed.get(cell["id"])
+        if ran is not None and self._output_of.get(ran.msg_id) == cell["id"]:
+            return ran.reply["content"].get("execution_count") if ran.reply is not None else None
+        count: int | None = cell["execution_count"]
+        return count
+
     def snapshot(self) -> list[dict[str, Any]]:
         """The cells as a ``read`` reply gives them."""
         running = self._running_id if self.running is not None and self.running.reply is None else None
-        replies = {i: cell.reply for i, cell in self._executed.items() if cell.reply is not None}
         return [
             {
                 "id": c["id"],
                 "index": n,
                 "kind": c["kind"],
                 "source": c["source"],
-                "execution_count": replies[c["id"]]["content"].get("execution_count") if c["id"] in replies else c["execution_count"],
+                "execution_count": self.execution_count(c),
                 "outputs": c["outputs"],
                 "running": c["id"] == running,
                 "agent": c["agent"],
