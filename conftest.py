@@ -1,11 +1,11 @@
 """The test suite's tiers (see CONTRIBUTING.md).
 
 Plain ``pytest`` (no path, no ``-m``) runs the core tier only, in parallel; the slow tiers
-run by marker (``pytest -m kernel``, ``-m notebooks``, ``-m browser``, ``-m packaging``); a path or node id
-runs what it names, whatever its tier; ``bash .ci/test`` runs every tier. A test's tier is
+run by marker (``pytest -m kernel``, ``-m notebooks``, ``-m browser``, ``-m packaging``,
+``-m ray``); a path or node id runs what it names, whatever its tier; ``bash .ci/test`` runs every tier. A test's tier is
 its module's ``pytestmark`` or its own mark; nbval's cells are ``notebooks`` by their file,
 and a test taking the ``kernel`` fixture (a module's shared kernel) is ``kernel``.
-A test that starts a kernel or a Jupyter server without its tier's mark fails, so none
+A test that starts a kernel, a Jupyter server or a Ray cluster without its tier's mark fails, so none
 lands in the core tier by accident (``_launched_without_mark``).
 
 It lives at the top of the repository so that it holds for ``tests/`` and ``notebooks/``
@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-SLOW_TIERS = ("kernel", "notebooks", "browser", "packaging")
+SLOW_TIERS = ("kernel", "notebooks", "browser", "packaging", "ray")
 
 # The modules (``python -m MODULE``) whose launch a test's tier must allow: a Jupyter server
 # starts kernels of its own, nbval starts one per notebook.
@@ -33,16 +33,21 @@ _LAUNCHES = {
     "pip": ("a pip build or install", ("packaging",)),
     "phoenix.server.main": ("an Arize Phoenix server", ("browser",)),
 }
+# The programs whose launch a test's tier must allow: a Ray cluster's first process.
+_PROGRAMS = {"gcs_server": ("a Ray cluster", ("ray",))}
 _launched: list[tuple[str, tuple[str, ...]]] = []
 
 
 def _record_launch(event: str, args: tuple[Any, ...]) -> None:
-    """Audit hook: note every kernel or Jupyter server this process starts (jupyter_client,
+    """Audit hook: note every kernel, Jupyter server or Ray cluster this process starts (jupyter_client,
     nbclient and ``subprocess`` all go through ``subprocess.Popen``)."""
     if event != "subprocess.Popen":
         return
     argv = args[1]
     words = [os.fsdecode(w) for w in (argv.split() if isinstance(argv, (str, bytes)) else argv or ())]
+    if words and os.path.basename(words[0]) in _PROGRAMS:
+        _launched.append(_PROGRAMS[os.path.basename(words[0])])
+        return
     for flag, module in zip(words, words[1:]):
         if flag == "-m" and module in _LAUNCHES:
             _launched.append(_LAUNCHES[module])
@@ -82,7 +87,7 @@ def pytest_runtest_setup(item: pytest.Item) -> Any:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
-    """Fail the test that started a kernel or a Jupyter server without the mark of its tier."""
+    """Fail the test that started a kernel, a Jupyter server or a Ray cluster without the mark of its tier."""
     result = yield
     _launched_without_mark(item)
     return result

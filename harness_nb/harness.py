@@ -345,7 +345,7 @@ class Harness:
         ``bg-N`` and cancelled when the harness closes."""
         from .subagents.map_handle import start_map
 
-        return start_map(await self._agent_map(agent, template, rows, options), self.tracker)
+        return start_map(await self._agent_map(agent, template, rows, options, background=True), self.tracker)
 
     def maps(self) -> StoredMaps:
         """The maps stored in this workdir (``.harness_nb/maps``), oldest first: id, when
@@ -363,34 +363,60 @@ class Harness:
         return await cancel_batches(self._parts.state_dir / "maps", map_id, self._parts.runner.models.get)
 
     async def _agent_map(
-        self, agent: str, template: str, rows: Any, options: MapOptions, *, estimate: bool = False
+        self, agent: str, template: str, rows: Any, options: MapOptions, *, estimate: bool = False,
+        background: bool = False,
     ) -> AgentMap:
         """The map ``map`` and ``start_map`` run, as ``last_map`` unless it is an estimate:
         its options, rows, template and output checked and its store opened, so that a bad
-        one fails here, before any row runs."""
-        from dataclasses import replace
-
+        one fails here, before any row runs. A ``background`` map is paced (``LoopPacer``)."""
         from .subagents.agent_map import AgentMap
         from .subagents.map_options import check_options
         from .subagents.map_output import row_output
+        from .subagents.map_pacer import LoopPacer
 
         check_options({**options, "estimate": estimate}, estimate=estimate)
         definition = self.registry.get(agent)
         output = options.get("output")
         shape = row_output(output) if output is not None else None
-        context = await self._launch(options.get("model"), None, options.get("approval"))
-        budgets: dict[str, Any] = {k: options.get(k) for k in ("budget_usd", "token_budget") if options.get(k) is not None}
-        parent = self._conversation.engine().parent_context(replace(context, limits=replace(context.limits, **budgets)))
+        budgets = {k: options.get(k) for k in ("budget_usd", "token_budget") if options.get(k) is not None}
+        parent = await self._map_parent(options.get("model"), options.get("approval"), budgets)
+        backend = None
+        if options.get("backend", "kernel") == "ray":
+            from .core import ConfigError
+            from .map_ray import RayBackend
+
+            if options.get("mode", "online") == "batch":
+                raise ConfigError(
+                    "mode='batch' sends every row to the vendor's batch API, so nothing runs on Ray: drop backend='ray'"
+                )
+
+            backend = RayBackend(
+                self.settings, self.workdir, self._parts.models, definition, parent,
+                concurrency=options.get("concurrency", 8), approval=options.get("approval"),
+            )
         mapped = AgentMap(
             self._parts.runner, definition, template, rows, parent, concurrency=options.get("concurrency", 8),
             retries=options.get("retries", 3), output=shape, store=self._parts.state_dir / "maps",
             resume=options.get("resume", False), on_progress=options.get("on_progress"),
-            mode=options.get("mode", "online"), batch_size=options.get("batch_size"),
+            mode=options.get("mode", "online"), batch_size=options.get("batch_size"), backend=backend,
+            pacer=LoopPacer() if background else None,
         )
         await mapped.prepare("estimate" if estimate else "map")
         if not estimate:
             self.last_map = mapped
         return mapped
+
+    async def _map_parent(
+        self, model: str | None, approval: ApprovalChannel | None, budgets: Mapping[str, Any]
+    ) -> ParentContext:
+        """What a map's rows run under: a run's context on ``model`` with ``budgets``
+        (``budget_usd``, ``token_budget``) for all of them (a Ray worker's rows too, there
+        each row's share: ``map_ray.py``)."""
+        from dataclasses import replace
+
+        context = await self._launch(model, None, approval)
+        limited = replace(context, limits=replace(context.limits, **budgets))
+        return self._conversation.engine().parent_context(limited)
 
     async def aclose(self) -> None:
         """Cancel background tasks, stop the MCP servers, close the providers' connections,

@@ -437,6 +437,13 @@ class RunSettings:
             built=True,
         ),
     )
+    ray_address: str | None = field(
+        default=None,
+        metadata=about(
+            "The Ray cluster a map with backend='ray' runs its rows on: 'ray://head:10001', 'auto', ... (None or '': "
+            "$RAY_ADDRESS, else a Ray instance started on this machine; see Map over rows).",
+        ),
+    )
     subagents: SubagentSettings = field(default_factory=SubagentSettings)
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     mcp: McpSettings = field(default_factory=McpSettings)

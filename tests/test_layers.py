@@ -29,6 +29,7 @@ RANK = {
     "team": 7,
     "tracing": 7,
     "harness": 8,
+    "map_ray": 8,
     "assembly": 8,
     "settings": 8,
     "setting": 8,

@@ -7,9 +7,7 @@ Over real HTTP: what was run again is read off the fake server's request log."""
 from __future__ import annotations
 
 import asyncio
-import re
 import sqlite3
-from collections import Counter
 from typing import Any
 
 import pandas as pd  # noqa: F401  (frame() needs it)
@@ -21,22 +19,9 @@ from harness_nb.subagents.map_result import MapProgress
 from harness_nb.subagents.map_store import APPLICATION_ID, STORE_FILE
 from harness_nb.testing import FakeLLMServer
 from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
+from map_support import asked, row_of, upper
 
-ROW = re.compile(r"ROW<(.*?)>")
 KEY = "sk-proj-MapStoreKey0123456789abcdefGHIJ"
-
-
-def row_of(body: dict[str, Any]) -> str:
-    for message in body.get("messages", []):
-        content = message.get("content")
-        if isinstance(content, str) and (found := ROW.search(content)):
-            return found.group(1)
-    raise AssertionError(f"no ROW<…> in {body}")
-
-
-def asked(server: FakeLLMServer) -> Counter[str]:
-    """How many requests the server got for each row."""
-    return Counter(row_of(r.body) for r in server.requests)
 
 
 def harness(tmp_path, server: FakeLLMServer, **kwargs: Any) -> Harness:
@@ -46,10 +31,6 @@ def harness(tmp_path, server: FakeLLMServer, **kwargs: Any) -> Harness:
     )
     OPEN.append(h)
     return h
-
-
-def upper(body: dict[str, Any]) -> dict[str, Any]:
-    return {"text": row_of(body).upper(), "usage": {"input_tokens": 40, "output_tokens": 5}}
 
 
 async def test_identical_rows_run_once_and_every_copy_gets_the_outcome(tmp_path):

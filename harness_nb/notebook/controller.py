@@ -21,7 +21,7 @@ from ..harness import Harness
 from ..settings import RunSettings
 from ..subagents import TaskEntry, TaskStatus, resolve_model
 from ..subagents.map_handle import MapHandle
-from ..subagents.map_options import MapOptions
+from ..subagents.map_options import MapBackendName, MapOptions
 from ..subagents.map_result import MapEstimate, MapResult
 from ..textview import TextView, terminal_approval, terminal_ask
 from ..tools import Sandbox
@@ -553,13 +553,14 @@ class NotebookHarness:
         sample: int | None = None,
         batch: bool = False,
         batch_size: int | None = None,
+        backend: MapBackendName = "kernel",
     ) -> MapResult | MapHandle | MapEstimate:
         """``%agent map``: ``agent`` over ``rows`` with a live progress bar in this cell
         (``background``: the cell returns at once and the bar keeps moving; the kernel is
         free for other cells; ``estimate``: a sample's bar, and the projection for all
         rows). Its rows run without asking: a call that would ask is denied (there is
         nobody to answer a thousand cards), so give the agent tools that need no approval,
-        or allow rules. ``output``, ``resume``, ``sample`` and ``batch_size`` are
+        or allow rules. ``output``, ``resume``, ``sample``, ``batch_size`` and ``backend`` are
         ``MapOptions``'; ``batch``: ``mode="batch"`` (the vendor's batch API; the bar shows
         its batches' state)."""
         h = self.harness()
@@ -576,6 +577,7 @@ class NotebookHarness:
             on_progress=view.update if view is not None else None,
             output=output,
             resume=resume,
+            backend=backend,
         )
         if sample is not None:
             options["sample"] = sample

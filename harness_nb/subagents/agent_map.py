@@ -29,6 +29,13 @@ the rows run:
 - **Interrupts.** Cancelling the map cancels the rows running and keeps every finished
   row: ``AgentMap.result()`` (``Harness.last_map``) has them, the others marked as not run,
   and the store has them for a ``resume``.
+- **Paced in the background.** A map given a ``LoopPacer`` (``h.start_map``, ``%agent map
+  --bg``) holds back its next row while the kernel's loop is slow to come round
+  (``map_pacer.py``), so the notebook stays responsive; its rows and answers are the same.
+- **Where rows run.** In this process, through the harness's ``SubagentRunner``, unless a
+  ``RowBackend`` is given (``map_ray.RayBackend``: on a Ray cluster). A backend runs each
+  attempt as the runner would; everything else (retries, budget, typed checks, the store,
+  progress) stays here, so a row's outcome is recorded the same wherever it ran.
 - **What a row's agent is told.** Its answer becomes a cell of a column, so its prompt says
   so (``row_definition``): a built-in agent's report-writing prompt is replaced by
   ``MAP_ROW_PROMPT``, an agent file's gets ``MAP_ROW_NOTE`` (or, typed, ``MAP_ROW_FIELDS_NOTE``)
@@ -48,12 +55,12 @@ import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
 from ..core import BudgetSpentError, ConfigError, ProviderError, Usage, new_id, run_blocking
-from ..engine import ParentContext, RunResult
+from ..engine import ParentContext, RunResult, UsageAccount
 from ..engine.limits import BUDGET_STOPS, EARLY_STOPS
 from ..providers.base import Provider
 from ..providers.http import RetryPolicy
@@ -61,6 +68,7 @@ from .definition import SubAgentDefinition
 from .map_batch import BatchRun, PollPolicy
 from .map_options import MapOptions, check_options
 from .map_output import AnswerShaper, RowOutput
+from .map_pacer import LoopPacer
 from .map_result import MapEstimate, MapProgress, MapResult, MapRow, Projection, RowSource
 from .map_rows import check_template, fill, map_rows
 from .map_store import MapInfo, MapKind, MapStore, StoredRow, map_key, open_map_store, refuse_waiting_batches, row_key
@@ -80,6 +88,7 @@ __all__ = [
     "MapProgress",
     "MapResult",
     "MapRow",
+    "RowBackend",
     "agent_fingerprint",
     "check_options",
     "row_definition",
@@ -160,6 +169,27 @@ def _spread(keys: list[str], count: int) -> list[str]:
     return [keys[i * len(keys) // count] for i in range(count)]
 
 
+class RowBackend(Protocol):
+    """Where a map's row attempts run when not in this process (see the module doc):
+    ``run`` takes what ``SubagentRunner.run`` takes from a row and answers as it does (the
+    ``RunResult``, or the same exceptions); ``close`` is called once the map has ended."""
+
+    async def run(
+        self,
+        definition: SubAgentDefinition,
+        prompt: str,
+        parent: ParentContext,
+        *,
+        task_id: str,
+        account: UsageAccount,
+        watched: bool,
+        wrap_provider: Callable[[Provider], Provider] | None,
+        follow_up: Callable[[RunResult], str | None] | None,
+    ) -> RunResult: ...
+
+    def close(self) -> None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class _Scope:
     """What one ``run`` / ``estimate`` covers: the keys it runs and its rows' count."""
@@ -171,7 +201,8 @@ class _Scope:
 class AgentMap:
     """One map of ``definition`` over ``rows`` as children of ``parent`` (see the module
     doc). ``output`` types the answers; ``store`` is the folder of map stores (``None``:
-    nothing is written); ``resume`` as ``MapOptions`` says. ``retry`` sets the backoff
+    nothing is written); ``resume`` as ``MapOptions`` says; ``backend`` runs the rows'
+    attempts elsewhere (``None``: ``runner``, here); ``pacer`` paces a background map. ``retry`` sets the backoff
     between a row's attempts (its ``max_retries`` is replaced by ``retries``); ``clock``
     and ``sleep`` are injectable for tests. ``mode="batch"`` sends the rows through the
     vendor's batch API (``map_batch.py``: ``batch_size`` rows at most a batch, polled as
@@ -193,6 +224,8 @@ class AgentMap:
         store: Path | None = None,
         resume: bool | str = False,
         on_progress: Callable[[MapProgress], Any] | None = None,
+        backend: RowBackend | None = None,
+        pacer: LoopPacer | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         mode: MapMode = "online",
@@ -216,6 +249,8 @@ class AgentMap:
         self.concurrency = concurrency
         self.retry = replace(retry or RetryPolicy(), max_retries=retries)
         self.on_progress = on_progress
+        self.backend = backend
+        self.pacer = pacer
         self.clock = clock
         self.sleep = sleep
         self.id = new_id("map")
@@ -382,6 +417,8 @@ class AgentMap:
         self._started_at = self.clock()
         self._report()
         pending = iter(keys)
+        if self.pacer is not None:
+            self.pacer.start()
         try:
             async with asyncio.TaskGroup() as group:
                 for n in range(min(self.concurrency, len(keys))):
@@ -390,6 +427,11 @@ class AgentMap:
             self._interrupted = True
             self._report()
             raise
+        finally:
+            if self.pacer is not None:
+                await self.pacer.stop()
+            if self.backend is not None:
+                self.backend.close()
 
     def _close_store(self) -> None:
         if self.store is not None:
@@ -443,6 +485,8 @@ class AgentMap:
 
     async def _worker(self, pending: Iterator[str]) -> None:
         for key in pending:  # one shared iterator: rows are taken in order
+            if self.pacer is not None:
+                await self.pacer.admit(lambda: self._running)
             await self.settle(key, await self._row(self._groups[key][0]))
 
     async def settle(self, key: str, row: MapRow, *, final: bool = True) -> None:
@@ -525,8 +569,9 @@ class AgentMap:
             self._running += 1
             self._report()
             verdicts: list[BaseModel | str] = []
+            run = self.backend.run if self.backend is not None else self.runner.run
             try:
-                result = await self.runner.run(
+                result = await run(
                     self.row, prompt, self.parent, task_id=f"{self.id}-{position + 1}", account=account,
                     watched=False, wrap_provider=self._shaper(), follow_up=self._checker(verdicts),
                 )

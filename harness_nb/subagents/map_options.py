@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict, get_args
 
 from pydantic import BaseModel
 
@@ -14,7 +14,10 @@ from ..core import ConfigError
 from ..engine import ApprovalChannel
 from .map_result import MapProgress
 
-__all__ = ["MAP_OPTIONS", "MapOptions", "check_options"]
+__all__ = ["MAP_BACKENDS", "MAP_OPTIONS", "MapBackendName", "MapOptions", "check_options"]
+
+MapBackendName = Literal["kernel", "ray"]
+MAP_BACKENDS: tuple[str, ...] = get_args(MapBackendName)
 
 
 class MapOptions(TypedDict, total=False):
@@ -25,8 +28,9 @@ class MapOptions(TypedDict, total=False):
     ``"label:bug|question, score:float"``: typed answers; none), ``resume`` (``True``: the
     newest stored map of the same key, or a map id; ``False``), ``mode`` (``"online"``;
     ``"batch"``: every row one call through the vendor's batch API, at half the price),
-    ``batch_size`` (most rows a batch; the vendor's most) and, with ``estimate=True``,
-    ``sample`` (20)."""
+    ``batch_size`` (most rows a batch; the vendor's most), ``backend`` (``"kernel"``: the
+    rows run in this process; ``"ray"``: on a Ray cluster, ``map_ray.py``) and, with
+    ``estimate=True``, ``sample`` (20)."""
 
     concurrency: int
     retries: int
@@ -39,6 +43,7 @@ class MapOptions(TypedDict, total=False):
     resume: bool | str
     mode: Literal["online", "batch"]
     batch_size: int | None
+    backend: MapBackendName
     sample: int
 
 
@@ -61,6 +66,7 @@ _VALUES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "approval": (lambda v: v is None or callable(v), "an approval channel (an async function), or None"),
     "on_progress": (lambda v: v is None or callable(v), "a function taking a MapProgress, or None"),
     "resume": (lambda v: isinstance(v, bool | str), "True, False or a stored map's id (h.maps() lists them)"),
+    "backend": (lambda v: v in MAP_BACKENDS, " or ".join(repr(b) for b in MAP_BACKENDS)),
     "estimate": (lambda v: isinstance(v, bool), "True or False"),
     "mode": (lambda v: v in ("online", "batch"), "'online' or 'batch' (one call a row through the vendor's batch API)"),
     "batch_size": (_whole, "a whole number of rows above 0, or None (the vendor's most)"),

@@ -24,6 +24,7 @@ from IPython.display import display
 from ...core import ConfigError, HarnessError, UnknownNameError, Usage
 from ...settings import RunSettings
 from ...subagents import TaskStatus
+from ...subagents.map_options import MAP_BACKENDS
 from ...subagents.map_output import output_fields
 from ..controller import NotebookHarness, Pending, completion_markdown, done, shown_as_one_line, with_ticker
 from ..kernel.history import refers_to_error
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 
 _VALUE_OPTIONS = {
     "--model", "-m", "--max-turns", "--agent", "-a", "--timeout", "--over", "--concurrency", "--retries", "--budget",
-    "--undo", "--output", "--sample", "--batch-size",
+    "--undo", "--output", "--sample", "--batch-size", "--backend",
 }
 _CHECKPOINT = re.compile(r"^#?[0-9]+$|^[0-9a-f]{4,40}$")  # a checkpoint's number, or its commit id
 _MAP = re.compile(r"^\s*map\s+(--|-h\b)")  # `%agent map --over …`; `%agent map the data` is a prompt
@@ -292,6 +293,10 @@ class HarnessMagics(Magics):
         help="typed answers, one column each: 'label:bug|question, score:float' (str, int, float, bool, list[str], a|b)",
     )
     @argument("--resume", action="store_true", help="continue the stored map of this agent, template and model")
+    @argument(
+        "--backend", choices=MAP_BACKENDS, default="kernel",
+        help="where the rows run: kernel (here) or ray (a Ray cluster: ray_address, $RAY_ADDRESS, else local)",
+    )
     @argument("--estimate", action="store_true", help="run a sample of the rows; project tokens, cost and time for all")
     @argument("--batch", action="store_true", help="one call a row through the vendor's batch API: half the price, within 24 h")
     @argument("--batch-size", type=int, default=None, metavar="N", help="most rows a batch (default the vendor's most)")
@@ -299,7 +304,7 @@ class HarnessMagics(Magics):
     def map_options(self, line: str) -> None:
         """%agent map --over EXPR [--agent NAME] [--concurrency N] [--retries N] [--budget USD] [--bg]
                       [--output FIELDS] [--resume] [--estimate [--sample N]] [--batch [--batch-size N]]
-                      "template"
+                      [--backend ray] "template"
 
         Runs the subagent once per row of EXPR, the template filled from the row: {value}
         (the row's value), {index} (its label) and, for a DataFrame, {column} names. Shows
@@ -314,7 +319,9 @@ class HarnessMagics(Magics):
         runs a sample and says what the whole map would take; the map afterwards does not
         run the sample again. --batch sends every row as one call (an agent without tools)
         through OpenAI's Batch API or Anthropic's Message Batches, at half the price; the
-        bar shows the batches' state, and --resume after a restart collects them."""
+        bar shows the batches' state, and --resume after a restart collects them.
+        --backend ray runs the rows on a Ray cluster (pip install 'harness_nb[ray]'); the
+        kernel still stores them, and --resume works either way."""
 
     def _map(self, line: str) -> Pending:
         options, rest = split_options(line, session_ids=False)
@@ -364,6 +371,7 @@ class HarnessMagics(Magics):
             sample=args.sample,
             batch=args.batch,
             batch_size=args.batch_size,
+            backend=args.backend,
         )
         return Pending(run, "agent map")
 
