@@ -367,7 +367,7 @@ class AgentEngine:
             effort=self.effort,
         )
         with self._budgeted(request, context, budget):
-            if emit is _UNHEARD:  # nobody times the call: no event to build
+            if emit is unheard:  # nobody times the call: no event to build
                 response = await self._request(provider, request, emit)
             else:
                 response = await self._reported(provider, request, emit, context)
