@@ -23,6 +23,7 @@ from harness_nb.tools import (
     invoke,
     ls,
     read_file,
+    tool,
     write_file,
 )
 from harness_nb.tools import files as files_module
@@ -146,6 +147,27 @@ async def test_non_json_arguments_are_an_error_outcome(tmp_path: Path) -> None:
     assert outcome.is_error
     assert outcome.content.startswith("error: arguments are not valid JSON")
     assert "Send the arguments as one JSON object" in outcome.content
+
+
+async def test_arguments_the_json_module_reads_reach_the_tool_as_it_reads_them(tmp_path: Path) -> None:
+    """Arguments are checked in one step when pydantic's JSON reader takes them; what only
+    the two-step path takes (a lone surrogate escape, as a non-UTF-8 file name makes; empty
+    arguments for a tool without required ones) still runs, with the values it gave."""
+
+    @tool
+    async def echo(ctx: ToolContext, text: str = "(none)") -> str:
+        """Say the text back."""
+        return ascii(text)
+
+    for arguments, expected in (
+        ('{"text": "\\ud800x"}', "'\\ud800x'"),
+        ('{"text": "abc"}', "'abc'"),
+        ("", "'(none)'"),
+        ("  ", "'(none)'"),
+    ):
+        call = ToolCall(id="c", name="echo", arguments=arguments)
+        outcome = await invoke(echo, call, ToolContext(workdir=tmp_path, call=call))
+        assert (outcome.is_error, outcome.content) == (False, expected), arguments
 
 
 @pytest.mark.parametrize(

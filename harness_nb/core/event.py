@@ -294,3 +294,8 @@ SubagentUpdate.model_rebuild()
 
 if TYPE_CHECKING:
     EventSink = Callable[[Event], Any]
+
+
+def unheard(event: Event) -> None:
+    """The event sink of a run nobody listens to. The engine and its parts compare a sink
+    with it to skip building the events of every call (a pydantic model each) for no one."""

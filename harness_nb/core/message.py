@@ -1,8 +1,8 @@
 """Conversation messages, tool calls and tool definitions.
 
-Messages are immutable once made. Each carries a private ``wire`` slot that a provider may
-use to cache the message's request form, so a long history is not re-serialised from
-scratch on every call.
+Messages are immutable once made. Each carries a ``wire`` cache that a provider may use to
+keep the message's request form, so a long history is not re-serialised from scratch on
+every call.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from .media import ImagePart
 
@@ -18,15 +18,20 @@ from .media import ImagePart
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    _wire: dict[str, Any] = PrivateAttr(default_factory=dict)
-
     @property
     def wire(self) -> dict[str, Any]:
         """Per-provider cache of this message's request form (keyed by wire format name)."""
-        # Straight from pydantic's private-attribute dict: ``self._wire`` goes through
-        # BaseModel.__getattr__ (~2.4 µs against ~0.1 µs), and a provider reads this for
-        # every message of the history on every call.
-        return self.__pydantic_private__["_wire"]  # type: ignore[index]
+        # Kept in pydantic's private-attribute dict, made on first use rather than declared
+        # as a ``PrivateAttr``: pydantic sets a declared one up in Python on every instance
+        # (~2 µs; an LLM call makes a tool call, an answer and a result), and read straight
+        # from that dict, since ``self._wire`` would go through BaseModel.__getattr__ (~2.4
+        # µs against ~0.1 µs) for every message of the history on every call. A copy
+        # (``model_copy``) shares the cache, as it did the private attribute.
+        private = self.__pydantic_private__
+        if private is None:
+            private = {"_wire": {}}
+            object.__setattr__(self, "__pydantic_private__", private)
+        return private["_wire"]
 
     def __eq__(self, other: object) -> bool:
         # Equal when the fields are equal: the wire cache is not part of a message's value.

@@ -98,7 +98,18 @@ _URL_SAFE = str.maketrans("+/", "-_")
 _ENCODED_BLOCK = re.compile(r"[A-Za-z0-9+/=_-]+(?:\r?\n[A-Za-z0-9+/=_-]+(?![^\r\n]))*")
 # Every encoded form is at least 10 characters, and a wrapped block has a line longer than
 # that: a text without such a run holds no encoded copy (a cheap test for short messages).
-_ENCODED_RUN = re.compile(r"[A-Za-z0-9+/=_-]{10}")
+# Looked for in the text's UTF-8 bytes with each byte of the alphabet made "a" and every
+# other byte (a non-ASCII character's included) a space: two C passes, where a regex search
+# for the run steps through the text in Python's regex engine (~3 µs per 100 characters).
+_RUN_LENGTH = 10
+_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-"
+_ALPHABET_AS_A = bytes(ord("a") if byte in _ALPHABET else ord(" ") for byte in range(256))
+
+
+def _has_encoded_run(text: str) -> bool:
+    """Whether ``text`` holds a run of ``_RUN_LENGTH`` base64 or hex characters."""
+    data = text.encode("utf-8", "surrogatepass")
+    return b"a" * _RUN_LENGTH in data.translate(_ALPHABET_AS_A)
 
 
 def encodings(value: str) -> list[str]:
@@ -146,7 +157,7 @@ class Scrubber:
     def __call__(self, text: str) -> str:
         for value in self.exact:
             text = text.replace(value, REDACTED)
-        if (self.encoded or self.hexed) and _ENCODED_RUN.search(text) and self._holds_encoded(text):
+        if (self.encoded or self.hexed) and _has_encoded_run(text) and self._holds_encoded(text):
             text = _ENCODED_BLOCK.sub(self._block, text)
         for anchor in self.anchors:
             if anchor in text:

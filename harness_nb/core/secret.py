@@ -464,6 +464,7 @@ LOGGER_NAMES = (
     "harness_nb.team",
     "harness_nb.mcp",
     "harness_nb.notebook",
+    "harness_nb.tracing",
 )
 _FILTER = RedactingFilter(SECRETS)
 

@@ -46,13 +46,16 @@ class Usage(BaseModel):
         output. What ``token_budget`` counts and what views show as "tokens"."""
         return self.prompt_tokens + self.output_tokens
 
-    def add(self, other: Usage) -> None:
-        """Add ``other`` into this usage in place (costs add when either is known). The
-        fields are summed in the instance's dict: every LLM call adds to every account up
-        to the harness's, and pydantic's checked assignment cost more than the sums."""
+    def add(self, other: Usage, *, turns: int = 0, tool_calls: int = 0) -> None:
+        """Add ``other`` into this usage in place (costs add when either is known), and
+        ``turns`` LLM calls and ``tool_calls`` besides those it counts. The fields are
+        summed in the instance's dict: every LLM call adds to every account up to the
+        harness's, and pydantic's checked assignment cost more than the sums."""
         mine, theirs = self.__dict__, other.__dict__
         for name in _SUMMED:
             mine[name] += theirs[name]
+        mine["turns"] += turns
+        mine["tool_calls"] += tool_calls
         if other.cost is not None:
             mine["cost"] = (self.cost or 0.0) + other.cost
 

@@ -207,6 +207,8 @@ class BudgetScope:
     def warnings(self) -> list[BudgetWarning]:
         """A ``BudgetWarning`` for each of this run's own budgets that has now reached 80%,
         once each."""
+        if self.limits.budget_usd is None and self.limits.token_budget is None:
+            return []  # no budget of its own (the case of most runs): nothing to warn of, every call
         budgets: list[tuple[Literal["budget_usd", "token_budget"], float | None, float]] = [
             ("budget_usd", self.limits.budget_usd, self.spent_usd),
             ("token_budget", self.limits.token_budget, float(self.spent_tokens)),

@@ -75,10 +75,7 @@ class UsageAccount:
         of parents."""
         account: UsageAccount | None = self
         while account is not None:
-            total = account.usage
-            total.add(usage)
-            total.turns += turns
-            total.tool_calls += tool_calls
+            account.usage.add(usage, turns=turns, tool_calls=tool_calls)
             account = account.parent
 
     def child(self) -> UsageAccount:

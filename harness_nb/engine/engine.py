@@ -49,11 +49,13 @@ from ..core import (
     ToolCallFinished,
     ToolCallStarted,
     ToolResultMessage,
+    ToolSpec,
     TurnFinished,
     Usage,
     UserMessage,
     new_id,
 )
+from ..core.event import unheard
 from ..core.media import bound_images
 from ..providers.base import ModelRequest, ModelResponse, Provider, TextChunk
 from ..tools import CallOrder, ToolContext, ToolOutcome, ToolRegistry, invoke, own_timeout
@@ -73,6 +75,7 @@ EventSink = Callable[[Event], Any]
 Injector = Callable[[], Sequence[str]]
 
 TOOL_TIMEOUT_MARGIN = 5.0
+_NO_ORDER = CallOrder()  # the order of a turn with no call of an in_call_order tool: nothing waits on it
 INTERRUPTED_RESULT = "error: the run was interrupted before this tool call finished"
 EMPTY_ANSWER = "the model returned an empty answer (no text and no tool calls) twice"
 EMPTY_AT_MAX_TOKENS = "the answer hit max_tokens before any text or tool call (raise max_tokens)"
@@ -242,7 +245,7 @@ class AgentEngine:
                     turns += 1
                     self._bill(response, context, budget, emit, turns=1, tool_calls=len(response.message.tool_calls))
                     message = self.session.append(response.message)  # as stored: scrubbed
-                    if emit is not _UNHEARD:  # the events of every call: not built for nobody
+                    if emit is not unheard:  # the events of every call: not built for nobody
                         emit(TurnFinished(turn=turns, usage=account.snapshot(), agent=self.agent))
                     if message.content:
                         final = message.content
@@ -315,14 +318,14 @@ class AgentEngine:
         fit = self._fit_context(context, emit, budget)
         await self.keeper.fit(fit)
         try:
-            response = await self._call_model(provider, emit, context, budget)
+            response = await self._call_model(provider, emit, context, budget, fit.tools)
         except ProviderError as exc:
             if exc.kind != "context_length":
                 raise
             log.info("%s: %s; compacting and trying once more", self.agent, exc)
             await self.keeper.after_too_long(exc, fit)
             try:
-                response = await self._call_model(provider, emit, context, budget)
+                response = await self._call_model(provider, emit, context, budget, fit.tools)
             except ProviderError as again:
                 if again.kind == "context_length":
                     raise self.keeper.still_too_long(again) from again
@@ -352,19 +355,19 @@ class AgentEngine:
         return FitContext(context.provider, context.compaction, self._system_prompt(tools), tools.specs(), emit, bill)
 
     async def _call_model(
-        self, provider: Provider, emit: EventSink, context: RunContext, budget: BudgetScope
+        self, provider: Provider, emit: EventSink, context: RunContext, budget: BudgetScope, specs: Sequence[ToolSpec]
     ) -> ModelResponse:
+        """One call offering the tools ``specs`` (those the context was measured with)."""
         self.session.rescrub()
-        tools = self._tools(context)
         request = ModelRequest(
-            system=self._system_prompt(tools),
+            system=self._system_prompt(self._tools(context)),  # after the rescrub: scrubbed of every secret known now
             messages=self.session.messages,
-            tools=tools.specs(),
+            tools=specs,
             agent=self.agent,
             effort=self.effort,
         )
         with self._budgeted(request, context, budget):
-            if emit is _UNHEARD:  # nobody times the call: no event to build
+            if emit is unheard:  # nobody times the call: no event to build
                 response = await self._request(provider, request, emit)
             else:
                 response = await self._reported(provider, request, emit, context)
@@ -443,7 +446,7 @@ class AgentEngine:
         """Send ``request``: streamed as text deltas, or as one answer."""
         if not provider.streaming:
             response = await provider.complete(request)
-            if response.message.content and emit is not _UNHEARD:
+            if response.message.content and emit is not unheard:
                 emit(TextDelta(text=response.message.content, agent=self.agent))
             return response
         result: ModelResponse | None = None
@@ -452,7 +455,7 @@ class AgentEngine:
         async with contextlib.aclosing(provider.stream(request)) as stream:
             async for item in stream:
                 if isinstance(item, TextChunk):
-                    if emit is not _UNHEARD:
+                    if emit is not unheard:
                         emit(TextDelta(text=item.text, agent=self.agent))
                 else:
                     result = item
@@ -478,7 +481,8 @@ class AgentEngine:
     ) -> None:
         results: dict[str, ToolResultMessage] = {}
         tools = self._tools(context)
-        order = CallOrder(c.id for c in calls if getattr(tools.get(c.name), "in_call_order", False))
+        in_order = [c.id for c in calls if getattr(tools.get(c.name), "in_call_order", False)]
+        order = CallOrder(in_order) if in_order else _NO_ORDER
 
         def one(call: ToolCall) -> Any:
             return self._run_tool(call, stop_reason, emit, parent, context, order)
@@ -509,7 +513,7 @@ class AgentEngine:
         context: RunContext,
         order: CallOrder,
     ) -> ToolResultMessage:
-        if emit is not _UNHEARD:
+        if emit is not unheard:
             emit(ToolCallStarted(call=call, agent=self.agent))
         tool = self._tools(context).get(call.name)
         ctx = ToolContext(
@@ -533,7 +537,7 @@ class AgentEngine:
         # Bounded here, where every tool's result (a kernel plot, an MCP screenshot) passes.
         images, left_out = bound_images(outcome.images)
         content = f"{outcome.content}\n{left_out}".strip() if left_out else outcome.content
-        if emit is not _UNHEARD:
+        if emit is not unheard:
             emit(
                 ToolCallFinished(
                     call=call,
@@ -658,16 +662,9 @@ def _with_unique_call_ids(response: ModelResponse) -> ModelResponse:
     return response.model_copy(update={"message": message})
 
 
-def _unheard(event: Event) -> None:
-    """The sink of a run nobody listens to."""
-
-
-_UNHEARD: EventSink = _unheard
-
-
 def _safe_sink(sink: EventSink | None) -> EventSink:
     if sink is None:
-        return _UNHEARD  # the loop skips building its per-call events for it
+        return unheard  # the loop skips building its per-call events for it
 
     def emit(event: Event) -> None:
         try:

@@ -196,6 +196,8 @@ class HookRegistry:
         return HookRegistry([*self.hooks, *hooks])
 
     async def before_tool(self, call: ToolCall, ctx: ToolContext) -> Decision:
+        if not self.hooks:
+            return ALLOW
         ask: Ask | None = None
         vouched: frozenset[Path] = frozenset()
         for hook in self.hooks:

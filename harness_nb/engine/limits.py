@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -119,7 +117,8 @@ class ToolSlots:
             first.state = "running"
             first.after, self._last_let_in = self._last_let_in, first
             self.running += 1
-            first.granted.set()
+            if first._granted is not None:
+                first._granted.set()
 
     def _leave(self, place: Place) -> None:
         if place.state == "running":
@@ -134,15 +133,20 @@ class ToolSlots:
 
 
 class Place:
-    """One call's place in a ``ToolSlots`` line (see there)."""
+    """One call's place in a ``ToolSlots`` line (see there).
+
+    Its events are made only when a call has to wait for one (``_granted``: its slot,
+    ``_entered``: for the call let in after it to wait until it is through the door): most
+    calls find a slot free and the call before them through, and every call passes here."""
 
     def __init__(self, slots: ToolSlots, ticket: int) -> None:
         self.slots = slots
         self.ticket = ticket
         self.state: _State = "deciding"
-        self.granted = asyncio.Event()
-        self.entered = asyncio.Event()  # it has passed the door (or left the line)
+        self.entered = False  # it has passed the door (or left the line)
         self.after: Place | None = None  # the place let in just before it
+        self._granted: asyncio.Event | None = None
+        self._entered: asyncio.Event | None = None
 
     def step_aside(self) -> None:
         """The call waits for an approval: the calls behind it may go first meanwhile."""
@@ -152,26 +156,43 @@ class Place:
 
     def leave(self) -> None:
         """The call needs no slot (any more): denied, failed, delegated or done."""
-        self.entered.set()
+        self._enter()
         self.after = None
         if self.state != "done":
             self.slots._leave(self)
 
-    @asynccontextmanager
-    async def held(self) -> AsyncIterator[None]:
-        """Wait for this call's turn and a free slot, hold it while the body runs."""
+    def held(self) -> Place:
+        """Wait for this call's turn and a free slot, hold it while the body runs:
+        ``async with place.held():`` (the place is its own context manager, a class rather
+        than a generator's: every tool call takes one)."""
+        return self
+
+    async def __aenter__(self) -> None:
         if self.state in ("deciding", "aside"):
             self.state = "waiting"
             self.slots._dispatch()
         try:
-            await self.granted.wait()
-            if self.after is not None:
-                await self.after.entered.wait()
+            if self.state != "running":
+                self._granted = asyncio.Event()
+                await self._granted.wait()
+            after = self.after
+            if after is not None:
+                if not after.entered:
+                    after._entered = after._entered or asyncio.Event()
+                    await after._entered.wait()
                 self.after = None
-            self.entered.set()
-            yield
-        finally:
+        except BaseException:
             self.leave()
+            raise
+        self._enter()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.leave()
+
+    def _enter(self) -> None:
+        self.entered = True
+        if self._entered is not None:
+            self._entered.set()
 
 
 class RunResult(BaseModel):

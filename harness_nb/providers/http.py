@@ -37,7 +37,7 @@ from types import TracebackType
 from typing import Any, ClassVar, Protocol, Self, TypeVar, cast
 
 import httpx
-from httpx_sse import EventSource, SSEError
+from httpx_sse import EventSource, ServerSentEvent, SSEError
 from pydantic import SecretStr
 
 from ..core import ProviderError, SettingFix, StreamCutError, ToolCall
@@ -178,45 +178,51 @@ class EventStream:
 
     async def prime(self) -> None:
         """Read the first event (transport errors and error events propagate)."""
-        self._first = await self._read()
+        async for sse in self._events:
+            self._first = self._payload(sse)
+            if self._first is not None or self.cut is not None:
+                return
 
     async def __aiter__(self) -> AsyncIterator[Payload]:
         if self._first is not None:
             yield self._first
-        while self.cut is None:
-            try:
-                payload = await self._read()
-            except (httpx.HTTPError, SSEError) as exc:
-                self.cut = self._provider.translate(exc, mid_stream=True).message
-                return
-            if payload is None:
-                return
-            yield payload
+        if self.cut is not None:
+            return
+        # One loop over the events (not a coroutine called per event: some 20 an answer)
+        try:
+            async for sse in self._events:
+                payload = self._payload(sse)
+                if payload is not None:
+                    yield payload
+                elif self.cut is not None:
+                    return
+        except (httpx.HTTPError, SSEError) as exc:
+            self.cut = self._provider.translate(exc, mid_stream=True).message
 
-    async def _read(self) -> Payload | None:
-        async for sse in self._events:
-            data = sse.data.strip()
-            if not data:
-                continue
-            if data == "[DONE]":
-                return Payload(sse.event, None)
-            try:
-                value = json.loads(data)
-            except json.JSONDecodeError:
-                if self._tail.eof:
-                    self.cut = "the connection closed inside an event"
-                    return None
-                shown = self._provider.scrub(_snip(data))
-                raise ProviderError(
-                    f"the server sent an event that is not JSON: {shown!r}",
-                    provider=self._provider.name,
-                ) from None
-            payload = Payload(sse.event, value)
-            error = self._provider.event_error(payload)
-            if error is not None:
-                raise error
-            return payload
-        return None
+    def _payload(self, sse: ServerSentEvent) -> Payload | None:
+        """The payload ``sse`` carries; ``None`` for an empty event, or (with ``cut`` set) for
+        a last event the connection cut in two. A payload that is an error event raises it."""
+        data = sse.data.strip()
+        if not data:
+            return None
+        if data == "[DONE]":
+            return Payload(sse.event, None)
+        try:
+            value = json.loads(data)
+        except json.JSONDecodeError:
+            if self._tail.eof:
+                self.cut = "the connection closed inside an event"
+                return None
+            shown = self._provider.scrub(_snip(data))
+            raise ProviderError(
+                f"the server sent an event that is not JSON: {shown!r}",
+                provider=self._provider.name,
+            ) from None
+        payload = Payload(sse.event, value)
+        error = self._provider.event_error(payload)
+        if error is not None:
+            raise error
+        return payload
 
     async def aclose(self) -> None:
         """Close the event reader and the response."""

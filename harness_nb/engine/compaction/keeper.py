@@ -44,6 +44,7 @@ from ...core import (
     UserMessage,
     run_blocking,
 )
+from ...core.event import unheard
 from ...providers.base import ModelResponse, Provider
 from ..hook import offload_path, write_offload
 from ..meter import ContextMeter, fixed_chars, message_chars
@@ -156,7 +157,8 @@ class ContextKeeper:
         threshold of a known window."""
         window = await fit.provider.discover_window() or fit.policy.window
         tokens = self.measure(fit.provider, fit.system, fit.tools)
-        fit.emit(ContextMeasured(tokens=tokens, window=window, agent=self.agent))
+        if fit.emit is not unheard:
+            fit.emit(ContextMeasured(tokens=tokens, window=window, agent=self.agent))
         if window and tokens > fit.policy.threshold * window:
             await self.compact("threshold", fit, tokens=tokens)
 
