@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .core import BudgetSpentError, ConfigError, HarnessError, ProviderError, Usage, run_blocking
+from .core import BudgetSpentError, ConfigError, ProviderError, RayWorkerError, Usage, run_blocking
 from .core.secret import SECRETS
 from .engine import ApprovalChannel, ParentContext, RunResult, UsageAccount
 from .providers.base import Provider
@@ -79,11 +79,6 @@ BASE_URL_VARIABLE = "HARNESS_NB_MAP_BASE_URL"
 """The row model's base URL, in a worker's environment."""
 INSTALL = "pip install 'harness_nb[ray]'"
 MAX_ERROR_CHARS = 2_000  # of a Ray error's text kept in a row's error
-
-
-class RayWorkerError(HarnessError):
-    """A row's attempt failed on a Ray worker (its text says how), or the workers could
-    not be started or reached."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@
      ├── SubagentFailedError    a subagent's run raised (``__cause__`` is what it raised)
      ├── McpServerError         an MCP server could not start, or stopped answering
      │    └── McpUntrustedError    a project's server asked to start before it was trusted
+     ├── RayWorkerError         a map row's attempt failed on a Ray worker, or the workers did not start
      └── UnknownNameError       an unknown agent, task id or recipient (also a KeyError)
 
 Two file errors of ``core.fs`` stay ``OSError``s, outside the tree, so that callers handle
@@ -158,6 +159,11 @@ class McpServerError(HarnessError):
 
 class McpUntrustedError(McpServerError):
     """A project's MCP server was asked to start before the person trusted it."""
+
+
+class RayWorkerError(HarnessError):
+    """A map row's attempt failed on a Ray worker (its text says how), or the workers could
+    not be started or reached (``backend="ray"``)."""
 
 
 class UnknownNameError(HarnessError, KeyError):
