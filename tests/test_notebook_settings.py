@@ -23,4 +23,4 @@ async def test_user_agent_folders_can_be_left_out(tmp_path):
         listed = k.text(await k.run("%agents"))
         assert "home-helper" not in listed and "general-purpose" in listed
         cell = await k.run("%@home-helper hello", check=False)
-        assert "not found" in k.error(cell)
+        assert "%@home-helper: no agent of that name" in k.error(cell) and "%@general-purpose" in k.error(cell)
