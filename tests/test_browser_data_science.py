@@ -48,7 +48,7 @@ def _drive(nb: NotebookPage) -> None:
     fix = nb.index_of("%fix")
     saved_proposal = nb.index_of("# Agent proposal 1:")
     plot = nb.index_of("horizontal bar chart")
-    mapping = nb.index_of("%agent map --over orders.comment")
+    mapping = nb.index_of("%agent map --over orders.comment \"Positive")
     labels = nb.index_of("labels.series()")
     tidy = nb.index_of("Tidy up this folder")
     shown = nb.index_of("reply.result.messages")
