@@ -97,7 +97,7 @@ async def measure_engine(url: str, turns: int, stream: bool, profiler: Any = Non
             provider,
             tools,
             prompt_builder=PromptBuilder(common.SYSTEM, workdir=workdir, environment=False),
-            limits=Limits(max_turns=turns + 1),
+            limits=Limits(max_turns=turns + 1, max_repeated_calls=None),  # common.py's model repeats one call
         )
         result = await engine.run(common.PROMPT)
         _check_run(result, turns)
@@ -123,6 +123,7 @@ def build_harness(url: str, workdir: Path, turns: int, stream: bool, *, effectfu
         extra_tools=[common.echo_tool(read_only=not effectful)],
         allow=["echo"] if effectful else [],
         max_turns=turns + 1,
+        max_repeated_calls=0,  # common.py's model repeats one call on purpose: not a loop to stop
     )
 
 

@@ -108,7 +108,7 @@ async def measure_engine(url: str, parallel: bool) -> float:
             provider,
             tools,
             prompt_builder=PromptBuilder(common.SYSTEM, workdir=workdir, environment=False),
-            limits=Limits(max_turns=CALLS_PER_SUBAGENT),
+            limits=Limits(max_turns=CALLS_PER_SUBAGENT, max_repeated_calls=None),  # common.py's model repeats one call
         )
         return (await engine.run(common.PROMPT)).tool_calls
 
@@ -134,6 +134,7 @@ def build_harness(url: str, workdir: Path) -> Any:
         api_key=common.API_KEY,
         extra_tools=[common.echo_tool()],
         max_concurrency=SUBAGENTS,
+        max_repeated_calls=0,  # common.py's model repeats one call on purpose: not a loop to stop
     )
 
 

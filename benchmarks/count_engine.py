@@ -91,7 +91,7 @@ def conversation(side: str, answers: Recorded, stream: bool) -> Callable[[], Awa
 
     async def run() -> int:
         prompt = PromptBuilder(common.SYSTEM, workdir=Path.cwd(), environment=False)
-        engine = AgentEngine(provider, tools, prompt_builder=prompt, limits=Limits(max_turns=TURNS + 1))
+        engine = AgentEngine(provider, tools, prompt_builder=prompt, limits=Limits(max_turns=TURNS + 1, max_repeated_calls=None))
         result = await engine.run(common.PROMPT)
         if result.tool_calls != TURNS:
             raise RuntimeError(f"unexpected run: {result.tool_calls} tool calls")
