@@ -1,7 +1,8 @@
-"""Instructions per LLM call of the engine and of the bare loop, counted by valgrind.
+"""Instructions per LLM call of the engine, of the full harness and of their bare loops, counted by valgrind.
 
     python benchmarks/count_engine.py            # bare and engine, plain and streamed (~3 min)
     python benchmarks/count_engine.py --side engine --mode plain
+    python benchmarks/count_engine.py --side bare-full --side harness   # the full Harness (~5 min)
 
 On a machine shared with other work, timing moves by more than a change of a few %: the
 bare loop's own CPU per call moved between 880 and 1,900 µs from one ``bench_engine`` run to
@@ -11,14 +12,18 @@ runs in a process of its own, with no sockets: its provider (or its httpx client
 stack they share is skipped and what is left is each side's own work. ``cachegrind
 --cache-sim=no`` counts a run of 2 and a run of 10 conversations of 20 tool turns (after one
 untimed each, hash seed fixed); the difference over the 168 calls between them is the
-figure, the same to a few instructions from run to run. It counts work, not time: cache
+figure, the same to a few instructions from run to run. ``harness`` is the full ``Harness`` on
+a notebook project, as in ``bench_engine.py``, and ``bare-full`` its bare loop sending the same
+system prompt and tools (captured from the harness's first request). It counts work, not time: cache
 misses and system calls are not in it, so it tells whether a change removed work, and
 ``bench_engine.py`` still says what a call costs.
 """
 
 import argparse
 import asyncio
+import contextlib
 import gc
+import json
 import pickle
 import re
 import shutil
@@ -36,6 +41,8 @@ import httpx  # noqa: E402
 
 TURNS = 20
 FEW, MANY = 2, 10  # conversations counted; the figure is the difference per call
+SIDES = ("bare", "engine", "bare-full", "harness")
+PAIRS = {"engine": "bare", "harness": "bare-full"}  # a harness side -> the bare loop it is compared with
 MODELS = {"object": "list", "data": [{"id": "fake", "object": "model", "owned_by": "fake"}]}
 Recorded = list[tuple[int, list[tuple[str, str]], bytes]]
 
@@ -74,11 +81,15 @@ def replay(answers: Recorded) -> httpx.MockTransport:
     return httpx.MockTransport(answer)
 
 
-def conversation(side: str, answers: Recorded, stream: bool) -> Callable[[], Awaitable[int]]:
-    """One conversation of ``side`` (``bare`` or ``engine``, as in ``bench_engine.py``)."""
-    if side == "bare":
+def conversation(
+    side: str, answers: Recorded, stream: bool, wire: dict[str, Any] | None = None, workdir: Path | None = None
+) -> Callable[[], Awaitable[int]]:
+    """One conversation of ``side`` (``bare``, ``engine``, ``bare-full`` or ``harness``, as in
+    ``bench_engine.py``; ``bare-full`` sends the harness's ``wire``, ``harness`` works in ``workdir``)."""
+    if side in ("bare", "bare-full"):
         client = httpx.AsyncClient(base_url="http://fake/v1", transport=replay(answers), timeout=httpx.Timeout(60.0))
-        return lambda: common.bare_conversation(client, stream=stream)
+        request = {"system": wire["system"], "tools": wire["tools"]} if side == "bare-full" and wire else {}
+        return lambda: common.bare_conversation(client, stream=stream, **request)
     from harness_nb.engine import AgentEngine, Limits, PromptBuilder
     from harness_nb.providers.factory import create_provider
     from harness_nb.tools import ToolRegistry
@@ -87,6 +98,9 @@ def conversation(side: str, answers: Recorded, stream: bool) -> Callable[[], Awa
         f"openai-compatible/{common.MODEL}", base_url="http://fake/v1", api_key=common.API_KEY,
         streaming=stream, transport=replay(answers),
     )  # fmt: skip
+    if side == "harness":
+        assert workdir is not None
+        return harness_conversation(provider, workdir)
     tools = ToolRegistry([common.echo_tool()])
 
     async def run() -> int:
@@ -100,14 +114,35 @@ def conversation(side: str, answers: Recorded, stream: bool) -> Callable[[], Awa
     return run
 
 
+def harness_conversation(provider: Any, workdir: Path) -> Callable[[], Awaitable[int]]:
+    """A conversation of the full ``Harness`` as ``bench_engine.py`` builds it, on ``provider``."""
+    from harness_nb import Harness
+
+    harness = Harness(
+        provider, workdir=workdir, extra_tools=[common.echo_tool()], max_turns=TURNS + 1, max_repeated_calls=0
+    )
+
+    async def run() -> int:
+        harness.new_conversation()
+        result = await harness.run(common.PROMPT)
+        if result.tool_calls != TURNS:
+            raise RuntimeError(f"unexpected run: {result.tool_calls} tool calls")
+        return result.turns
+
+    return run
+
+
 async def counted(side: str, answers_file: Path, stream: bool, conversations: int) -> None:
     """What runs under valgrind: one untimed conversation, then ``conversations``."""
-    run = conversation(side, pickle.loads(answers_file.read_bytes()), stream)
-    await run()
-    gc.collect()
-    gc.freeze()
-    for _ in range(conversations):
+    recorded = pickle.loads(answers_file.read_bytes())
+    wire = json.loads(answers_file.with_suffix(".wire").read_text()) if side == "bare-full" else None
+    with common.notebook_project() if side == "harness" else contextlib.nullcontext() as workdir:
+        run = conversation(side, recorded, stream, wire, workdir)
         await run()
+        gc.collect()
+        gc.freeze()
+        for _ in range(conversations):
+            await run()
 
 
 def instructions(side: str, answers_file: Path, stream: bool, conversations: int) -> int:
@@ -127,9 +162,9 @@ def instructions(side: str, answers_file: Path, stream: bool, conversations: int
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--side", choices=("bare", "engine"), action="append", help="default: both")
+    parser.add_argument("--side", choices=SIDES, action="append", help="default: bare and engine")
     parser.add_argument("--mode", choices=("plain", "stream"), action="append", help="default: both")
-    parser.add_argument("--counted", choices=("bare", "engine"), help=argparse.SUPPRESS)
+    parser.add_argument("--counted", choices=SIDES, help=argparse.SUPPRESS)
     parser.add_argument("--answers", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--conversations", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--stream", action="store_true", help=argparse.SUPPRESS)
@@ -141,10 +176,17 @@ def main() -> None:
         parser.error("valgrind is needed (apt-get install valgrind)")
     sides, modes = args.side or ["bare", "engine"], args.mode or ["plain", "stream"]
     figures: dict[str, Any] = {}
+    # bytecode first: a module compiled inside the smaller run would lower the figure by its cost
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(common.ROOT / "harness_nb")], check=True)
     with tempfile.TemporaryDirectory(prefix="count-engine-") as tmp:
         with common.fake_server(common.script(TURNS)) as url:
             for mode in modes:
                 (Path(tmp) / mode).write_bytes(pickle.dumps(asyncio.run(record(url, mode == "stream"))))
+        if "bare-full" in sides:
+            from bench_engine import capture_wire
+
+            for mode in modes:
+                (Path(tmp) / mode).with_suffix(".wire").write_text(json.dumps(asyncio.run(capture_wire(TURNS))))
         calls = (MANY - FEW) * (TURNS + 1)
         for mode in modes:
             for side in sides:
@@ -152,9 +194,10 @@ def main() -> None:
                 figures[f"{side}/{mode}"] = per_call = (many - few) // calls
                 print(f"{side:<7} {mode:<6} {per_call:>12,} instructions per LLM call", flush=True)
     for mode in modes:
-        if {"bare", "engine"} <= set(sides):
-            ratio = figures[f"engine/{mode}"] / figures[f"bare/{mode}"]
-            print(f"engine / bare, {mode}: {ratio:.3f}x")
+        for side, bare in PAIRS.items():
+            if {side, bare} <= set(sides):
+                ratio = figures[f"{side}/{mode}"] / figures[f"{bare}/{mode}"]
+                print(f"{side} / {bare}, {mode}: {ratio:.3f}x")
     data = {"turns": TURNS, "instructions_per_call": figures, "python": sys.version.split()[0]}
     path = common.write_json("count_engine.json", data)
     print(f"wrote {path.relative_to(common.ROOT)}")

@@ -195,12 +195,23 @@ class PriceTable:
         estimate, for a call whose server reported no usage; ``batch``: at its batch price).
         A call with no tokens at all to price stays unpriced (nobody said); one whose model
         has no price counts in ``unpriced_calls``."""
-        if usage.unreported_calls and not usage.total_tokens:
+        charge = self.charge(usage, *names, batch=batch)
+        if charge is None:
             return usage
+        cost, unpriced = charge
+        return usage.model_copy(update={"cost": cost, "unpriced_calls": usage.unpriced_calls + unpriced})
+
+    def charge(self, usage: Usage, *names: str, batch: bool = False) -> tuple[float | None, int] | None:
+        """What ``priced`` sets, without the copy: ``(cost, 0)`` from the first of ``names``
+        that has a price, ``(None, 1)`` for a model with none, ``None`` for a call with no
+        tokens to price. For the engine's billing, which adds it straight into the
+        accounts (``Usage.add``'s ``charge``) on every call."""
+        if usage.unreported_calls and not usage.total_tokens:
+            return None
         price = self.lookup(*names)
         if price is None:
-            return usage.model_copy(update={"unpriced_calls": usage.unpriced_calls + 1})
-        return usage.model_copy(update={"cost": price.cost(usage, batch=batch)})
+            return None, 1
+        return price.cost(usage, batch=batch), 0
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, PriceTable) and dict(other.own) == dict(self.own)

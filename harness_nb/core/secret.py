@@ -341,25 +341,25 @@ class Secrets:
     def scrub_message(self, message: MessageT) -> MessageT:
         """``message`` itself when it holds no secret, else a new message with its text (and
         a call's arguments) scrubbed. New, not ``model_copy``: a copy would keep the old
-        message's wire-form cache."""
+        message's wire-form cache. Every message joining a conversation passes here: the
+        usual one, holding nothing, is checked text by text and returned as it is."""
         self.refresh()
         scrub = self._scrubber
-        content = scrub(message.content) if message.content else message.content
-        if isinstance(message, AssistantMessage):
-            calls = tuple(self._call(c, scrub) for c in message.tool_calls)
-            # a thinking block is scrubbed too, though its signature then no longer checks
-            # out (the API may refuse that turn): a key must not reach the transcript
-            thinking = tuple(
-                t if scrub(t.text) == t.text else t.model_copy(update={"text": scrub(t.text)}) for t in message.thinking
-            )
-            same_calls = all(a is b for a, b in zip(calls, message.tool_calls, strict=True))
-            same_thinking = all(a is b for a, b in zip(thinking, message.thinking, strict=True))
-            if content == message.content and same_calls and same_thinking:
-                return message
-            return cast(MessageT, AssistantMessage(content=content, tool_calls=calls, thinking=thinking))
-        if content == message.content:
+        content = message.content
+        if type(message) is not AssistantMessage:
+            clean = scrub(content) if content else content
+            return message if clean == content else type(message)(**{**dict(message), "content": clean})
+        assistant = cast(AssistantMessage, message)
+        if not _holds_secret(assistant, scrub):
             return message
-        return type(message)(**{**dict(message), "content": content})
+        calls = tuple(self._call(c, scrub) for c in assistant.tool_calls)
+        # a thinking block is scrubbed too, though its signature then no longer checks out
+        # (the API may refuse that turn): a key must not reach the transcript
+        thinking = tuple(
+            t if scrub(t.text) == t.text else t.model_copy(update={"text": scrub(t.text)}) for t in assistant.thinking
+        )
+        clean = scrub(content) if content else content
+        return cast(MessageT, AssistantMessage(content=clean, tool_calls=calls, thinking=thinking))
 
     @staticmethod
     def _arguments(arguments: str, scrub: Scrubber) -> str:
@@ -406,6 +406,19 @@ def _dotenv_file(path: Path) -> set[str]:
     except OSError:
         return set()
     return file_credentials(path.name, data[:MAX_DOTENV_BYTES].decode("utf-8", errors="replace"))
+
+
+def _holds_secret(message: AssistantMessage, scrub: Scrubber) -> bool:
+    """Whether ``scrub`` changes any text of ``message`` (plain loops: every answer passes here)."""
+    if message.content and scrub(message.content) != message.content:
+        return True
+    for call in message.tool_calls:
+        if scrub(call.arguments) != call.arguments:
+            return True
+    for block in message.thinking:
+        if scrub(block.text) != block.text:
+            return True
+    return False
 
 
 def _map_strings(value: Any, fn: Callable[[str], str]) -> Any:

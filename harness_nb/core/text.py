@@ -47,7 +47,7 @@ def _visible(match: re.Match[str]) -> str:
 def escape_surrogates(text: str) -> str:
     """``text`` with every lone surrogate shown as ``\\xNN`` (an undecodable byte) or
     ``\\uNNNN``, so it encodes as UTF-8. Text without surrogates is returned as it is."""
-    if not _SURROGATE.search(text):
+    if text.isascii() or not _SURROGATE.search(text):  # isascii: one C pass, most text ends there
         return text
     return _SURROGATE.sub(_visible, text)
 

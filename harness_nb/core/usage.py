@@ -46,18 +46,26 @@ class Usage(BaseModel):
         output. What ``token_budget`` counts and what views show as "tokens"."""
         return self.prompt_tokens + self.output_tokens
 
-    def add(self, other: Usage, *, turns: int = 0, tool_calls: int = 0) -> None:
+    def add(
+        self, other: Usage, *, turns: int = 0, tool_calls: int = 0, charge: tuple[float | None, int] | None = None
+    ) -> None:
         """Add ``other`` into this usage in place (costs add when either is known), and
-        ``turns`` LLM calls and ``tool_calls`` besides those it counts. The fields are
-        summed in the instance's dict: every LLM call adds to every account up to the
-        harness's, and pydantic's checked assignment cost more than the sums."""
+        ``turns`` LLM calls and ``tool_calls`` besides those it counts; ``charge`` (from
+        ``PriceTable.charge``) is ``other``'s price when it has none of its own, added as if
+        ``other`` carried it. The fields are summed in the instance's dict: every LLM call
+        adds to every account up to the harness's, and pydantic's checked assignment (or a
+        priced copy of ``other``) cost more than the sums."""
         mine, theirs = self.__dict__, other.__dict__
         for name in _SUMMED:
             mine[name] += theirs[name]
         mine["turns"] += turns
         mine["tool_calls"] += tool_calls
-        if other.cost is not None:
-            mine["cost"] = (self.cost or 0.0) + other.cost
+        cost = other.cost
+        if charge is not None and cost is None:
+            cost = charge[0]
+            mine["unpriced_calls"] += charge[1]
+        if cost is not None:
+            mine["cost"] = (self.cost or 0.0) + cost
 
     def priced(self, model: str) -> Usage:
         """This usage with ``cost`` from the built-in prices of ``model`` (see

@@ -70,12 +70,14 @@ class UsageAccount:
         self.usage = Usage()
         self.parent = parent
 
-    def credit(self, usage: Usage, *, turns: int = 0, tool_calls: int = 0) -> None:
-        """Bill ``usage`` (plus ``turns`` LLM calls and ``tool_calls``) here and up the chain
-        of parents."""
+    def credit(
+        self, usage: Usage, *, turns: int = 0, tool_calls: int = 0, charge: tuple[float | None, int] | None = None
+    ) -> None:
+        """Bill ``usage`` (plus ``turns`` LLM calls and ``tool_calls``; priced by ``charge``
+        when it carries no cost: see ``Usage.add``) here and up the chain of parents."""
         account: UsageAccount | None = self
         while account is not None:
-            account.usage.add(usage, turns=turns, tool_calls=tool_calls)
+            account.usage.add(usage, turns=turns, tool_calls=tool_calls, charge=charge)
             account = account.parent
 
     def child(self) -> UsageAccount:

@@ -63,8 +63,8 @@ from .ask import offered_tools
 from .budget import BudgetScope, PromptTally
 from .compaction.keeper import ContextKeeper, FitContext
 from .context import ParentContext, RunContext, UsageAccount
-from .hook import ApprovalChannel, Ask, Deny, HookRegistry, ask_channel
-from .limits import Limits, Place, RunResult
+from .hook import ALLOW, ApprovalChannel, Ask, Deny, HookRegistry, ask_channel
+from .limits import Limits, Place, RunResult, ToolTimer
 from .progress import ProgressGuard
 from .prompt import PromptBuilder
 from .session import MemorySession
@@ -131,6 +131,7 @@ class AgentEngine:
         self.effort = effort  # its reasoning effort, on every request (a subagent's ``effort``)
         self.tally = PromptTally()
         self._lock = asyncio.Lock()
+        self._timer = ToolTimer()  # the tool calls' timeouts
         self._system: tuple[str, int, str] | None = None  # (built, secrets version, scrubbed)
         self.keeper = ContextKeeper(self.session, workdir=self.workdir, agent=agent)
 
@@ -240,7 +241,8 @@ class AgentEngine:
                 while True:
                     if turns >= limits.max_turns:
                         raise LimitExceededError("max_turns", f"reached max_turns ({limits.max_turns})")
-                    self._inject(emit)
+                    if self.injectors:
+                        self._inject(emit)
                     response = await self._answer(context, budget, emit)
                     turns += 1
                     self._bill(response, context, budget, emit, turns=1, tool_calls=len(response.message.tool_calls))
@@ -366,15 +368,21 @@ class AgentEngine:
             agent=self.agent,
             effort=self.effort,
         )
-        with self._budgeted(request, context, budget):
-            if emit is unheard:  # nobody times the call: no event to build
-                response = await self._request(provider, request, emit)
-            else:
-                response = await self._reported(provider, request, emit, context)
+        if budget.active:
+            with self._budgeted(request, context, budget):
+                response = await self._send(provider, request, emit, context)
+            self.tally.observe(request.messages, response.usage)  # what the next estimate builds on
+        else:  # no budget in the chain: nothing to estimate or reserve
+            response = await self._send(provider, request, emit, context)
         for notice in response.notices:  # what the provider learnt of its server (quirks.py): said once
             emit(ServerAdapted(model=provider.model_id, text=notice, agent=self.agent))
-        self.tally.observe(request.messages, response.usage)
         return response
+
+    def _send(self, provider: Provider, request: ModelRequest, emit: EventSink, context: RunContext) -> Any:
+        """The call of ``request``: reported to ``emit`` (unless nobody hears: no event to build)."""
+        if emit is unheard:
+            return self._request(provider, request, emit)
+        return self._reported(provider, request, emit, context)
 
     async def _reported(
         self, provider: Provider, request: ModelRequest, emit: EventSink, context: RunContext
@@ -410,11 +418,8 @@ class AgentEngine:
 
     @contextlib.contextmanager
     def _budgeted(self, request: ModelRequest, context: RunContext, budget: BudgetScope) -> Iterator[None]:
-        """Hold the estimate of the call sending ``request`` against the run's budgets while
-        it runs; ``LimitExceededError`` (and no call) when it would pass one."""
-        if not budget.active:
-            yield
-            return
+        """Hold the estimate of the call sending ``request`` against the run's (active)
+        budgets while it runs; ``LimitExceededError`` (and no call) when it would pass one."""
         provider = context.provider
         estimate = self.tally.estimate(
             request.messages,
@@ -438,7 +443,10 @@ class AgentEngine:
     ) -> None:
         """Bill an answer's usage, priced from the run's table, and say when the run has
         used 80% of a budget."""
-        context.account.credit(_priced(response, context), turns=turns, tool_calls=tool_calls)
+        usage, provider = response.usage, context.provider
+        # priced as it is added (no priced copy made); a provider that reports its own cost is believed
+        charge = None if usage.cost is not None else context.prices.charge(usage, *_price_names(response, provider))
+        context.account.credit(usage, turns=turns, tool_calls=tool_calls, charge=charge)
         for warning in budget.warnings() if budget is not None else ():
             emit(warning)
 
@@ -467,9 +475,10 @@ class AgentEngine:
         """The system prompt offering ``tools``, scrubbed (a skill or AGENTS.md may quote a
         key) once per change of the prompt or of the secrets, not on every call."""
         built, version = self.prompt_builder.build(tools), self.session.secrets.version
-        if self._system is None or self._system[:2] != (built, version):
-            self._system = (built, version, self.session.secrets.scrub(built))
-        return self._system[2]
+        cached = self._system
+        if cached is None or cached[0] is not built or cached[1] != version:  # the builder keeps its text
+            cached = self._system = (built, version, self.session.secrets.scrub(built))
+        return cached[2]
 
     async def _run_tools(
         self,
@@ -480,19 +489,20 @@ class AgentEngine:
         context: RunContext,
     ) -> None:
         results: dict[str, ToolResultMessage] = {}
-        tools = self._tools(context)
-        in_order = [c.id for c in calls if getattr(tools.get(c.name), "in_call_order", False)]
-        order = CallOrder(in_order) if in_order else _NO_ORDER
-
-        def one(call: ToolCall) -> Any:
-            return self._run_tool(call, stop_reason, emit, parent, context, order)
-
         try:
-            if len(calls) == 1:
-                results[calls[0].id] = await one(calls[0])
+            if len(calls) == 1:  # the usual turn: no order to keep, no task group
+                results[calls[0].id] = await self._run_tool(calls[0], stop_reason, emit, parent, context, _NO_ORDER)
             else:
+                tools = self._tools(context)
+                in_order = [c.id for c in calls if getattr(tools.get(c.name), "in_call_order", False)]
+                order = CallOrder(in_order) if in_order else _NO_ORDER
                 async with asyncio.TaskGroup() as group:
-                    tasks = [group.create_task(one(c), name=f"tool:{c.name}:{c.id}") for c in calls]
+                    tasks = [
+                        group.create_task(
+                            self._run_tool(c, stop_reason, emit, parent, context, order), name=f"tool:{c.name}:{c.id}"
+                        )
+                        for c in calls
+                    ]
                 for c, task in zip(calls, tasks, strict=True):
                     results[c.id] = task.result()
         finally:
@@ -533,9 +543,11 @@ class AgentEngine:
         finally:
             order.pass_turn(call.id)  # denied, failed or done: it holds no later call back
             place.leave()
-        outcome = await self._hooks(context).after_tool(call, outcome, ctx)
+        hooks = self._hooks(context)
+        if hooks.hooks:  # none (a bare engine): no hook dispatch at all
+            outcome = await hooks.after_tool(call, outcome, ctx)
         # Bounded here, where every tool's result (a kernel plot, an MCP screenshot) passes.
-        images, left_out = bound_images(outcome.images)
+        images, left_out = bound_images(outcome.images) if outcome.images else ((), "")
         content = f"{outcome.content}\n{left_out}".strip() if left_out else outcome.content
         if emit is not unheard:
             emit(
@@ -580,7 +592,7 @@ class AgentEngine:
                     "shorter arguments (for a large file, write it in several parts).",
                     True,
                 )
-        decision = await hooks.before_tool(call, ctx)
+        decision = await hooks.before_tool(call, ctx) if hooks.hooks else ALLOW
         if isinstance(decision, Deny):
             return ToolOutcome(f"error: denied: {decision.reason}", True)
         if isinstance(decision, Ask) and tool.asks_itself:
@@ -603,6 +615,8 @@ class AgentEngine:
         # the slot before the hooks around the call: a call waiting for its turn must not hold a
         # checkpoint's "before" that the calls running meanwhile change
         async with place.held():
+            if not hooks.hooks:
+                return await self._invoke(call, ctx, context)
             return await hooks.around_tool(call, ctx, lambda: self._invoke(call, ctx, context), vouched=vouched)
 
     async def _invoke(self, call: ToolCall, ctx: ToolContext, context: RunContext) -> ToolOutcome:
@@ -613,11 +627,15 @@ class AgentEngine:
         requested = own_timeout(tool, call)
         if requested is not None:  # the tool enforces its own limit and reports partial output
             deadline = max(deadline, requested + TOOL_TIMEOUT_MARGIN)
+        timer = self._timer.start(deadline)
         try:
-            async with asyncio.timeout(deadline):
-                return await invoke(tool, call, ctx)
-        except TimeoutError:
+            outcome = await invoke(tool, call, ctx)
+        except BaseException as exc:
+            if not self._timer.finish(timer, exc):
+                raise
             return ToolOutcome(f"error: {call.name} timed out after {deadline:g} s", True)
+        self._timer.finish(timer)
+        return outcome
 
 
 def _failure(exc: BaseException) -> str:
@@ -633,15 +651,22 @@ def _priced(response: ModelResponse, context: RunContext) -> Usage:
     its own cost is believed)."""
     usage = response.usage
     if usage.cost is None:
-        provider = context.provider
-        usage = context.prices.priced(usage, provider.model_id, provider.model, response.model)
+        usage = context.prices.priced(usage, *_price_names(response, context.provider))
     return usage
+
+
+def _price_names(response: ModelResponse, provider: Provider) -> tuple[str, str, str]:
+    """The names an answer's price is looked up by, in order: the provider's model id and
+    model, then the model the server said answered."""
+    return provider.model_id, provider.model, response.model
 
 
 def _with_unique_call_ids(response: ModelResponse) -> ModelResponse:
     """``response`` with a fresh id for any tool call that repeats an earlier call's id in the
     same answer: results are matched to calls by id, and APIs reject a history with two."""
     calls = response.message.tool_calls
+    if len(calls) < 2:
+        return response
     seen = {c.id for c in calls}
     if len(seen) == len(calls):
         return response

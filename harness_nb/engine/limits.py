@@ -1,4 +1,5 @@
-"""Run limits, the tool-call slots a run's calls take turns for, and the result of a run."""
+"""Run limits, the tool-call slots a run's calls take turns for, the timer bounding its tool
+calls, and the result of a run."""
 
 from __future__ import annotations
 
@@ -75,6 +76,101 @@ def require_positive(name: str, value: object, *, whole: bool = False, optional:
         raise ConfigError(f"{name} must be {what} above 0{none}, not {value!r}")
 
 
+class ToolTimer:
+    """The timeouts of one engine's tool calls, kept by one timer on the event loop.
+
+    ``asyncio.timeout`` schedules a timer and cancels it again for every call (~4 µs, most
+    of what bounding a call cost). Calls end long before a timeout of a minute, so here a
+    call only notes its ``Deadline`` (``start``) and drops it when done (``finish``); the
+    one timer is set for the earliest deadline and, when it fires, cancels the tasks of
+    the calls past theirs and is set again for the next, if any. ``finish`` says whether
+    the call ended by its timeout, as ``asyncio.timeout`` would have (an outside cancel of
+    the same task still propagates).
+
+        deadline = timer.start(60)
+        try:
+            outcome = await call()
+        except BaseException as exc:
+            if not timer.finish(deadline, exc):
+                raise
+            outcome = timed_out
+        else:
+            timer.finish(deadline)
+    """
+
+    __slots__ = ("_loop", "_live", "_timer", "_timer_when")
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._live: dict[Deadline, None] = {}  # the calls under way, as an ordered set
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_when = 0.0
+
+    def start(self, seconds: float) -> Deadline:
+        """The deadline of a call starting now in the current task, ``seconds`` from now."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # an engine used from another loop: its timer is there
+            self._loop, self._live, self._timer = loop, {}, None
+        task = asyncio.current_task()
+        assert task is not None, "a tool call runs in a task"
+        deadline = Deadline(task, loop.time() + seconds)
+        self._live[deadline] = None
+        if self._timer is None or deadline.when < self._timer_when:
+            self._arm(loop, deadline.when)
+        return deadline
+
+    def finish(self, deadline: Deadline, exc: BaseException | None = None) -> bool:
+        """The call is over, ended by ``exc`` (``None``: it returned): True when that was
+        its timeout. Every call must be finished, whatever it ended with. The timer stays
+        set: when it fires with no call past its deadline it only sets itself for the next."""
+        self._live.pop(deadline, None)
+        return deadline.timed_out(exc)
+
+    def _arm(self, loop: asyncio.AbstractEventLoop, when: float) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer, self._timer_when = loop.call_at(when, self._fire), when
+
+    def _fire(self) -> None:
+        self._timer = None
+        assert self._loop is not None
+        now, earliest = self._loop.time(), None
+        for deadline in list(self._live):
+            if deadline.when <= now:
+                del self._live[deadline]
+                deadline.expire()
+            elif earliest is None or deadline.when < earliest:
+                earliest = deadline.when
+        if earliest is not None:
+            self._arm(self._loop, earliest)
+
+
+class Deadline:
+    """One tool call's deadline (``ToolTimer.start``): ``expired`` once the timer cancelled
+    its task for it."""
+
+    __slots__ = ("task", "when", "expired", "_cancelling")
+
+    def __init__(self, task: asyncio.Task[Any], when: float) -> None:
+        self.task = task
+        self.when = when
+        self.expired = False
+        self._cancelling = task.cancelling()  # cancels already asked of the task when the call began
+
+    def expire(self) -> None:
+        self.expired = True
+        self.task.cancel()
+
+    def timed_out(self, exc: BaseException | None) -> bool:
+        """Once the call is over, whether it ended by this timeout: after an expiry the
+        timeout's cancel is taken back (the task goes on), and the call timed out when it
+        ended with a ``CancelledError`` no one else asked for (``asyncio.timeout``'s rule)."""
+        if not self.expired:
+            return False
+        self.expired = False  # taken back once
+        return self.task.uncancel() <= self._cancelling and isinstance(exc, asyncio.CancelledError)
+
+
 _State = Literal["deciding", "aside", "waiting", "running", "done"]
 
 
@@ -109,11 +205,16 @@ class ToolSlots:
     def _dispatch(self) -> None:
         """Let the first waiting calls run while slots are free; a call still deciding keeps
         its turn (those behind it wait), one standing aside does not."""
-        while self.running < self.size:
-            first = next((p for p in self._line if p.state in ("deciding", "waiting")), None)
-            if first is None or first.state == "deciding":
+        line = self._line
+        while line and self.running < self.size:
+            for first in line:  # a plain loop, not next() over a generator: every call passes here
+                if first.state == "waiting":
+                    break
+                if first.state == "deciding":
+                    return
+            else:
                 return
-            self._line.remove(first)
+            line.remove(first)
             first.state = "running"
             first.after, self._last_let_in = self._last_let_in, first
             self.running += 1
@@ -138,6 +239,8 @@ class Place:
     Its events are made only when a call has to wait for one (``_granted``: its slot,
     ``_entered``: for the call let in after it to wait until it is through the door): most
     calls find a slot free and the call before them through, and every call passes here."""
+
+    __slots__ = ("slots", "ticket", "state", "entered", "after", "_granted", "_entered")
 
     def __init__(self, slots: ToolSlots, ticket: int) -> None:
         self.slots = slots

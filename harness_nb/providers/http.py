@@ -396,8 +396,11 @@ class HTTPProvider(Provider):
                 raise
             notices = learnt
             data = await self.post_json(self.endpoint, self.body(request, stream=False))
-        with self.reading(data):
-            return self.settled(request, self.answer(data), notices)
+        try:  # as ``reading`` does, without a generator-made context manager on every call
+            answer = self.answer(data)
+        except SHAPE_ERRORS as exc:
+            raise self.shape_error(data, exc) from exc
+        return self.settled(request, answer, notices)
 
     def stream(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]:
         """Text chunks as they arrive, then the whole answer (with ``streaming`` off: the
