@@ -276,3 +276,35 @@ async def test_a_200_cell_session_on_a_server_enforcing_its_window(
     assert is_summary(compacted[0])
     offloaded = tmp_path / ".harness_nb" / "offload"
     assert len(list(offloaded.glob("*.txt"))) == CELLS  # each whole table, once
+
+
+async def test_the_window_is_asked_while_the_skills_are_read_not_after(tmp_path: Path) -> None:
+    """A run's first call needs both the skills read from disk and the server's window: the
+    window is asked while the skills are still being read (a gate holds them), so eight
+    harnesses started at once wait for the slower of the two, not for both in turn."""
+    from harness_nb.engine import AgentEngine, PromptBuilder
+    from harness_nb.tools import ToolRegistry
+
+    gate = asyncio.Event()
+
+    class GatedPrompt(PromptBuilder):
+        async def refresh(self, tools: Any = None) -> None:
+            await gate.wait()  # the skills take a while to read
+            await super().refresh(tools)
+
+    async with FakeLLMServer([{"text": "done"}], server="vllm", context_window=4096) as srv:
+        provider = compatible(srv.url)
+        engine = AgentEngine(provider, ToolRegistry(), prompt_builder=GatedPrompt("Be brief.", workdir=tmp_path))
+        run = asyncio.create_task(engine.run("hi"))
+
+        async def window_asked() -> None:
+            while not srv.info_requests:
+                await asyncio.sleep(0.01)
+
+        await asyncio.wait_for(window_asked(), 10)  # the window was asked while the gate was shut
+        assert not srv.requests and not run.done()
+        gate.set()
+        result = await run
+        await provider.aclose()
+    assert result.final_text == "done"
+    assert [r.path for r in srv.info_requests] == ["/v1/models"]  # asked once, before the first call

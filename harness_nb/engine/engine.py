@@ -237,7 +237,7 @@ class AgentEngine:
         self.keeper.pin(self.session.append(UserMessage(content=prompt)))
         try:
             async with asyncio.timeout(limits.wall_time):
-                await self.prompt_builder.refresh(self._tools(context))  # skills added or edited since the last run
+                await self._prepare(context)
                 while True:
                     if turns >= limits.max_turns:
                         raise LimitExceededError("max_turns", f"reached max_turns ({limits.max_turns})")
@@ -289,6 +289,21 @@ class AgentEngine:
             messages=self.session.history[first_message:],
             account=account,
         )
+
+    async def _prepare(self, context: RunContext) -> None:
+        """Before a run's first call: the skills added or edited since the last run (read on a
+        worker thread) and, meanwhile, the model's context window, which the first call's fit
+        needs (``discover_window``: a server is asked once for the process, its answer kept).
+        Asked side by side, the first call of eight harnesses started at once waits for one
+        of them, not for both in turn."""
+        window = asyncio.create_task(context.provider.discover_window(), name=f"window:{self.agent}")
+        try:
+            await self.prompt_builder.refresh(self._tools(context))
+        except BaseException:
+            window.cancel()
+            await asyncio.gather(window, return_exceptions=True)
+            raise
+        await window
 
     def _inject(self, emit: EventSink) -> None:
         texts = [self.session.secrets.scrub(t) for source in self.injectors for t in source()]
