@@ -286,6 +286,11 @@ def assemble(
     permissions = PermissionRules(folder, home=home, allow=settings.allow, deny=settings.deny)
     registry = AgentRegistry(folder, extra_dirs=agent_dirs, include_user=settings.include_user_agents)
     skill_catalog = SkillCatalog(folder, home=home)
+    # Read now, as the agent files are (the registry above), so that a run finds them unchanged
+    # (inotify) on the loop: eight harnesses started at once otherwise sent 16 first reads
+    # to the worker threads, whose GIL handoffs held up every launch behind them.
+    permissions.current()
+    skill_catalog.refresh()
     tracker = TaskTracker()
     mcp = McpManager(
         folder,

@@ -499,3 +499,18 @@ def shown(cell: Any) -> str:
 def warnings(cell: Any) -> list[str]:
     """The lines a cell wrote to stderr."""
     return [line for o in cell.outputs if o["msg_type"] == "stream" and o["name"] == "stderr" for line in o["text"].splitlines()]
+
+
+def test_a_harness_reads_its_skills_and_rules_as_it_is_built(workdir: Path) -> None:
+    """Built, a harness has read its skills and permission rules (as it has its agent
+    files), so its first run finds them unchanged without a worker thread: eight harnesses
+    started at once otherwise queued sixteen first reads behind the GIL."""
+    from harness_nb.sandbox.watch import FolderWatch
+
+    if not FolderWatch().working:
+        pytest.skip("no inotify here: unchanged() is always unknown")
+    h = harness(workdir, "http://127.0.0.1:9")
+    parts = h._parts
+    assert [s.name for s in parts.skill_catalog.skills()] == ["csv-cleaning"]
+    assert parts.skill_catalog.unchanged()
+    assert parts.permissions.unchanged() is not None

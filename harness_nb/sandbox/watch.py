@@ -19,8 +19,8 @@ every snapshot walks.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import errno
+import functools
 import os
 import stat
 import sys
@@ -177,11 +177,15 @@ def linked(path: Path) -> bool:
     return stat.S_ISLNK(st.st_mode) or (not stat.S_ISDIR(st.st_mode) and st.st_nlink > 1)
 
 
+@functools.cache
 def _libc() -> ctypes.CDLL | None:
+    """The C library's inotify calls, looked up once per process: in the symbols the
+    interpreter already has (``CDLL(None)``), not by ``find_library``, which runs
+    ``ldconfig -p`` in a subprocess (~2 ms, and every harness built made two watches)."""
     if not sys.platform.startswith("linux"):
         return None
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        libc = ctypes.CDLL(None, use_errno=True)
         libc.inotify_init1.argtypes = [ctypes.c_int]
         libc.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
     except (OSError, AttributeError):
