@@ -412,11 +412,12 @@ async def test_a_deep_tree_is_walked_without_recursion(deep_tree: Path) -> None:
 
 @pytest.fixture
 def very_deep_tree(tmp_path: Path) -> Iterator[Path]:
-    """5,000 nested folders ``a`` with ``target.txt`` at the bottom and ``a/near.txt`` near
-    the top: made through folder descriptors (the path is longer than any path the system
-    takes), removed by moving the second level up, 5,000 times."""
+    """100 levels more than the walk goes down (``WALK_MAX_DEPTH``, 2,000) of nested folders
+    ``a``, with ``target.txt`` at the bottom and ``a/near.txt`` near the top: made through
+    folder descriptors (the path is longer than any path the system takes), removed by
+    moving the second level up, once per level."""
     fd = os.open(tmp_path, os.O_RDONLY)
-    for _ in range(5000):
+    for _ in range(WALK_MAX_DEPTH + 100):
         os.mkdir("a", dir_fd=fd)
         inner = os.open("a", os.O_RDONLY, dir_fd=fd)
         os.close(fd)
