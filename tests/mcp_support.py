@@ -1,6 +1,6 @@
 """Shared pieces of the MCP tests: the demo server's configuration, and the demo server
-served over streamable HTTP on a loopback port. Both start it through ``forked_demo.py``:
-forked from a process that imported it once, so that a start costs milliseconds, not the
+served over streamable HTTP on a loopback port. Both start it through ``forked.py``: forked
+from a process that imported the SDK once, so that a start costs milliseconds, not the
 second the SDK takes to import."""
 
 from __future__ import annotations
@@ -19,35 +19,36 @@ from typing import Any
 import pytest
 
 DEMO = Path(__file__).parent / "mcp_servers" / "demo.py"
-FORKED_DEMO = Path(__file__).parent / "mcp_servers" / "forked_demo.py"
+FORKED = Path(__file__).parent / "mcp_servers" / "forked.py"
 READY_WITHIN = 60.0  # seconds: a bound on waiting, not a measurement
 
 _fork_server: str | None = None
 
 
-def demo_command() -> list[str]:
-    """The command line that runs the demo server (its arguments follow): forked by this
-    process's fork server (started at the first call, stopped when the process ends), or,
-    where ``forked_demo.py`` cannot work (no ``os.pidfd_open``), ``python demo.py``."""
+def server_command(script: str | Path = DEMO) -> list[str]:
+    """The command line that runs ``script``, an MCP server written with the SDK, as
+    ``python script`` does (its arguments follow): forked by this process's fork server
+    (started at the first call, stopped when the process ends), or, where ``forked.py``
+    cannot work (no ``os.pidfd_open``), ``python script`` itself."""
     global _fork_server
     if not hasattr(os, "pidfd_open"):
-        return [sys.executable, str(DEMO)]
+        return [sys.executable, str(script)]
     if _fork_server is None:
-        folder = tempfile.mkdtemp(prefix="demo-forks-")
-        path = os.path.join(folder, "demo.sock")
+        folder = tempfile.mkdtemp(prefix="mcp-forks-")
+        path = os.path.join(folder, "forks.sock")
         # its own session: it ends its copies by killing its process group
         forks = subprocess.Popen(
-            [sys.executable, str(FORKED_DEMO), "--serve", path],
+            [sys.executable, str(FORKED), "--serve", path],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             start_new_session=True,
         )
         assert forks.stdout is not None
         if forks.stdout.readline() != b"ready\n":
-            raise RuntimeError(f"the demo server's fork server did not start (exit {forks.wait()})")
+            raise RuntimeError(f"the MCP servers' fork server did not start (exit {forks.wait()})")
         atexit.register(_stop_fork_server, forks, folder)
         _fork_server = path
-    return [sys.executable, str(FORKED_DEMO), _fork_server]
+    return [sys.executable, str(FORKED), _fork_server, str(script)]
 
 
 def _stop_fork_server(forks: subprocess.Popen[bytes], folder: str) -> None:
@@ -61,7 +62,7 @@ def _stop_fork_server(forks: subprocess.Popen[bytes], folder: str) -> None:
 
 def stdio_demo(**env: str) -> dict[str, Any]:
     """The ``.mcp.json`` entry of the demo server over stdio (``env`` for its process)."""
-    command, *args = demo_command()
+    command, *args = server_command()
     entry: dict[str, Any] = {"command": command, "args": args}
     if env:
         entry["env"] = env
@@ -106,7 +107,7 @@ class HttpDemo:
 
     async def start(self) -> None:
         self.process = await asyncio.create_subprocess_exec(
-            *demo_command(),
+            *server_command(),
             "--http",
             str(self.port),
             stdout=asyncio.subprocess.DEVNULL,

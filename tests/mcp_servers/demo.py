@@ -10,9 +10,6 @@ echoed by ``show_token`` and written to stderr at a slow start (a secret that mu
 ``DEMO_MARK=PATH`` appends the process id to PATH first thing (so a test can tell whether the
 server was ever run); ``DEMO_FLOOD=N`` writes N lines that are not JSON-RPC to its stdout
 before it serves (a server that floods its output).
-
-``forked_demo.py`` imports this module once (and so the SDK, most of a start's time) and
-runs ``prelude()`` and ``serve()`` in each copy of it it forks.
 """
 
 from __future__ import annotations
@@ -20,27 +17,20 @@ from __future__ import annotations
 import os
 import sys
 
-
-def prelude() -> None:
-    """What the environment asks of a start, before serving (the module docstring)."""
-    if os.environ.get("DEMO_MARK"):
-        with open(os.environ["DEMO_MARK"], "a") as mark:
-            mark.write(f"{os.getpid()}\n")
-    if os.environ.get("DEMO_SLOW_START"):
-        print(f"demo: warming up a cache (token {os.environ.get('DEMO_TOKEN', '-')})", file=sys.stderr, flush=True)
-        sys.stdin.buffer.read()
-        sys.exit(0)
-    if os.environ.get("DEMO_FLOOD"):
-        os.write(1, b"progress: not a JSON-RPC message\n" * int(os.environ["DEMO_FLOOD"]))
-    if os.environ.get("DEMO_EXIT_AT_START"):
-        print("demo: cannot open the database demo.db", file=sys.stderr, flush=True)
-        sys.exit(2)
-
-
+if os.environ.get("DEMO_MARK"):
+    with open(os.environ["DEMO_MARK"], "a") as mark:
+        mark.write(f"{os.getpid()}\n")
 # Before anything slow (importing the SDK), so that the tail is there however soon a start
 # times out.
-if __name__ == "__main__":
-    prelude()
+if os.environ.get("DEMO_SLOW_START"):
+    print(f"demo: warming up a cache (token {os.environ.get('DEMO_TOKEN', '-')})", file=sys.stderr, flush=True)
+    sys.stdin.buffer.read()
+    sys.exit(0)
+if os.environ.get("DEMO_FLOOD"):
+    os.write(1, b"progress: not a JSON-RPC message\n" * int(os.environ["DEMO_FLOOD"]))
+if os.environ.get("DEMO_EXIT_AT_START"):
+    print("demo: cannot open the database demo.db", file=sys.stderr, flush=True)
+    sys.exit(2)
 
 from mcp.server.mcpserver import MCPServer  # noqa: E402
 from mcp.server.mcpserver.exceptions import ToolError  # noqa: E402
@@ -106,13 +96,8 @@ def picture() -> list[TextContent | ImageContent | EmbeddedResource]:
     ]
 
 
-def serve(argv: list[str]) -> None:
-    """Serve over stdio, or over streamable HTTP with ``--http PORT`` (``argv``: sys.argv)."""
-    if len(argv) == 3 and argv[1] == "--http":
-        server.run("streamable-http", host="127.0.0.1", port=int(argv[2]))
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--http":
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:
         server.run()
-
-
-if __name__ == "__main__":
-    serve(sys.argv)

@@ -1,31 +1,31 @@
-"""The demo server (``demo.py``) started in milliseconds instead of a second: a fork server
-imports it, and so the MCP SDK (most of a start's time), once per test process and forks a
-copy of it for each start. What a client runs is this script, which hands the copy its
-stdin, stdout and stderr, environment, working folder and arguments, and stands for it until
-it ends.
+"""MCP servers written with the SDK (``demo.py``, or a copy of it a test made) started in
+milliseconds instead of a second: a fork server imports the SDK's server side, most of a
+start's time, once per test process, and forks a copy of itself to run each server script.
+What a client runs is this script, which hands that copy its stdin, stdout and stderr,
+environment, working folder and arguments, and stands for it until it ends.
 
-    python forked_demo.py SOCKET [ARGS]     demo.py ARGS, forked (the command a client runs)
-    python forked_demo.py --serve SOCKET    the fork server (``mcp_support`` starts it)
+    python forked.py SOCKET SCRIPT [ARGS]   python SCRIPT ARGS, forked (what a client runs)
+    python forked.py --serve SOCKET         the fork server (``mcp_support`` starts it)
 
-To the client it is ``python demo.py ARGS``: the copy speaks on the pipes the client made,
-its exit status (or the signal that ended it) becomes this process's, a signal sent to this
-process (the SDK's SIGTERM to a server that does not leave) is passed on to it, and if this
-process is killed outright the copy is killed too. This process ends only once the copy is
-gone and reaped. Linux only (``os.pidfd_open``); elsewhere ``mcp_support`` runs demo.py.
+To the client it is ``python SCRIPT ARGS``: the script runs as ``__main__`` from its own
+text, the copy speaks on the pipes the client made, its exit status (or the signal that
+ended it) becomes this process's, a signal sent to this process (the SDK's SIGTERM to a
+server that does not leave) is passed on to it, and if this process is killed outright the
+copy is killed too. This process ends only once the copy is gone and reaped. Linux only
+(``os.pidfd_open``); elsewhere ``mcp_support`` runs the script with python.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import runpy
 import select
 import signal
 import socket
 import struct
 import sys
 import traceback
-from pathlib import Path
-from types import ModuleType
 from typing import Any, NoReturn
 
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -48,14 +48,14 @@ def receive_exactly(conn: socket.socket, size: int) -> bytes:
 
 
 def launch(socket_path: str, args: list[str]) -> NoReturn:
-    """Have the fork server start demo.py with ``args`` on this process's stdio, then stand
-    for that copy: pass signals on, and end as it ended."""
+    """Have the fork server run ``args`` (a script and its arguments) on this process's
+    stdio, then stand for that copy: pass signals on, and end as it ended."""
     request = json.dumps({"args": args, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
     conn = socket.socket(socket.AF_UNIX)
     try:
         conn.connect(socket_path)
     except OSError as exc:
-        print(f"forked_demo: no fork server at {socket_path}: {exc}", file=sys.stderr, flush=True)
+        print(f"forked: no fork server at {socket_path}: {exc}", file=sys.stderr, flush=True)
         sys.exit(1)
     socket.send_fds(conn, [LENGTH.pack(len(request))], [0, 1, 2])
     conn.sendall(request)
@@ -87,11 +87,12 @@ def launch(socket_path: str, args: list[str]) -> NoReturn:
 
 
 def serve(socket_path: str) -> None:
-    """Import demo.py, say ``ready`` on stdout, then fork a relay for each launcher that
-    connects, until stdin closes (the test process ended); then end every copy with it."""
-    sys.path.insert(0, str(Path(__file__).parent))
-    import demo
-    import uvicorn  # noqa: F401  (``demo.py --http`` imports it as it starts)
+    """Import the SDK's server side, say ``ready`` on stdout, then fork a relay for each
+    launcher that connects, until stdin closes (the test process ended); then end every
+    copy with it."""
+    import mcp.server.mcpserver  # noqa: F401  (what a server script imports first)
+    import mcp.types  # noqa: F401
+    import uvicorn  # noqa: F401  (a server over HTTP imports it as it starts)
 
     listener = socket.socket(socket.AF_UNIX)
     listener.bind(socket_path)
@@ -106,7 +107,7 @@ def serve(socket_path: str) -> None:
             if os.fork() == 0:
                 listener.close()
                 try:
-                    relay(conn, demo)
+                    relay(conn)
                 finally:
                     os._exit(0)
             conn.close()
@@ -124,7 +125,7 @@ def reap_relays() -> None:
             return
 
 
-def relay(conn: socket.socket, demo: ModuleType) -> None:
+def relay(conn: socket.socket) -> None:
     """Fork the copy for one launcher, pass the launcher's signals on to it, and send back
     how it ended (or kill it when the launcher is gone)."""
     header, fds, _, _ = socket.recv_fds(conn, LENGTH.size, 3)
@@ -133,7 +134,7 @@ def relay(conn: socket.socket, demo: ModuleType) -> None:
     pid = os.fork()
     if pid == 0:
         conn.close()
-        become(demo, request, fds)
+        become(request, fds)
     for fd in fds:
         os.close(fd)
     ended = os.pidfd_open(pid)
@@ -150,9 +151,9 @@ def relay(conn: socket.socket, demo: ModuleType) -> None:
             return
 
 
-def become(demo: ModuleType, request: dict[str, Any], fds: list[int]) -> NoReturn:
+def become(request: dict[str, Any], fds: list[int]) -> NoReturn:
     """In the forked copy: take the launcher's stdio, environment, folder and arguments, and
-    run demo.py as its ``__main__`` would."""
+    run the script as ``python SCRIPT ARGS`` would."""
     code = 1
     try:
         for target, fd in enumerate(fds):
@@ -161,9 +162,9 @@ def become(demo: ModuleType, request: dict[str, Any], fds: list[int]) -> NoRetur
         os.environ.clear()
         os.environ.update(request["env"])
         os.chdir(request["cwd"])
-        sys.argv = [demo.__file__, *request["args"]]
-        demo.prelude()
-        demo.serve(sys.argv)
+        script, *_ = sys.argv = request["args"]
+        sys.path[0] = os.path.dirname(os.path.abspath(script))
+        runpy.run_path(script, run_name="__main__")
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
