@@ -595,10 +595,11 @@ async def test_look_around_falls_back_to_python(tmp_path: Path) -> None:
 # a 200 MB single line
 
 
-@pytest.fixture
-def one_long_line(tmp_path: Path) -> Iterator[Path]:
-    """200 MB of text with no newline (written a megabyte at a time; removed after)."""
-    path = tmp_path / "minified.js"
+@pytest.fixture(scope="module")
+def one_long_line(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """200 MB of text with no newline, alone in its folder (written a megabyte at a time,
+    once for the module's tests, which only read it; removed after)."""
+    path = tmp_path_factory.mktemp("long-line") / "minified.js"
     chunk = b"x" * (1024 * 1024)
     with path.open("wb") as f:
         for _ in range(200):
