@@ -15,12 +15,16 @@ alike, whichever is named.
 from __future__ import annotations
 
 import os
+import re
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 SLOW_TIERS = ("kernel", "notebooks", "browser", "packaging", "ray")
+# A module whose top-level ``pytestmark`` names a slow tier holds only tests of slow tiers.
+_SLOW_MODULE = re.compile(rb"^pytestmark\s*=.*\bpytest\.mark\.(?:%b)\b" % "|".join(SLOW_TIERS).encode(), re.MULTILINE)
 
 # The modules (``python -m MODULE``) whose launch a test's tier must allow: a Jupyter server
 # starts kernels of its own, nbval starts one per notebook.
@@ -61,6 +65,25 @@ def _tier(item: pytest.Item) -> str | None:
     return next((name for name in SLOW_TIERS if item.get_closest_marker(name) is not None), None)
 
 
+def _core_tier_only(config: pytest.Config) -> bool:
+    """Whether this run is the core tier: no path and no ``-m`` given."""
+    return config.args_source == pytest.Config.ArgsSource.TESTPATHS and not config.option.markexpr
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """In the core tier, leave uncollected what it would deselect whole: the tutorial
+    notebooks and the test modules whose ``pytestmark`` names a slow tier. Every worker
+    imports every module it collects, and these cost each one about 3 s. (Any other module
+    of a slow tier is collected and deselected below.)"""
+    if not _core_tier_only(config):
+        return None
+    if collection_path.suffix == ".ipynb":
+        return True
+    if collection_path.suffix == ".py" and collection_path.name.startswith("test_"):
+        return True if _SLOW_MODULE.search(collection_path.read_bytes()) else None
+    return None
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark nbval's cells ``notebooks`` and the tests that take a shared ``kernel`` fixture
     ``kernel``; keep each notebook's cells in order whatever pytest-randomly did (it runs
@@ -71,7 +94,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         elif "kernel" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.kernel)
     _cells_in_order(items)
-    if config.args_source == pytest.Config.ArgsSource.TESTPATHS and not config.option.markexpr:
+    if _core_tier_only(config):
         slow = [item for item in items if _tier(item) is not None]
         if slow:
             config.hook.pytest_deselected(items=slow)

@@ -1,23 +1,69 @@
 """Shared pieces of the MCP tests: the demo server's configuration, and the demo server
-served over streamable HTTP on a loopback port."""
+served over streamable HTTP on a loopback port. Both start it through ``forked.py``: forked
+from a process that imported the SDK once, so that a start costs milliseconds, not the
+second the SDK takes to import."""
 
 from __future__ import annotations
 
 import asyncio
+import atexit
+import os
+import shutil
 import socket
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 DEMO = Path(__file__).parent / "mcp_servers" / "demo.py"
+FORKED = Path(__file__).parent / "mcp_servers" / "forked.py"
 READY_WITHIN = 60.0  # seconds: a bound on waiting, not a measurement
+
+_fork_server: str | None = None
+
+
+def server_command(script: str | Path = DEMO) -> list[str]:
+    """The command line that runs ``script``, an MCP server written with the SDK, as
+    ``python script`` does (its arguments follow): forked by this process's fork server
+    (started at the first call, stopped when the process ends), or, where ``forked.py``
+    cannot work (no ``os.pidfd_open``), ``python script`` itself."""
+    global _fork_server
+    if not hasattr(os, "pidfd_open"):
+        return [sys.executable, str(script)]
+    if _fork_server is None:
+        folder = tempfile.mkdtemp(prefix="mcp-forks-")
+        path = os.path.join(folder, "forks.sock")
+        # its own session: it ends its copies by killing its process group
+        forks = subprocess.Popen(
+            [sys.executable, str(FORKED), "--serve", path],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            start_new_session=True,
+        )
+        assert forks.stdout is not None
+        if forks.stdout.readline() != b"ready\n":
+            raise RuntimeError(f"the MCP servers' fork server did not start (exit {forks.wait()})")
+        atexit.register(_stop_fork_server, forks, folder)
+        _fork_server = path
+    return [sys.executable, str(FORKED), _fork_server, str(script)]
+
+
+def _stop_fork_server(forks: subprocess.Popen[bytes], folder: str) -> None:
+    """Closing its stdin ends it, with every copy it forked."""
+    assert forks.stdin is not None and forks.stdout is not None
+    forks.stdin.close()
+    forks.wait()
+    forks.stdout.close()
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def stdio_demo(**env: str) -> dict[str, Any]:
     """The ``.mcp.json`` entry of the demo server over stdio (``env`` for its process)."""
-    entry: dict[str, Any] = {"command": sys.executable, "args": [str(DEMO)]}
+    command, *args = server_command()
+    entry: dict[str, Any] = {"command": command, "args": args}
     if env:
         entry["env"] = env
     return entry
@@ -61,8 +107,7 @@ class HttpDemo:
 
     async def start(self) -> None:
         self.process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            str(DEMO),
+            *server_command(),
             "--http",
             str(self.port),
             stdout=asyncio.subprocess.DEVNULL,

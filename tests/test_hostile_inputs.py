@@ -412,11 +412,12 @@ async def test_a_deep_tree_is_walked_without_recursion(deep_tree: Path) -> None:
 
 @pytest.fixture
 def very_deep_tree(tmp_path: Path) -> Iterator[Path]:
-    """5,000 nested folders ``a`` with ``target.txt`` at the bottom and ``a/near.txt`` near
-    the top: made through folder descriptors (the path is longer than any path the system
-    takes), removed by moving the second level up, 5,000 times."""
+    """100 levels more than the walk goes down (``WALK_MAX_DEPTH``, 2,000) of nested folders
+    ``a``, with ``target.txt`` at the bottom and ``a/near.txt`` near the top: made through
+    folder descriptors (the path is longer than any path the system takes), removed by
+    moving the second level up, once per level."""
     fd = os.open(tmp_path, os.O_RDONLY)
-    for _ in range(5000):
+    for _ in range(WALK_MAX_DEPTH + 100):
         os.mkdir("a", dir_fd=fd)
         inner = os.open("a", os.O_RDONLY, dir_fd=fd)
         os.close(fd)
@@ -594,10 +595,11 @@ async def test_look_around_falls_back_to_python(tmp_path: Path) -> None:
 # a 200 MB single line
 
 
-@pytest.fixture
-def one_long_line(tmp_path: Path) -> Iterator[Path]:
-    """200 MB of text with no newline (written a megabyte at a time; removed after)."""
-    path = tmp_path / "minified.js"
+@pytest.fixture(scope="module")
+def one_long_line(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """200 MB of text with no newline, alone in its folder (written a megabyte at a time,
+    once for the module's tests, which only read it; removed after)."""
+    path = tmp_path_factory.mktemp("long-line") / "minified.js"
     chunk = b"x" * (1024 * 1024)
     with path.open("wb") as f:
         for _ in range(200):

@@ -26,7 +26,7 @@ from harness_nb.mcp.config import parse_server
 from harness_nb.mcp.named_files import MAX_NAMED_FILES, files_fingerprint, named_files
 from harness_nb.providers.scripted import ScriptedProvider
 from harness_support import OPEN, close_harnesses  # noqa: F401  (an autouse fixture)
-from mcp_support import DEMO, home, stdio_demo  # noqa: F401  (home: an autouse fixture)
+from mcp_support import DEMO, home, server_command, stdio_demo  # noqa: F401  (home: an autouse fixture)
 
 NOTICE = "of this project not started"
 
@@ -298,10 +298,11 @@ REWRITTEN = "open('rewritten', 'a').write('rewritten ran\\n')\n"  # in the serve
 
 def own_server(workdir: Path, mark: Path, name: str = "demo") -> Path:
     """The demo server copied into ``workdir`` as ``srv.py``, configured in ``.mcp.json`` as
-    ``python srv.py`` (a path the trust must cover by content)."""
+    a command that runs ``srv.py`` (a path the trust must cover by content)."""
     script = workdir / "srv.py"
     script.write_text(DEMO.read_text())
-    write(workdir / ".mcp.json", {"mcpServers": {name: {"command": sys.executable, "args": ["srv.py"],
+    command, *args = server_command("srv.py")
+    write(workdir / ".mcp.json", {"mcpServers": {name: {"command": command, "args": args,
                                                        "env": {"DEMO_MARK": str(mark)}}}})
     return script
 
@@ -408,12 +409,12 @@ def test_the_files_a_server_runs_are_hashed_within_bounds(tmp_path):
 # ---------------------------------------------------------------------- files named inside shell text
 
 async def test_a_server_started_through_sh_c_asks_again_when_its_script_changes(tmp_path):
-    """``sh -c "exec python srv.py"`` names srv.py inside a string: the trust covers it too,
+    """``sh -c "exec python … srv.py …"`` names srv.py inside a string: the trust covers it too,
     so a rewritten srv.py is not started until the person trusts it again."""
     mark = tmp_path / "mark"
     script = tmp_path / "srv.py"
     script.write_text(DEMO.read_text())
-    line = f"exec {shlex.quote(sys.executable)} srv.py --quiet=no"
+    line = f"exec {shlex.join(server_command('srv.py'))} --quiet=no"
     write(tmp_path / ".mcp.json", {"mcpServers": {"demo": {"command": "sh", "args": ["-c", line],
                                                            "env": {"DEMO_MARK": str(mark)}}}})
     h, _ = harness(tmp_path, [{"text": "ok"}])

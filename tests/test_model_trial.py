@@ -113,8 +113,22 @@ def answering(folder: Path, answers: Sequence[Any]) -> AbstractContextManager[No
 def relay(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """A relay on a free port writing to ``tmp_path/relay``, with a 2-second answer timeout;
     yields its ``/v1`` URL and folder."""
+    with relay_running(tmp_path, timeout=2) as started:
+        yield started
+
+
+@pytest.fixture
+def impatient_relay(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A relay whose answer timeout is half a second (for a test that waits it out)."""
+    with relay_running(tmp_path, timeout=0.5) as started:
+        yield started
+
+
+@contextmanager
+def relay_running(tmp_path: Path, *, timeout: float) -> Iterator[tuple[str, Path]]:
+    """The relay (as ``relay``), with ``timeout`` seconds to wait for an answer."""
     folder = tmp_path / "relay"
-    command = [sys.executable, str(TRIAL / "relay.py"), str(folder), "--port", "0", "--timeout", "2"]
+    command = [sys.executable, str(TRIAL / "relay.py"), str(folder), "--port", "0", "--timeout", f"{timeout:g}"]
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
         try:
             assert process.stdout is not None and process.stderr is not None
@@ -196,8 +210,8 @@ async def test_a_malformed_answer_is_refused_until_a_corrected_one_comes(relay: 
     assert (fields[2], fields[4]) == ("answered", "refused=2")
 
 
-async def test_a_request_nobody_answers_gets_http_504_and_is_closed(relay: tuple[str, Path]) -> None:
-    url, folder = relay
+async def test_a_request_nobody_answers_gets_http_504_and_is_closed(impatient_relay: tuple[str, Path]) -> None:
+    url, folder = impatient_relay
     provider = OpenAICompatibleProvider(
         "relay", base_url=url, options=ProviderOptions(streaming=True, max_retries=0, timeout=WITHIN)
     )
@@ -208,8 +222,8 @@ async def test_a_request_nobody_answers_gets_http_504_and_is_closed(relay: tuple
         await provider.aclose()
 
     assert caught.value.status == 504
-    assert "no answer to req-0001 within 2 s" in str(caught.value)
-    assert (folder / "req-0001.closed").read_text() == "no answer within 2 s: the client got HTTP 504\n"
+    assert "no answer to req-0001 within 0.5 s" in str(caught.value)
+    assert (folder / "req-0001.closed").read_text() == "no answer within 0.5 s: the client got HTTP 504\n"
     assert (folder / "timing.log").read_text().split("\t")[2] == "timeout"
     assert (folder / "pending.txt").read_text() == ""
 

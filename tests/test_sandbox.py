@@ -26,7 +26,7 @@ from harness_nb.harness import Harness
 from harness_nb.sandbox import PROTECTED_FOLDERS, command_environment
 from harness_nb.skills.skill import skill_dirs
 from harness_nb.subagents import AgentRegistry
-from harness_nb.tools import BashTool, Sandbox, ToolContext, ToolOutcome, invoke, kill_running_commands
+from harness_nb.tools import BashTool, Sandbox, ToolContext, ToolOutcome, invoke, kill_running_commands, shell
 from sandbox_support import bwrap_sandbox, kill_all, open_fds, sleep_arg, wait_gone, wait_running
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="needs Linux /proc")
@@ -262,9 +262,9 @@ async def children_running(
 
 
 async def test_children_die_when_the_command_times_out(sandboxed, workdir):
-    async with children_running(sandboxed, workdir, timeout=2) as (task, duration):
+    async with children_running(sandboxed, workdir, timeout=1) as (task, duration):
         out = await task
-        assert out.is_error and "timed out after 2 s" in out.content
+        assert out.is_error and "timed out after 1 s" in out.content
         assert await wait_gone("sleep", duration)
 
 
@@ -292,7 +292,11 @@ async def test_kill_running_commands_stops_them(sandboxed, workdir):
 
 
 @pytest.mark.parametrize("mode", ["bwrap", "off"])
-async def test_no_file_descriptor_leaks(mode, workdir):
+async def test_no_file_descriptor_leaks(mode, workdir, monkeypatch):
+    """Half the commands leave a child holding the output; unsandboxed, each call waits
+    ``LINGER_SECONDS`` for it (twice for the one that escaped the group): shortened here,
+    the wait is not what this counts."""
+    monkeypatch.setattr(shell, "LINGER_SECONDS", 0.01)
     tool = BashTool(bwrap_sandbox() if mode == "bwrap" else Sandbox.create("off"))
     duration = sleep_arg()
     commands = ["echo hi", f"sleep {duration} & echo x", f"setsid sleep {duration} & echo y", "exit 3"]

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from harness_nb.core import AssistantMessage, ProviderError, ToolCall, ToolResultMessage, UserMessage
-from harness_nb.core.dotenv import MAX_BYTES, MAX_DIRS, parse_dotenv, scan_dotenv
+from harness_nb.core import dotenv as dotenv_module
+from harness_nb.core.dotenv import MAX_BYTES, parse_dotenv, scan_dotenv
 from harness_nb.core.secret import (
     REDACTED,
     RedactingFilter,
@@ -266,11 +267,14 @@ def test_dotenv_files_are_found_at_any_depth_and_in_virtualenvs(tmp_path: Path) 
     assert secrets.scrub("deep-down-value-9 in-venv-value") == f"{REDACTED} {REDACTED}"
 
 
-def test_the_dotenv_walk_stops_at_its_bound_and_says_so(tmp_path: Path) -> None:
-    for i in range(MAX_DIRS + 5):
+def test_the_dotenv_walk_stops_at_its_bound_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At a bound of 40 folders: the real one (``MAX_DIRS``) is thousands, and making that
+    many folders cost more than the rest of the file."""
+    monkeypatch.setattr(dotenv_module, "MAX_DIRS", 40)
+    for i in range(40 + 5):
         (tmp_path / f"d{i:05}").mkdir()
     scan = scan_dotenv(tmp_path, read=False)
-    assert scan.truncated and len(scan.folders) == MAX_DIRS
+    assert scan.truncated and len(scan.folders) == 40
 
 
 def test_a_dotenv_scan_relists_only_what_changed(tmp_path: Path) -> None:

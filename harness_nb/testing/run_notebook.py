@@ -30,6 +30,7 @@ from ..core.media import STATIC_VIEW_OPEN
 # message under `python -m`, an ImportError that says the same to code importing this).
 RUN_EXTRA_MISSING = "run_notebook needs {name}, which is not installed: pip install 'harness_nb[run]'"
 try:
+    import nbclient  # noqa: F401  (first: without the extra this fails before nbformat's second of imports)
     import nbformat
     from jupyter_client.kernelspec import KernelSpecManager
     from jupyter_client.manager import AsyncKernelManager
