@@ -4,6 +4,7 @@ teammate names."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,8 @@ async def test_the_leads_send_message_reaches_every_kind_of_recipient(tmp_path: 
             "main": [
                 {"tool_calls": [task(subagent_type="reader", prompt="wait", team_name="analysis", name="alice")]},
                 {"tool_calls": [task(subagent_type="reader", prompt="background job", background=True)]},
+                # held until alice and bg-1 wait at their gates, each past its first turn
+                {"tool_calls": [call("gate", name="lead")]},
                 {
                     "tool_calls": [
                         send("alice", "by name"),
@@ -50,8 +53,12 @@ async def test_the_leads_send_message_reaches_every_kind_of_recipient(tmp_path: 
             "reader": gated("b", "background done"),
         },
     )
-    result = await h.run("coordinate")
-    assert tool_results(result.messages)[2:] == [
+    run = asyncio.create_task(h.run("coordinate"))
+    await gates.reached("a")
+    await gates.reached("b")
+    gates.open("lead")
+    result = await run
+    assert tool_results(result.messages)[3:] == [
         "delivered to alice (working); it reads it when its current turn ends",
         "delivered to alice (working); it reads it when its current turn ends",
         "delivered to bg-1 (reader); it reads it at its next turn",
