@@ -468,15 +468,17 @@ async def test_percent_skills_lists_name_source_description_and_problems(tmp_pat
     write_skill(tmp_path / ".claude" / "skills", "nodesc", "---\nname: nodesc\n---\nx\n")
     write_skill(tmp_path / "home" / ".claude" / "skills", "notes", "---\nname: note\ndescription: Keep notes.\n---\nWrite them down.\n")
     async with notebook(tmp_path) as k:
+        # the skills are read as the harness is built: the cell that loads it shows the warnings
+        loaded = await k.run("%unload_ext harness_nb\n%load_ext harness_nb")
         first = await k.run("%skills")
         second = await k.run("%skills csv-cleaning")
         unknown = await k.run("%skills csv", check=False)
         await k.run("%unload_ext harness_nb")
         unloaded = await k.run("%skills", check=False)
     listing, details = shown(first), shown(second)
-    # the two bad skills were warned once, when first read
-    assert [line.split(" (")[0] for line in warnings(first)] == ["skill 'nodesc'", "skill 'notes'"]
-    assert warnings(second) == []
+    # the two bad skills were warned once, when first read (as the harness was built)
+    assert [line.split(" (")[0] for line in warnings(loaded)] == ["skill 'nodesc'", "skill 'notes'"]
+    assert warnings(first) == warnings(second) == []
     assert [re.split(r"\s{2,}", line) for line in listing.splitlines()] == [
         ["skill", "source", "description", "problems"],
         ["csv-cleaning", "project", "Clean messy CSV files. Use when a CSV has bad headers, stray whitespace or mixed types.", "—"],
