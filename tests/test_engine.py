@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
+import threading
 
 import pytest
 
@@ -341,6 +343,56 @@ async def test_transcript_on_disk_matches_the_run(tmp_path):
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     finished = [r for r in rows if r["type"] == "run_finished"]
     assert finished[0]["usage"]["turns"] == 2 == result.usage.turns
+
+
+@pytest.fixture
+def fifo_transcript(tmp_path):
+    """A transcript path that is a named pipe: opening it for writing blocks until a reader
+    opens it, as on a stalled mount, but here the test decides when that ends. A watchdog
+    opens it after 5 s, so that code blocking the event loop on it fails a test instead of
+    hanging it."""
+    path = tmp_path / "sessions" / "s.jsonl"
+    path.parent.mkdir()
+    os.mkfifo(path)
+    opened = []
+    watchdog = threading.Timer(5.0, lambda: opened.append(os.open(path, os.O_RDONLY | os.O_NONBLOCK)))
+    watchdog.start()
+    yield path
+    watchdog.cancel()
+    for fd in opened:
+        os.close(fd)
+
+
+async def test_a_run_opens_its_transcript_off_the_event_loop(fifo_transcript):
+    path = fifo_transcript
+    order = []
+    engine, _ = make([{"text": "Done."}], session=MemorySession("s", transcript=path))
+    run = asyncio.create_task(engine.run("go", on_event=lambda e: order.append(type(e).__name__)))
+    await asyncio.sleep(0.05)  # the run is opening its transcript: the loop still turns
+    reader = await asyncio.to_thread(open, path, encoding="utf-8")  # lets the open finish
+    order.append("reader opened")
+    await run
+    engine.session.close()
+    with reader:
+        lines = [json.loads(line)["type"] for line in (await asyncio.to_thread(reader.read)).splitlines()]
+    assert order[: order.index("RunStarted")] == ["reader opened"]
+    assert lines[0] == "run_started" and lines[-1] == "run_finished"
+
+
+async def test_a_run_interrupted_while_its_transcript_opens_starts_nothing_and_leaves_no_file_open(fifo_transcript):
+    path = fifo_transcript
+    events = []
+    engine, provider = make([{"text": "Done."}], session=MemorySession("s", transcript=path))
+    run = asyncio.create_task(engine.run("go", on_event=events.append))
+    await asyncio.sleep(0.05)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    assert events == [] and engine.session.messages == [] and provider.requests == []
+    # the open finishes once a reader comes; the file it opened is closed (else read waits)
+    with await asyncio.to_thread(open, path, encoding="utf-8") as reader:
+        assert await asyncio.wait_for(asyncio.to_thread(reader.read), 5) == ""
+    assert not engine.running
 
 
 async def test_conversation_continues_across_runs():

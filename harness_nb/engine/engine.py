@@ -232,6 +232,7 @@ class AgentEngine:
         first_message = len(self.session.history)  # compaction may rewrite ``messages``
         final, stop = "", "end_turn"
         prompt = self.session.secrets.scrub(prompt)  # a pasted key reaches no one, not even a view
+        await self.session.open_transcript()  # before the run starts: an interrupt here leaves nothing half-done
         emit(RunStarted(run_id=run_id, model=provider.model_id, prompt=prompt, session_id=self.session.id, agent=self.agent))
         self.session.record("run_started", run_id=run_id, agent=self.agent, model=provider.model_id)
         self.keeper.pin(self.session.append(UserMessage(content=prompt)))

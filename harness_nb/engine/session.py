@@ -2,7 +2,10 @@
 
 ``MemorySession`` holds the messages of one conversation. With a transcript path it also
 appends each message (and each run's usage) to a JSONL file as it happens, so a crash or a
-kernel restart loses nothing; ``load_transcript`` reads the messages back.
+kernel restart loses nothing; ``load_transcript`` reads the messages back. Creating the
+transcript (its folder and file: a few ms on a watched tree, unbounded on a stalled network
+mount) is the one part that may block, so a run opens it on a worker thread first
+(``open_transcript``); appending a line to an open file is a few µs.
 
 Every message is scrubbed of secrets once, as it joins the session (``Secrets``): the
 history a model is sent and the transcript on disk are the same scrubbed text, and no call
@@ -19,6 +22,7 @@ which ``load_transcript(..., compacted=True)`` rebuilds the compacted history.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterable
 from pathlib import Path
@@ -26,7 +30,7 @@ from typing import IO, Any
 
 from pydantic import TypeAdapter
 
-from ..core import Message, Usage, json_line, new_id
+from ..core import Message, Usage, json_line, new_id, run_blocking
 from ..core.message import MessageT
 from ..core.secret import SECRETS, Secrets
 
@@ -92,12 +96,29 @@ class MemorySession:
     def record_usage(self, run_id: str, usage: Usage, stop_reason: str) -> None:
         self.record("run_finished", run_id=run_id, stop_reason=stop_reason, usage=usage.model_dump())
 
+    async def open_transcript(self) -> None:
+        """Open the transcript for appending, its folder made, on a worker thread, so the
+        event loop (the kernel's, and every other run's) never waits for the file system;
+        nothing to do without a transcript or when it is open. A caller cancelled while it
+        waits leaves the file to be closed as the thread finishes."""
+        if self.transcript is None or self._fh is not None:
+            return
+        opening = asyncio.ensure_future(run_blocking(_open_for_append, self.transcript))
+        try:
+            fh = await asyncio.shield(opening)
+        except asyncio.CancelledError:
+            opening.add_done_callback(_close_opened)
+            raise
+        if self._fh is None:
+            self._fh = fh
+        else:  # a line written meanwhile opened it on the loop
+            fh.close()
+
     def _write(self, line: dict[str, Any]) -> None:
         if self.transcript is None:
             return
         if self._fh is None:
-            self.transcript.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = self.transcript.open("a", encoding="utf-8")
+            self._fh = _open_for_append(self.transcript)
         # json_line: a lone surrogate (a non-UTF-8 file name) is written escaped, never
         # an encoding error that would stop the run.
         self._fh.write(json_line(line) + "\n")
@@ -113,6 +134,16 @@ class MemorySession:
 
     def __repr__(self) -> str:
         return f"<MemorySession {self.id} messages={len(self.messages)}>"
+
+
+def _open_for_append(path: Path) -> IO[str]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path.open("a", encoding="utf-8")
+
+
+def _close_opened(opening: asyncio.Future[IO[str]]) -> None:
+    if not opening.cancelled() and opening.exception() is None:
+        opening.result().close()
 
 
 def load_transcript(path: Path, *, compacted: bool = False) -> list[Message]:
