@@ -369,13 +369,13 @@ async def test_a_run_opens_its_transcript_off_the_event_loop(fifo_transcript):
     engine, _ = make([{"text": "Done."}], session=MemorySession("s", transcript=path))
     run = asyncio.create_task(engine.run("go", on_event=lambda e: order.append(type(e).__name__)))
     await asyncio.sleep(0.05)  # the run is opening its transcript: the loop still turns
+    order.append("loop turned")
     reader = await asyncio.to_thread(open, path, encoding="utf-8")  # lets the open finish
-    order.append("reader opened")
     await run
     engine.session.close()
     with reader:
         lines = [json.loads(line)["type"] for line in (await asyncio.to_thread(reader.read)).splitlines()]
-    assert order[: order.index("RunStarted")] == ["reader opened"]
+    assert order[: order.index("RunStarted")] == ["loop turned"]
     assert lines[0] == "run_started" and lines[-1] == "run_finished"
 
 
