@@ -257,6 +257,13 @@ def assemble(
         raise ConfigError(refused)
     note_workdir(folder)  # commands may write it: the harness's programs never come from there
     state = folder / ".harness_nb"
+    # Made now, before the skills and rules below are read and watched: the harness's own
+    # first write there (a transcript, an offloaded output) is then no news about them, where
+    # making the folder at the first run made that run read both again on worker threads.
+    try:
+        state.mkdir(exist_ok=True)
+    except OSError as exc:  # a read-only workdir: the run writing there first says so
+        log.debug("cannot make %s yet: %s", state, exc)
     home = Path.home() if settings.include_user_agents else None
     agent_dirs = [Path(d).expanduser() for d in settings.agent_dirs]
     box = _sandbox(settings, sandbox).protecting(d.resolve() for d in agent_dirs)

@@ -89,7 +89,7 @@ def test_a_project_in_roots_home_works_for_a_root_kernel(tmp_path):
     try:
         assert Harness("scripted/x.yaml", workdir=project, sandbox="off", teams=False).workdir == project
     finally:
-        project.rmdir()
+        shutil.rmtree(project)
 
 
 @pytest.mark.kernel

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import stat
 from pathlib import Path
 
@@ -702,16 +703,31 @@ async def test_a_settings_file_linked_from_elsewhere_is_stated_on_every_call(wor
     assert isinstance(await decide(hook, workdir, "task", prompt="go"), Deny)
 
 
-def test_unchanged_rules_are_known_without_the_file_system_until_their_folders_change(workdir):
+def test_unchanged_rules_are_known_without_the_file_system_until_a_settings_file_may_have_changed(workdir):
+    (workdir / ".claude").mkdir()
+    (workdir / ".harness_nb").mkdir()
     rules = PermissionRules(workdir, deny=["run_python"])
     assert rules.unchanged() is None, "nothing read yet"
     first = rules.current()
     assert rules.unchanged() == first
     rules.remember(parse_rule("Bash(make)"))  # the session's rules are the harness's own: no file
     assert [str(s.rule) for s in rules.unchanged().allow] == ["Bash(make)"]  # type: ignore[union-attr]
-    (workdir / "new.txt").write_text("x")  # anything in a watched folder
+    # beside the settings files: a notebook saved, the harness's own state, an agent file
+    (workdir / "analysis.ipynb").write_text("{}")
+    (workdir / ".harness_nb" / "sessions").mkdir()
+    (workdir / ".harness_nb" / "sessions" / "s.jsonl").write_text("{}\n")
+    (workdir / ".claude" / "agents").mkdir()
+    (workdir / ".claude" / "agents" / "a.md").write_text("---\nname: a\n---\n")
+    assert rules.unchanged() is not None, "no news about a settings file"
+    os.rename(workdir / ".harness_nb", workdir / "moved")  # a folder that may hold one goes
+    assert rules.unchanged() is None
+    assert rules.current() == rules.unchanged()
+    write_settings(workdir / ".claude" / "settings.json", json.dumps({"permissions": {"deny": ["Bash(rm *)"]}}))
     assert rules.unchanged() is None
     assert rules.current() == rules.unchanged() != first
+    shutil.rmtree(workdir / ".claude")  # the folder holding a settings file goes
+    assert rules.unchanged() is None
+    assert not any("rm" in str(s.rule) for s in rules.current().deny)
     rules.close()
     assert rules.unchanged() is None
 

@@ -516,3 +516,26 @@ def test_a_harness_reads_its_skills_and_rules_as_it_is_built(workdir: Path) -> N
     assert [s.name for s in parts.skill_catalog.skills()] == ["csv-cleaning"]
     assert parts.skill_catalog.unchanged()
     assert parts.permissions.unchanged() is not None
+
+
+def test_what_a_harness_writes_beside_its_skills_and_rules_is_no_news_about_them(workdir: Path) -> None:
+    """Its transcripts and offloaded outputs under ``.harness_nb`` (made as it is built), a
+    notebook saved in the workdir, an agent file: the skills and rules stay known unchanged,
+    so no run start sends them to a worker thread. A new skill is news."""
+    from harness_nb.sandbox.watch import FolderWatch
+
+    if not FolderWatch().working:
+        pytest.skip("no inotify here: unchanged() is always unknown")
+    parts = harness(workdir, "http://127.0.0.1:9")._parts
+    (workdir / ".harness_nb" / "sessions").mkdir()
+    (workdir / ".harness_nb" / "sessions" / "session-1.jsonl").write_text("{}\n")
+    (workdir / ".harness_nb" / "offload").mkdir()
+    (workdir / "analysis.ipynb").write_text("{}")
+    (workdir / ".claude" / "agents").mkdir()
+    (workdir / ".claude" / "agents" / "helper.md").write_text("---\nname: helper\n---\nHelp.\n")
+    assert parts.skill_catalog.unchanged()
+    assert parts.permissions.unchanged() is not None
+    write_skill(workdir / ".harness_nb" / "skills", "plotting", CSV_SKILL.replace("csv-cleaning", "plotting"))
+    assert not parts.skill_catalog.unchanged()
+    parts.skill_catalog.refresh()
+    assert sorted(s.name for s in parts.skill_catalog.skills()) == ["csv-cleaning", "plotting"]

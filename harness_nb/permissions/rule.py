@@ -339,9 +339,9 @@ class PermissionRules:
         ``stat`` per file, and a bounded read of a file that changed."""
         with self._lock:
             files = self.files()
-            # each file's folder and the one above (where the folder is made or removed),
-            # watched before the files are read
-            missing = self._watch.reading(f for path, _shown in files for f in (path.parent, path.parent.parent))
+            # the way down to each file (its folder, where the file is written, and the one
+            # above, where that folder is made or removed), watched before the files are read
+            missing = self._watch.reading(files=(path for path, _shown in files))
             # a missing folder is seen being made from the one above it; the top one must be there
             trusted = not any(linked(path) or path.parent.parent in missing for path, _shown in files)
             from_files: list[RuleSet] = []

@@ -33,7 +33,9 @@ and re-reads only files whose modification time, size or inode changed; ``versio
 whenever what the catalog holds changes, so a prompt built from it is rebuilt then and only
 then (a stable system prompt keeps the provider's prompt cache warm). ``unchanged()`` says,
 without the file system, when a refresh would find nothing new: inotify (``ReadWatch``) saw
-no event in the folders it listed since, so a run need not send the refresh to a worker.
+no event in the folders it listed since, nor on the way down to them (the workdir is
+watched for ``.claude`` and ``.harness_nb`` only, not for the files written beside them), so
+a run need not send the refresh to a worker.
 """
 
 from __future__ import annotations
@@ -323,8 +325,8 @@ class SkillCatalog:
             found: dict[Path, _Found] = {}
             skills: list[Skill] = []
             winners: dict[str, Path] = {}
-            # a skill folder, the one holding it, and the two above (where those are made)
-            missing = self._watch.reading(f for _s, root in self.folders for f in (root, root.parent, root.parent.parent))
+            # each skill folder, and the way down to it (where it or the one holding it is made)
+            missing = self._watch.reading(root for _s, root in self.folders)
             trusted = not any(root.parent.parent in missing for _s, root in self.folders)
             for source, root in self.folders:
                 for folder, key in self._candidates(root, notes):
