@@ -38,7 +38,6 @@ Harness`` <= 150 ms in a fresh process (best of 7). Figures go to
 import argparse
 import asyncio
 import contextlib
-import gc
 import json
 import subprocess
 import sys
@@ -168,15 +167,10 @@ def _check_run(result: Any, turns: int) -> None:
 
 
 async def _measured(conversation: Callable[[], Awaitable[int]], turns: int, profiler: Any) -> dict[str, float]:
-    """One untimed ``conversation`` (it returns its number of calls), then the timed ones.
-
-    What the process holds by then is frozen out of the garbage collector's way, on every
-    side alike: CPython runs a full collection when the objects promoted since the last one
-    reach a quarter of those already old, so a process that imported less collects more
-    often, and the figure would move with the modules imported rather than the work per
-    call (a notebook kernel holds far more than any side here)."""
-    gc.collect()
-    gc.freeze()
+    """One untimed ``conversation`` (it returns its number of calls), then the timed ones,
+    with what the process holds by then frozen out of the collector's way
+    (``common.freeze_heap``)."""
+    common.freeze_heap()
     await conversation()
     with _timed(profiler) as clock:
         for _ in range(conversations_for(turns)):

@@ -20,7 +20,9 @@ against the fake LLM server with 100 ms of latency on every call, run these ways
 The ``task`` tool is invoked the way the engine invokes it when the model asks for it
 (``harness_nb.tools.invoke`` with the main agent as the parent), so no main-model call
 is timed on either side. Every measurement runs in a fresh process (with a HOME of its
-own), streamed (the providers' default); the fake server runs in its own process.
+own), streamed (the providers' default), with what the process holds before its clock
+frozen out of the garbage collector's way (``common.freeze_heap``, as ``bench_engine``
+does); the fake server runs in its own process.
 Reported: wall time of each; its share of the latency-bound ideal (six latencies for a
 parallel run, 48 for a sequential one), which not even the bare loop reaches (eight
 streams parsed on one client thread, served by one single-threaded fake server); its
@@ -81,6 +83,7 @@ def import_harness_nb() -> None:
 
 async def measure_bare(url: str, parallel: bool) -> float:
     async with common.bare_client(url) as client:
+        common.freeze_heap()
         start = time.perf_counter()
         if parallel:
             calls = await asyncio.gather(*(common.bare_conversation(client, stream=True) for _ in range(SUBAGENTS)))
@@ -99,6 +102,7 @@ async def measure_engine(url: str, parallel: bool) -> float:
     from harness_nb.tools import ToolRegistry
 
     workdir = Path.cwd()
+    common.freeze_heap()
     start = time.perf_counter()
     provider = create_provider(f"openai-compatible/{common.MODEL}", base_url=url, api_key=common.API_KEY)
     tools = ToolRegistry([common.echo_tool()])
@@ -148,6 +152,7 @@ async def measure_harness(url: str, parallel: bool) -> float:
         ToolCall(id=f"single-{n}", name="task", arguments=json.dumps(job)) for n, job in enumerate(jobs)
     ]
     with common.notebook_project() as workdir:
+        common.freeze_heap()
         start = time.perf_counter()
         harness = build_harness(url, workdir)
         try:
@@ -173,6 +178,7 @@ async def measure_harnesses(url: str, parallel: bool) -> float:
             workdirs.append(first.with_name(f"project-{n}"))
             shutil.copytree(first, workdirs[-1])
         await asyncio.sleep(common.SETTLE_S)  # the copies settled too
+        common.freeze_heap()
         start = time.perf_counter()
         harnesses = [build_harness(url, workdir) for workdir in workdirs]
         try:

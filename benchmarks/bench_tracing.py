@@ -41,7 +41,6 @@ Figures go to ``benchmarks/results/bench_tracing.json``.
 import argparse
 import asyncio
 import contextlib
-import gc
 import json
 import subprocess
 import sys
@@ -125,8 +124,7 @@ async def measure(side: str, url: str, stream: bool) -> dict[str, float]:
             return result.turns
 
         try:
-            gc.collect()
-            gc.freeze()  # as bench_engine: the collector's pace must not depend on what was imported
+            common.freeze_heap()
             await conversation()
             calls, cpu, wall = 0, time.process_time(), time.perf_counter()
             for _ in range(max(1, round(CALLS_PER_MEASUREMENT / (TURNS + 1)))):

@@ -8,6 +8,7 @@ calls. It deliberately has no framework, no validation, no events and no retries
 """
 
 import contextlib
+import gc
 import json
 import os
 import statistics
@@ -49,6 +50,18 @@ ECHO_STEP = {
 }
 FINAL_STEP = {"text": "Done: every step has been echoed."}
 SETTLE_S = 1.2  # past sandbox.snapshot.RACY_NS (1 s): the project's files count as settled
+
+
+def freeze_heap() -> None:
+    """Collect, then freeze what the process holds out of the garbage collector's way, on
+    every side alike, just before the clock starts. CPython runs a full collection when the
+    objects promoted since the last one reach a quarter of those already old, and each full
+    collection walks every object alive: without this, a side that imported more (the
+    harness's modules against httpx alone) pays more and longer collections inside the
+    clock, and the figure moves with what was imported rather than with the work measured
+    (a notebook kernel holds far more than any side here: pandas, IPython, the user's data)."""
+    gc.collect()
+    gc.freeze()
 
 
 def script(tool_turns: int) -> list[dict[str, Any]]:

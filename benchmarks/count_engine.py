@@ -22,7 +22,6 @@ misses and system calls are not in it, so it tells whether a change removed work
 import argparse
 import asyncio
 import contextlib
-import gc
 import json
 import pickle
 import re
@@ -139,8 +138,7 @@ async def counted(side: str, answers_file: Path, stream: bool, conversations: in
     with common.notebook_project() if side == "harness" else contextlib.nullcontext() as workdir:
         run = conversation(side, recorded, stream, wire, workdir)
         await run()
-        gc.collect()
-        gc.freeze()
+        common.freeze_heap()
         for _ in range(conversations):
             await run()
 
