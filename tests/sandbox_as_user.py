@@ -16,7 +16,7 @@ from typing import Any
 
 from harness_nb.core import ConfigError
 from harness_nb.sandbox import Sandbox
-from sandbox_support import ESCAPES, SECCOMP_PROBE, beside_a_command, escaped, output_of, prepare_escapes
+from sandbox_support import ESCAPES, beside_a_command, escaped, output_of, prepare_escapes, seccomp_probe
 
 SPAWN = """
 import subprocess
@@ -40,7 +40,7 @@ async def main(workdir: Path, home: Path, outside: Path) -> dict[str, Any]:
     for name, command in ESCAPES.items():
         output = await output_of(sandbox, workdir, command.format(outside=outside))
         found["escapes"][name] = {"got": escaped(name, output, workdir, outside), "output": output}
-    (workdir / "probe.py").write_text(SECCOMP_PROBE)
+    (workdir / "probe.py").write_text(seccomp_probe())
     found["seccomp"] = json.loads((await output_of(sandbox, workdir, "python probe.py")).splitlines()[0])
     found["status"] = await output_of(sandbox, workdir, "grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status")
     (workdir / "spawn.py").write_text(SPAWN)

@@ -18,6 +18,7 @@ import pytest
 from harness_nb.core import ConfigError, ToolError
 from harness_nb.sandbox import Checkpoints, Identity
 from harness_nb.sandbox.protected import SANDBOX_READ_ONLY
+from harness_nb.sandbox.seccomp import REFUSED, SYSCALLS, machine_arch
 from harness_nb.tools import Sandbox
 from harness_nb.tools.shell import run_command
 
@@ -239,13 +240,20 @@ def escaped(name: str, output: str, workdir: Path, outside: Path) -> str | None:
     return None
 
 
-# A Python program run inside the sandbox: every refused system call, with zero arguments
-# (the filter answers before the kernel looks at them, which would say EFAULT or EINVAL),
-# prints {name: errno} as JSON. clone3 and openat2 should say ENOSYS, the others EPERM.
-SECCOMP_PROBE = """
+def seccomp_probe() -> str:
+    """A Python program run inside the sandbox: every refused system call, with zero
+    arguments (the filter answers before the kernel looks at them, which would say EFAULT or
+    EINVAL), prints {name: errno} as JSON; clone3 and openat2 should say ENOSYS, the others
+    EPERM. The names and numbers are written into it, so it needs nothing but the standard
+    library: the repository may be where the sandbox does not show it (a clone under /tmp)."""
+    table = SYSCALLS[machine_arch()]
+    return PROBE_TEMPLATE.replace("TABLE", repr(dict(table))).replace("NAMES", repr(sorted(REFUSED)))
+
+
+PROBE_TEMPLATE = """
 import ctypes, errno, json, sys
-from harness_nb.sandbox.seccomp import REFUSED, SYSCALLS, machine_arch
-table = SYSCALLS[machine_arch()]
+table = TABLE
+REFUSED = NAMES
 libc = ctypes.CDLL(None, use_errno=True)
 def call(nr, *args):
     ctypes.set_errno(0)

@@ -27,7 +27,6 @@ from harness_nb.sandbox.seccomp import REFUSED, SYSCALLS, machine_arch
 from harness_nb.tools import kill_running_commands
 from sandbox_support import (
     ESCAPES,
-    SECCOMP_PROBE,
     beside_a_command,
     escaped,
     helper_pids,
@@ -35,6 +34,7 @@ from sandbox_support import (
     kill_all,
     output_of,
     prepare_escapes,
+    seccomp_probe,
     sleep_arg,
     traces_left,
     wait_running,
@@ -124,10 +124,9 @@ async def test_no_capabilities_no_new_privileges_no_namespaces(identity, workdir
 
 
 @pytest.mark.parametrize("identity", IDENTITIES)
-async def test_the_filter_refuses_what_it_names(identity, workdir, monkeypatch):
+async def test_the_filter_refuses_what_it_names(identity, workdir):
     sandbox = identity_sandbox(identity)
-    (workdir / "probe.py").write_text(SECCOMP_PROBE)
-    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[1]))
+    (workdir / "probe.py").write_text(seccomp_probe())
     output = await output_of(sandbox, workdir, "python3 -I probe.py 2>&1 || python probe.py")
     found = json.loads(output.splitlines()[0])
     table = SYSCALLS[machine_arch()]
