@@ -172,11 +172,9 @@ class ReadWatch:
             weakref.finalize(self, self._watch.close)
         self._watch.start_walk()
         self._quiet = False
-        wanted: dict[Path, set[str] | None] = {}
-        for target, whole in [*((f, True) for f in folders), *((f, False) for f in files)]:
-            if whole:
-                wanted[target] = None
-            for entry in (target, target.parent):
+        wanted: dict[Path, set[str] | None] = dict.fromkeys(folders)  # watched whole
+        for target in [*wanted, *files]:
+            for entry in (target, target.parent):  # from the folder above, and the one above that
                 names = wanted.setdefault(entry.parent, set())
                 if names is not None:
                     names.add(entry.name)
